@@ -1,0 +1,63 @@
+// What the executor needs from a device: buffers, two streams, cross-stream waits on task
+// completion, and per-task timestamps. Backends execute task kinds; they know no strategy.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <mpi.h>
+
+#include "fob/plan.h"
+
+namespace fob {
+
+struct LinkEmulation {
+  double gbps = 0;        // Gbit/s; 0 = no bandwidth limit
+  double latency_us = 0;  // added to every transfer
+  bool enabled() const { return gbps > 0 || latency_us > 0; }
+  std::string describe() const;  // "none" or "emulated: 10 Gbit/s, 5 us latency per transfer"
+};
+
+struct BackendOptions {
+  MPI_Comm comm = MPI_COMM_WORLD;
+  LinkEmulation link;
+  int blas_threads = 1;
+  uint64_t seed = 1;
+};
+
+// Per-task times of one iteration, seconds from the iteration's start (NaN if not run).
+struct IterationTimes {
+  std::vector<double> start;
+  std::vector<double> end;
+  double step = 0;  // this rank's iteration time: the last task's end
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string name() const = 0;
+  virtual std::string device() const = 0;  // "cpu (x86_64, 2 cores)" or a GPU name and bus id
+  virtual std::string blas() const = 0;
+
+  // Allocates and fills the plan's buffers. Throws InputError if the plan cannot run here
+  // (e.g. a dtype this backend lacks), before allocating anything.
+  virtual void setup(const Plan& plan) = 0;
+  // Fills every buffer that is not input data with NaN, so a task that fails to write its
+  // output cannot pass verification with a previous iteration's values.
+  virtual void poison() = 0;
+  virtual std::vector<double> read(int buffer) = 0;
+
+  // One iteration: begin(), then launch() every task in plan order, then finish().
+  // launch() queues the task on its stream behind `wait_for` (tasks on the other stream);
+  // it returns at once, as a CUDA launch does.
+  virtual void begin(const Plan& plan) = 0;
+  virtual void launch(const Task& task, const std::vector<int>& wait_for) = 0;
+  // Waits for both streams. Throws RuntimeFault naming the task each stream was stuck on
+  // if `timeout_s` passes first.
+  virtual IterationTimes finish(double timeout_s) = 0;
+};
+
+std::unique_ptr<Backend> make_cpu_backend(const BackendOptions& options);
+
+}  // namespace fob

@@ -1,0 +1,44 @@
+// A run's settings: from a YAML config, overridden by the command line (DESIGN.md section 4).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "fob/backend.h"
+#include "fob/types.h"
+
+namespace fob {
+
+struct Config {
+  Workload workload = Workload::mlp;
+  Shape shape{4, 512, 512, 0};  // ffn 0 means 4 * hidden
+  DType dtype = DType::fp32;
+  std::vector<std::string> strategies = {"baseline", "slicing:4", "decompose", "flash",
+                                         "flash_direct"};
+  int iters = 20;
+  int warmup = 2;
+  std::string backend = "auto";
+  std::string transport = "auto";
+  LinkEmulation link;
+  bool verify = true;
+  double timeout = 300;
+  uint64_t seed = 1;
+  int blas_threads = 1;
+  std::string output;  // empty: results/fobench-<time>.h5
+
+  int64_t ffn() const { return shape.ffn > 0 ? shape.ffn : 4 * shape.hidden; }
+  std::string to_yaml() const;  // the effective settings, as stored in the results file
+};
+
+// Applies the keys of a YAML document to `config`. Unknown keys and bad values throw
+// InputError naming the key, its line in `source` and the valid choices.
+void apply_yaml(Config& config, const std::string& yaml_text, const std::string& source);
+
+// Checks values that do not depend on the world size (ranges, names).
+void validate_config(const Config& config);
+
+// Splits "baseline,slicing:4" into its specs.
+std::vector<std::string> split_list(const std::string& text);
+
+}  // namespace fob

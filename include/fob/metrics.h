@@ -1,0 +1,34 @@
+// The metrics of DESIGN.md section 3, computed from measured cases only.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "fob/results.h"
+
+namespace fob {
+
+struct Summary {
+  std::string case_id, workload, strategy, dtype;
+  int64_t batch = 0, seq = 0, hidden = 0, ffn = 0;
+  int32_t world = 0;
+  int32_t iters = 0;
+  int32_t verified = -1;
+  // Seconds. NaN where the needed reference case (baseline, compute_only, comm_only) is absent.
+  double t_median = 0, t_min = 0, t_p90 = 0, t_p99 = 0, t_cv = 0;
+  double t_comp = 0, t_comm = 0, t_lb = 0;
+  double exposed_comm = 0;
+  double slicing_penalty = 0;  // median compute-stream busy time of this case minus T_comp
+  double speedup = 0, ideal_speedup = 0;
+  double comm_reduction = 0, e2e_reduction = 0;
+  double overlap_efficiency = 0;
+  double hidden_frac = 0;       // "hidden" in reports
+  double overlap_pct = 0;       // IMB-NBC documented formula, min denominator
+  double tflops = 0;            // per rank, useful flops over T
+  double algbw = 0, busbw = 0;  // GB/s, comm_only cases only (NaN elsewhere)
+};
+
+// Cases match their references by (workload, batch, seq, hidden, ffn, dtype, world).
+std::vector<Summary> summarize(const std::vector<CaseResult>& cases);
+
+}  // namespace fob

@@ -1,0 +1,125 @@
+// A Plan is plain data: per rank, an ordered list of tasks on two streams with explicit
+// dependencies. Strategies produce plans; the executor and the simulator consume them.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+#include "fob/types.h"
+
+namespace fob {
+
+enum class StreamId : uint8_t { compute = 0, comm = 1 };
+inline constexpr int kNumStreams = 2;
+const char* to_string(StreamId stream);
+
+enum class TaskKind : uint8_t { gemm, send, recv, exchange, collective, add, copy };
+const char* to_string(TaskKind kind);
+
+enum class CollectiveOp : uint8_t { none, all_gather, reduce_scatter, all_reduce };
+const char* to_string(CollectiveOp op);
+
+// How a buffer's contents come to be before an iteration.
+enum class BufferInit : uint8_t {
+  none,   // scratch: written by the plan before it is read
+  input,  // integer-valued data from a global tensor (see InputRegion)
+  zeros,  // constant zeros, never written
+};
+
+struct BufferSpec {
+  std::string name;
+  int64_t rows = 0;
+  int64_t cols = 0;
+};
+
+// Rows [row, row + rows) of a buffer; every row is `cols` of the buffer wide.
+struct View {
+  int buffer = -1;
+  int64_t row = 0;
+  int64_t rows = 0;
+};
+
+// A region of a buffer filled from a global tensor: rows [row, row+rows) of the buffer hold
+// the global tensor's rows [global_row, ...) and columns [global_col, global_col + cols).
+struct InputRegion {
+  int buffer = -1;
+  int64_t row = 0;
+  int64_t rows = 0;
+  std::string tensor;  // "X", "W1", "H", "W2", "P"
+  int64_t global_row = 0;
+  int64_t global_col = 0;
+};
+
+// What an output buffer must hold after an iteration, for verification.
+enum class CheckKind : uint8_t {
+  gathered,       // the full global X (all-gather result)
+  ag_out,         // Y_r = X * W1_r            [M, F/N]
+  rs_out,         // Z_r = rows r of sum_j H_j * W2_j   [M/N, D]
+  local_product,  // P_r = H_r * W2_r          [M, D]
+  reduced_input,  // rows r of sum_j P_j       [M/N, D]
+};
+const char* to_string(CheckKind kind);
+
+struct OutputCheck {
+  int buffer = -1;
+  CheckKind kind = CheckKind::ag_out;
+};
+
+struct Task {
+  int id = -1;
+  StreamId stream = StreamId::compute;
+  TaskKind kind = TaskKind::gemm;
+  std::vector<int> deps;  // ids of earlier tasks (either stream) this one waits for
+  std::string label;
+
+  // gemm: c[i] (=|+=) a[i] * b for i in [0, batch); a and c advance by their strides per batch.
+  // add: c += a (element-wise, c.rows x cols). copy: c = a.
+  View a, b, c;
+  int64_t m = 0, n = 0, k = 0;
+  int batch = 1;
+  int64_t a_stride_rows = 0;
+  int64_t c_stride_rows = 0;
+  bool accumulate = false;
+
+  // send / recv / exchange: send `a` to send_peer, receive into `c` from recv_peer.
+  int send_peer = -1;
+  int recv_peer = -1;
+  int tag = 0;
+
+  // collective over all ranks. Rank j's block lies at src.row + j*src_stride_rows (reduce
+  // scatter input) or dst.row + j*dst_stride_rows (all-gather output); src.rows rows each.
+  CollectiveOp op = CollectiveOp::none;
+  int64_t src_stride_rows = 0;
+  int64_t dst_stride_rows = 0;
+
+  int64_t bytes = 0;  // bytes this rank sends
+  double flops = 0;   // floating-point operations this rank performs
+
+  bool is_transfer() const {
+    return kind == TaskKind::send || kind == TaskKind::recv || kind == TaskKind::exchange ||
+           kind == TaskKind::collective;
+  }
+};
+
+struct Plan {
+  Workload workload = Workload::ag_gemm;
+  std::string strategy;  // the spec as written: "slicing:4", "flash", "compute_only"
+  Shape shape;
+  DType dtype = DType::fp32;
+  int world = 1;
+  int rank = 0;
+  std::vector<BufferSpec> buffers;
+  std::vector<InputRegion> inputs;
+  std::vector<OutputCheck> checks;
+  std::vector<Task> tasks;
+
+  int buffer_id(const std::string& name) const;  // -1 when absent
+  int64_t buffer_bytes() const;                  // all buffers, at this plan's dtype
+};
+
+// Readable listing for --dry-run.
+void print_plan(std::ostream& out, const Plan& plan);
+
+}  // namespace fob

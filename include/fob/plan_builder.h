@@ -1,0 +1,69 @@
+// Builds a Plan while tracking which rows of which buffer every task reads and writes, so that
+// cross-stream dependencies follow from the data (read-after-write, write-after-read,
+// write-after-write) instead of being written out by hand in every strategy.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "fob/plan.h"
+
+namespace fob {
+
+class PlanBuilder {
+ public:
+  explicit PlanBuilder(Plan& plan) : plan_(plan) {}
+
+  int world() const { return plan_.world; }
+  int rank() const { return plan_.rank; }
+  // Ring and pair neighbours, mod world.
+  int peer(int offset) const {
+    return ((plan_.rank + offset) % plan_.world + plan_.world) % plan_.world;
+  }
+
+  // Returns the id of the named buffer, creating it if absent (a second call must agree on cols).
+  int buffer(const std::string& name, int64_t rows, int64_t cols,
+             BufferInit init = BufferInit::none);
+  int64_t cols(int buffer) const { return plan_.buffers.at(buffer).cols; }
+  void input(const InputRegion& region);
+  void check(int buffer, CheckKind kind);
+
+  // c[i] (=|+=) a[i] * b, i in [0, batch): a and c advance by their strides (in rows).
+  int gemm(const View& a, const View& b, const View& c, bool accumulate, const std::string& label,
+           int batch = 1, int64_t a_stride_rows = 0, int64_t c_stride_rows = 0);
+  int add(const View& dst, const View& src, const std::string& label);  // dst += src
+  int copy(const View& dst, const View& src, const std::string& label);
+  int exchange(const View& send, int send_peer, const View& recv, int recv_peer, int tag,
+               const std::string& label);
+  int send(const View& src, int peer, int tag, const std::string& label);
+  int recv(const View& dst, int peer, int tag, const std::string& label);
+  // All-gather: every rank's block (rows `block_rows`) lands at dst_row + j * dst_stride in
+  // `buffer`, in place; this rank's own block is already there.
+  int all_gather(int buffer, int64_t dst_row, int64_t block_rows, int64_t dst_stride,
+                 const std::string& label);
+  // Reduce-scatter: rank j's block of `src` (at src_row + j * src_stride) is summed over ranks
+  // into this rank's `dst` view.
+  int reduce_scatter(int src, int64_t src_row, int64_t src_stride, const View& dst,
+                     const std::string& label);
+
+  // An extra ordering edge that the data does not imply (e.g. decompose's lock-step).
+  void depend(int task, int on);
+
+ private:
+  struct Region {
+    int buffer;
+    int64_t begin;
+    int64_t end;
+  };
+  struct Access {
+    std::vector<Region> reads;
+    std::vector<Region> writes;
+  };
+  int add_task(Task task, Access access);
+  int64_t elem_bytes() const { return dtype_bytes(plan_.dtype); }
+
+  Plan& plan_;
+  std::vector<Access> accesses_;
+};
+
+}  // namespace fob

@@ -1,0 +1,24 @@
+// Integer-valued inputs and an independent reference for verification (DESIGN.md section 6).
+// Inputs lie in {-1, 0, 1}, so every sum a GEMM forms is an integer far below 2^24 for any
+// realistic shape and is exact in fp32 whatever the summation order.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "fob/plan.h"
+
+#pragma once
+
+namespace fob {
+
+// Element (row, col) of a global input tensor ("X", "W1", "H", "W2", "P"; "zeros" is 0).
+double input_value(uint64_t seed, const std::string& tensor, int64_t row, int64_t col);
+
+// Fills region.rows x cols values, row-major, for the plan's input region.
+void fill_input(const InputRegion& region, int64_t cols, uint64_t seed, double* out);
+
+// What the checked buffer must hold, computed with plain loops in double (exact for these
+// integers) from the global tensors, independently of any strategy or BLAS.
+std::vector<double> expected_output(const Plan& plan, const OutputCheck& check, uint64_t seed);
+
+}  // namespace fob

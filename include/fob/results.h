@@ -1,0 +1,101 @@
+// What a run measured, as held in memory and in the HDF5 file (DESIGN.md section 5).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "fob/plan.h"
+
+namespace fob {
+
+inline constexpr const char* kSchema = "fobench/1";
+inline constexpr int kSchemaVersion = 1;
+
+// One row of the `tasks` compound dataset (padding rows have task = -1).
+struct TaskRecord {
+  int32_t rank = 0;
+  int32_t task = -1;
+  int8_t stream = 0;  // StreamId
+  int8_t kind = 0;    // TaskKind
+  int32_t peer = -1;  // send peer for transfers, -1 otherwise
+  int64_t bytes = 0;
+  double flops = 0;
+  std::string label;  // stored as a fixed-length string of up to 63 characters
+};
+
+// A dependency edge: on `rank`, task `task` waits for task `on`.
+struct DepRecord {
+  int32_t rank = 0;
+  int32_t task = 0;
+  int32_t on = 0;
+};
+
+struct CaseResult {
+  std::string id;  // group name under /cases, e.g. "0003"
+  std::string workload;
+  std::string strategy;  // the spec as written
+  int64_t batch = 0, seq = 0, hidden = 0, ffn = 0;
+  std::string dtype;
+  int32_t world = 0;
+  int32_t iters = 0;
+  int32_t warmup = 0;
+  int32_t verified = -1;  // 1 passed, 0 failed, -1 not checked
+  double max_abs_err = 0;
+
+  int32_t max_tasks = 0;          // task dimension of the arrays below
+  std::vector<TaskRecord> tasks;  // [world * max_tasks]
+  std::vector<DepRecord> deps;
+  std::vector<double> step_seconds;  // [iters * world]: each rank's own step time
+  std::vector<double> task_start;    // [iters * world * max_tasks], NaN padded
+  std::vector<double> task_end;
+
+  double step(int iter) const;  // the step's time: slowest rank
+};
+
+struct SystemInfo {
+  std::string backend, transport;
+  int32_t world_size = 0;
+  std::string hostnames;  // comma separated, one per rank
+  std::string devices;    // comma separated, one per rank
+  std::string mpi_version, nccl_version, cuda_version, blas;
+  std::string link_emulation;  // "none" or "emulated: 10 Gbit/s, 5 us latency"
+  std::string env;             // KEY=VALUE lines
+};
+
+struct RunInfo {
+  std::string git_commit, created_utc, command_line, config_yaml;
+};
+
+struct ResultFile {
+  RunInfo run;
+  SystemInfo system;
+  std::vector<CaseResult> cases;
+};
+
+// Writes NAME.h5.partial, rewritten case by case, then renamed to NAME.h5 by finish().
+// Refuses to start when NAME.h5 exists unless `force` (InputError). HDF5 only on rank 0.
+class ResultWriter {
+ public:
+  ResultWriter(const std::string& path, bool force, const RunInfo& run, const SystemInfo& sys);
+  ~ResultWriter();
+  ResultWriter(const ResultWriter&) = delete;
+  ResultWriter& operator=(const ResultWriter&) = delete;
+
+  void add_case(const CaseResult& result);  // writes, refreshes /summary, flushes to disk
+  void finish();                            // closes and renames .partial to the final name
+  const std::string& final_path() const { return path_; }
+  const std::string& partial_path() const { return partial_; }
+
+ private:
+  std::string path_, partial_;
+  long long file_ = -1;  // hid_t
+  std::vector<CaseResult> cases_;
+};
+
+// Reads a file written by ResultWriter (final or .partial). Throws InputError when it is not a
+// fobench file, has a newer schema, or cannot be opened.
+ResultFile read_results(const std::string& path);
+
+}  // namespace fob

@@ -1,0 +1,56 @@
+// A strategy turns the two collective-bearing halves of a workload into tasks. Each strategy
+// lives in one file under src/strategies/ and knows nothing of backends.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "fob/plan_builder.h"
+
+namespace fob {
+
+// Y[M, Fn] = AllGather(X)[M, D] * W[D, Fn]. `x` holds M rows; this rank's block
+// (rows rank*M/N ...) is already in place, the others arrive by communication.
+struct AgProblem {
+  int x = -1, w = -1, y = -1;
+  int64_t tokens = 0, hidden = 0, ffn_local = 0;
+  int64_t block = 0;  // rows per rank: M / N
+};
+
+// Z[M/N, D] = rows `rank` of sum over ranks of H[M, Fn] * W[Fn, D].
+struct RsProblem {
+  int h = -1, w = -1, z = -1;
+  int64_t tokens = 0, hidden = 0, ffn_local = 0;
+  int64_t block = 0;  // rows per rank: M / N
+};
+
+struct Strategy {
+  const char* name;
+  const char* summary;
+  // Strategies with a parameter accept "name:P"; it must divide the rows of one rank's block.
+  const char* param_name;  // nullptr when the strategy takes none
+  int default_param;
+  // Reference modes (compute_only, comm_only) declare their own output checks.
+  bool is_reference;
+  void (*all_gather_gemm)(PlanBuilder& builder, const AgProblem& problem, int param);
+  void (*gemm_reduce_scatter)(PlanBuilder& builder, const RsProblem& problem, int param);
+};
+
+// Every strategy built in, reference modes included, in the order reports list them.
+const std::vector<const Strategy*>& all_strategies();
+
+struct StrategySpec {
+  const Strategy* strategy = nullptr;
+  int param = 0;
+  std::string text;  // as written by the user
+};
+
+// "slicing:4" -> slicing with param 4. Throws InputError naming the valid choices.
+StrategySpec parse_strategy(const std::string& text);
+// "3" or, when a block is split into several sub-slices, "3.1": for task labels.
+std::string piece_name(int block, int sub, int subs);
+
+// The strategies a user may ask for, for error messages: "baseline, slicing:C, ...".
+std::string strategy_choices();
+
+}  // namespace fob

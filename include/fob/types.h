@@ -1,0 +1,46 @@
+// Basic vocabulary shared by plans, backends, results and the CLI.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+namespace fob {
+
+// Exit codes are part of the contract (DESIGN.md section 4).
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitVerifyFailed = 1;
+inline constexpr int kExitBadInput = 2;
+inline constexpr int kExitRuntimeFault = 3;
+
+// Bad input: unknown key, bad value, shape that does not divide. Exit 2.
+class InputError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// A fault while running: MPI, a hung transfer, a backend error. Exit 3.
+class RuntimeFault : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+enum class DType : uint8_t { fp32, fp64, bf16, fp16 };
+const char* to_string(DType dtype);
+DType parse_dtype(const std::string& text);  // throws InputError naming the choices
+int dtype_bytes(DType dtype);
+
+enum class Workload : uint8_t { ag_gemm, gemm_rs, mlp };
+const char* to_string(Workload workload);
+Workload parse_workload(const std::string& text);
+
+// Problem shape. Tokens M = batch * seq; the FFN width defaults to 4 * hidden.
+struct Shape {
+  int64_t batch = 1;
+  int64_t seq = 1;
+  int64_t hidden = 1;
+  int64_t ffn = 4;
+  int64_t tokens() const { return batch * seq; }
+};
+
+}  // namespace fob

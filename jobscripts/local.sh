@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Runs fobench under mpirun on one workstation.
+#
+#   jobscripts/local.sh NP [fobench run arguments...]
+#   e.g. jobscripts/local.sh 4 -c bench_configs/demo.yaml -o results/mine.h5
+#
+# With Open MPI it adds --oversubscribe (more ranks than cores is fine for functional runs),
+# --bind-to none (each rank has a compute thread and a comm thread; pinning both to one core
+# would serialise them) and, as root, --allow-run-as-root. BUILD_DIR picks the build (default
+# build).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+if [[ $# -lt 1 || ! "$1" =~ ^[1-9][0-9]*$ ]]; then
+  echo "usage: jobscripts/local.sh NP [fobench run arguments...]  (NP: number of ranks)" >&2
+  exit 2
+fi
+np=$1
+shift
+
+fobench="${BUILD_DIR:-build}/fobench"
+if [[ ! -x "$fobench" ]]; then
+  echo "local.sh: $fobench not found; build it first with scripts/build.sh" >&2
+  exit 2
+fi
+
+launch=(mpirun -np "$np")
+if mpirun --version 2>/dev/null | grep -q 'Open MPI'; then
+  launch+=(--oversubscribe --bind-to none)
+  if [[ $EUID -eq 0 ]]; then
+    launch+=(--allow-run-as-root)
+  fi
+fi
+
+exec "${launch[@]}" "$fobench" run "$@"

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Builds fobench and runs the default benchmark: the mlp workload on 4 ranks (CPU backend,
+# emulated link, every strategy), as configured in bench_configs/demo.yaml. Prints the speedup
+# table and writes results/demo-<date>.h5.
+#
+#   scripts/demo.sh [extra fobench run arguments, e.g. --iters 50 --link-gbps 25]
+# NP=<ranks> changes the rank count (default 4); BUILD_DIR the build directory (default build).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+build_dir=${BUILD_DIR:-build}
+np=${NP:-4}
+
+scripts/build.sh
+
+# An output file given on the command line wins over the default one.
+out=""
+prev=""
+for arg in "$@"; do
+  case "$prev" in -o | --output) out=$arg ;; esac
+  case "$arg" in --output=*) out=${arg#--output=} ;; -o?*) out=${arg#-o} ;; esac
+  prev=$arg
+done
+args=(-c bench_configs/demo.yaml)
+if [[ -z "$out" ]]; then
+  mkdir -p results
+  out="results/demo-$(date +%Y%m%d-%H%M%S).h5"
+  args+=(-o "$out")
+fi
+
+rc=0
+BUILD_DIR="$build_dir" jobscripts/local.sh "$np" "${args[@]}" "$@" || rc=$?
+
+echo >&2
+if [[ -f "$out" ]]; then
+  echo "Results: $out" >&2
+  echo "Print the report again with: $build_dir/fobench report $out" >&2
+elif [[ -f "$out.partial" ]]; then
+  echo "The run did not finish; the cases it completed are in $out.partial" >&2
+  echo "Print what it has with: $build_dir/fobench report $out.partial" >&2
+fi
+exit "$rc"

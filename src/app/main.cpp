@@ -1,0 +1,78 @@
+// fobench: one binary, subcommands (DESIGN.md section 4).
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <iostream>
+
+#include "commands.h"
+#include "fob/types.h"
+
+namespace {
+
+template <typename T>
+void optional_option(CLI::App* app, const std::string& flags, std::optional<T>& target,
+                     const std::string& help) {
+  app->add_option_function<T>(
+      flags, [&target](const T& v) { target = v; }, help);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"fobench: communication/computation overlap benchmarks for distributed LLM layers"};
+  app.require_subcommand(0, 1);
+  bool show_version = false;
+  app.add_flag("--version", show_version, "backends built in and library versions");
+
+  fob::RunArgs run;
+  CLI::App* run_cmd = app.add_subcommand("run", "run a benchmark (under mpirun/srun)");
+  run_cmd->add_option("-c,--config", run.config_path, "YAML config (bench_configs/*.yaml)");
+  optional_option(run_cmd, "--workload", run.workload, "ag_gemm | gemm_rs | mlp");
+  optional_option(run_cmd, "--batch", run.batch, "batch size b");
+  optional_option(run_cmd, "--seq", run.seq, "sequence length s (tokens M = b*s)");
+  optional_option(run_cmd, "--hidden", run.hidden, "hidden size D");
+  optional_option(run_cmd, "--ffn", run.ffn, "FFN width F (default 4*D)");
+  optional_option(run_cmd, "--dtype", run.dtype, "fp32 | fp64 | bf16 | fp16");
+  optional_option(run_cmd, "--strategies", run.strategies,
+                  "comma list: baseline,slicing:C,decompose,flash[:m],flash_direct[:m]");
+  optional_option(run_cmd, "-n,--iters", run.iters, "timed iterations");
+  optional_option(run_cmd, "-w,--warmup", run.warmup, "warm-up iterations");
+  optional_option(run_cmd, "--backend", run.backend, "auto | cpu | cuda");
+  optional_option(run_cmd, "--transport", run.transport, "auto | mpi | nccl");
+  optional_option(run_cmd, "--link-gbps", run.link_gbps, "emulated link bandwidth, Gbit/s");
+  optional_option(run_cmd, "--link-latency-us", run.link_latency_us,
+                  "emulated link latency per transfer, microseconds");
+  run_cmd->add_flag_function(
+      "--verify,!--no-verify", [&run](int64_t n) { run.verify = n > 0; },
+      "check every output bit for bit against a reference (default on)");
+  optional_option(run_cmd, "-o,--output", run.output, "results file (.h5)");
+  optional_option(run_cmd, "--timeout", run.timeout, "seconds allowed per iteration");
+  optional_option(run_cmd, "--seed", run.seed, "input data seed");
+  optional_option(run_cmd, "--blas-threads", run.blas_threads, "BLAS threads per rank");
+  optional_option(run_cmd, "--world", run.world, "world size for --dry-run without mpirun");
+  run_cmd->add_flag("--dry-run", run.dry_run, "print each rank's plan and exit");
+  run_cmd->add_flag("--force", run.force, "overwrite an existing results file");
+
+  fob::ReportArgs report;
+  CLI::App* report_cmd = app.add_subcommand("report", "print the speedup table of a results file");
+  report_cmd->add_option("file", report.file, "results file (.h5 or .h5.partial)")->required();
+  report_cmd->add_option("--format", report.format, "md | csv | json");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int code = app.exit(e);
+    return code == 0 ? 0 : fob::kExitBadInput;
+  }
+  if (show_version) {
+    std::cout << fob::version_text();
+    return 0;
+  }
+  if (*run_cmd) {
+    for (int i = 0; i < argc; ++i) run.command_line += (i ? " " : "") + std::string(argv[i]);
+    return fob::run_command(run);
+  }
+  if (*report_cmd) return fob::report_command(report);
+  std::cout << app.help();
+  return 0;
+}

@@ -1,0 +1,369 @@
+// `fobench run`: validate everything, then run every case and write results case by case.
+#include <hdf5.h>
+#include <mpi.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iostream>
+#include <memory>
+#include <sstream>
+
+#include "commands.h"
+#include "fob/backend.h"
+#include "fob/executor.h"
+#include "fob/metrics.h"
+#include "fob/report.h"
+#include "fob/results.h"
+#include "fob/workload.h"
+
+extern char** environ;
+
+namespace fob {
+namespace {
+
+std::string utc_now(const char* format) {
+  std::time_t t = std::time(nullptr);
+  char text[64];
+  std::strftime(text, sizeof text, format, std::gmtime(&t));
+  return text;
+}
+
+std::string mpi_library_version() {
+  char text[MPI_MAX_LIBRARY_VERSION_STRING];
+  int len = 0;
+  MPI_Get_library_version(text, &len);
+  std::string s(text, len);
+  auto nl = s.find_first_of("\r\n");
+  return nl == std::string::npos ? s : s.substr(0, nl);
+}
+
+std::string hostname() {
+  char name[256] = {};
+  gethostname(name, sizeof name - 1);
+  return name;
+}
+
+std::string recorded_env() {
+  std::string out;
+  for (char** e = environ; *e; ++e) {
+    std::string kv = *e;
+    for (const char* prefix :
+         {"NCCL_", "CUDA_DEVICE_MAX_CONNECTIONS", "OMP_", "OPENBLAS_", "OMPI_MCA_", "FOB_"}) {
+      if (kv.rfind(prefix, 0) == 0) {
+        out += kv + "\n";
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+// Rank 0 reads the file; every rank gets its text, or every rank gets the same error.
+std::string broadcast_file(MPI_Comm comm, int rank, const std::string& path) {
+  std::string text, error;
+  if (rank == 0) {
+    std::ifstream in(path);
+    if (!in) {
+      error = "config: cannot read '" + path + "'";
+    } else {
+      std::stringstream ss;
+      ss << in.rdbuf();
+      text = ss.str();
+    }
+  }
+  for (std::string* s : {&text, &error}) {
+    int len = static_cast<int>(s->size());
+    MPI_Bcast(&len, 1, MPI_INT, 0, comm);
+    s->resize(len);
+    MPI_Bcast(s->data(), len, MPI_CHAR, 0, comm);
+  }
+  if (!error.empty()) throw InputError(error);
+  return text;
+}
+
+// Raises on every rank the InputError that rank 0 alone may have met.
+void agree_on_error(MPI_Comm comm, int rank, const std::function<void()>& rank0_step) {
+  std::string error;
+  if (rank == 0) {
+    try {
+      rank0_step();
+    } catch (const InputError& e) {
+      error = e.what();
+    }
+  }
+  int len = static_cast<int>(error.size());
+  MPI_Bcast(&len, 1, MPI_INT, 0, comm);
+  error.resize(len);
+  MPI_Bcast(error.data(), len, MPI_CHAR, 0, comm);
+  if (!error.empty()) throw InputError(error);
+}
+
+void apply_args(Config& c, const RunArgs& a) {
+  if (a.workload) c.workload = parse_workload(*a.workload);
+  if (a.batch) c.shape.batch = *a.batch;
+  if (a.seq) c.shape.seq = *a.seq;
+  if (a.hidden) c.shape.hidden = *a.hidden;
+  if (a.ffn) c.shape.ffn = *a.ffn;
+  if (a.dtype) c.dtype = parse_dtype(*a.dtype);
+  if (a.strategies) c.strategies = split_list(*a.strategies);
+  if (a.iters) c.iters = *a.iters;
+  if (a.warmup) c.warmup = *a.warmup;
+  if (a.backend) c.backend = *a.backend;
+  if (a.transport) c.transport = *a.transport;
+  if (a.link_gbps) c.link.gbps = *a.link_gbps;
+  if (a.link_latency_us) c.link.latency_us = *a.link_latency_us;
+  if (a.verify) c.verify = *a.verify;
+  if (a.output) c.output = *a.output;
+  if (a.timeout) c.timeout = *a.timeout;
+  if (a.seed) c.seed = *a.seed;
+  if (a.blas_threads) c.blas_threads = *a.blas_threads;
+}
+
+// Reference modes first (they give the bounds), then the strategies as asked, each once.
+std::vector<CaseSpec> make_cases(const Config& c, int world) {
+  std::vector<std::string> specs = {"compute_only", "comm_only"};
+  for (const std::string& s : c.strategies) {
+    if (std::find(specs.begin(), specs.end(), s) == specs.end()) specs.push_back(s);
+  }
+  std::vector<CaseSpec> cases;
+  for (const std::string& s : specs) {
+    CaseSpec spec;
+    spec.workload = c.workload;
+    spec.shape = c.shape;
+    spec.shape.ffn = c.ffn();
+    spec.dtype = c.dtype;
+    spec.world = world;
+    spec.strategy = parse_strategy(s);
+    validate_case(spec);
+    cases.push_back(spec);
+  }
+  return cases;
+}
+
+void check_backend(const Config& c) {
+  if (c.backend == "cuda") {
+    throw InputError("backend: 'cuda' is not built into this fobench; valid: auto, cpu");
+  }
+  if (c.transport == "nccl") {
+    throw InputError("transport: 'nccl' needs the cuda backend; valid for cpu: auto, mpi");
+  }
+  if (c.dtype != DType::fp32 && c.dtype != DType::fp64) {
+    throw InputError(std::string("dtype: '") + to_string(c.dtype) +
+                     "' is not supported by the cpu backend; valid: fp32, fp64");
+  }
+}
+
+uint64_t fnv1a(const std::string& text) {
+  uint64_t h = 1469598103934665603ULL;
+  for (char ch : text) h = (h ^ static_cast<unsigned char>(ch)) * 1099511628211ULL;
+  return h;
+}
+
+std::vector<std::string> gather_strings(MPI_Comm comm, const std::string& mine) {
+  int rank = 0, world = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &world);
+  int len = static_cast<int>(mine.size());
+  std::vector<int> lens(world), displs(world);
+  MPI_Gather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, 0, comm);
+  int total = 0;
+  for (int r = 0; r < world; ++r) {
+    displs[r] = total;
+    total += lens[r];
+  }
+  std::vector<char> all(std::max(total, 1));
+  MPI_Gatherv(mine.data(), len, MPI_CHAR, all.data(), lens.data(), displs.data(), MPI_CHAR, 0,
+              comm);
+  std::vector<std::string> out;
+  if (rank == 0) {
+    for (int r = 0; r < world; ++r) out.emplace_back(all.data() + displs[r], lens[r]);
+  }
+  return out;
+}
+
+std::string join(const std::vector<std::string>& items, const char* sep) {
+  std::string out;
+  for (size_t i = 0; i < items.size(); ++i) out += (i ? sep : "") + items[i];
+  return out;
+}
+
+int finalize(int code) {
+  MPI_Finalize();
+  return code;
+}
+
+}  // namespace
+
+std::string version_text() {
+  unsigned major = 0, minor = 0, release = 0;
+  H5get_libversion(&major, &minor, &release);
+  std::ostringstream out;
+  out << "fobench " << FOB_VERSION << " (git " << FOB_GIT_COMMIT << ")\n"
+      << "backends: cpu\n"
+      << "cuda: not built (configure with -DFOB_CUDA=AUTO|ON where the CUDA toolkit is found)\n"
+      << "MPI: " << mpi_library_version() << "\n"
+      << "HDF5: " << major << "." << minor << "." << release << "\n"
+      << "BLAS: OpenBLAS\n";
+  return out.str();
+}
+
+int run_command(const RunArgs& args) {
+  int provided = 0;
+  MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided);
+  MPI_Comm comm = MPI_COMM_WORLD;
+  int rank = 0, world = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &world);
+  MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+
+  Config config;
+  std::vector<CaseSpec> cases;
+  std::unique_ptr<ResultWriter> writer;
+  RunInfo run_info;
+  try {
+    if (provided < MPI_THREAD_SERIALIZED) {
+      throw RuntimeFault("the MPI library does not provide MPI_THREAD_SERIALIZED");
+    }
+    if (!args.config_path.empty()) {
+      apply_yaml(config, broadcast_file(comm, rank, args.config_path), args.config_path);
+    }
+    apply_args(config, args);
+    validate_config(config);
+    const int plan_world = args.dry_run && args.world ? *args.world : world;
+    cases = make_cases(config, plan_world);
+
+    if (args.dry_run) {
+      if (rank == 0) {
+        for (const CaseSpec& spec : cases) {
+          for (int r = 0; r < plan_world; ++r) print_plan(std::cout, make_plan(spec, r));
+          std::cout << "\n";
+        }
+      }
+      return finalize(kExitOk);
+    }
+    check_backend(config);
+
+    // Every rank must run the same cases; a mismatch would deadlock the first collective.
+    const std::string effective = config.to_yaml();
+    uint64_t hash = fnv1a(effective), low = hash, high = hash;
+    MPI_Allreduce(MPI_IN_PLACE, &low, 1, MPI_UINT64_T, MPI_MIN, comm);
+    MPI_Allreduce(MPI_IN_PLACE, &high, 1, MPI_UINT64_T, MPI_MAX, comm);
+    if (low != high) throw InputError("config: the ranks do not hold the same settings");
+
+    run_info.git_commit = FOB_GIT_COMMIT;
+    run_info.created_utc = utc_now("%Y-%m-%dT%H:%M:%SZ");
+    run_info.command_line = args.command_line;
+    run_info.config_yaml = effective;
+    if (config.output.empty())
+      config.output = "results/fobench-" + utc_now("%Y%m%d-%H%M%S") + ".h5";
+  } catch (const InputError& e) {
+    if (rank == 0) std::fprintf(stderr, "fobench: error: %s\n", e.what());
+    return finalize(kExitBadInput);
+  } catch (const RuntimeFault& e) {
+    std::fprintf(stderr, "fobench: rank %d: %s\n", rank, e.what());
+    MPI_Abort(comm, kExitRuntimeFault);
+  }
+
+  BackendOptions options;
+  options.comm = comm;
+  options.link = config.link;
+  options.blas_threads = config.blas_threads;
+  options.seed = config.seed;
+  std::unique_ptr<Backend> backend = make_cpu_backend(options);
+
+  SystemInfo system;
+  system.backend = backend->name();
+  system.transport = "mpi";
+  system.world_size = world;
+  system.mpi_version = mpi_library_version();
+  system.nccl_version = "n/a";
+  system.cuda_version = "n/a";
+  system.blas = backend->blas();
+  system.link_emulation = config.link.describe();
+  system.env = recorded_env();
+  auto hosts = gather_strings(comm, hostname());
+  auto devices = gather_strings(comm, backend->device());
+  auto pids = gather_strings(comm, std::to_string(getpid()));
+  if (rank == 0) {
+    system.hostnames = join(hosts, ",");
+    system.devices = join(devices, ",");
+    std::printf("# fobench %s  backend %s  transport %s  world %d  link %s\n", FOB_VERSION,
+                system.backend.c_str(), system.transport.c_str(), world,
+                system.link_emulation.c_str());
+    for (int r = 0; r < world; ++r) {
+      std::printf("#  Rank %2d Pid %7s on %10s device %s\n", r, pids[r].c_str(), hosts[r].c_str(),
+                  devices[r].c_str());
+    }
+    std::fflush(stdout);
+  }
+
+  try {
+    agree_on_error(comm, rank, [&] {
+      std::filesystem::path out(config.output);
+      if (out.has_parent_path()) std::filesystem::create_directories(out.parent_path());
+      writer = std::make_unique<ResultWriter>(config.output, args.force, run_info, system);
+    });
+  } catch (const InputError& e) {
+    if (rank == 0) std::fprintf(stderr, "fobench: error: %s\n", e.what());
+    return finalize(kExitBadInput);
+  }
+
+  ExecOptions exec;
+  exec.iters = config.iters;
+  exec.warmup = config.warmup;
+  exec.timeout_s = config.timeout;
+  exec.verify = config.verify;
+  exec.seed = config.seed;
+  Executor executor(*backend, comm);
+  bool all_verified = true;
+  std::vector<CaseResult> done;
+  try {
+    for (size_t i = 0; i < cases.size(); ++i) {
+      char id[32];
+      std::snprintf(id, sizeof id, "%04zu", i);
+      const CaseSpec& spec = cases[i];
+      if (rank == 0) {
+        std::fprintf(stderr, "[fobench] case %zu/%zu: %s %s ...\n", i + 1, cases.size(),
+                     to_string(spec.workload), spec.strategy.text.c_str());
+      }
+      Plan plan = make_plan(spec, rank);
+      CaseResult result = executor.run_case(plan, exec, id);
+      if (result.verified == 0) all_verified = false;
+      if (rank == 0) {
+        writer->add_case(result);
+        done.push_back(result);
+        std::vector<double> steps;
+        for (int it = 0; it < result.iters; ++it) steps.push_back(result.step(it));
+        std::sort(steps.begin(), steps.end());
+        std::fprintf(stderr, "[fobench] case %zu/%zu: %s %s: median %.3f ms over %d iters, %s\n",
+                     i + 1, cases.size(), to_string(spec.workload), spec.strategy.text.c_str(),
+                     steps[steps.size() / 2] * 1e3, result.iters,
+                     result.verified == 1   ? "verified"
+                     : result.verified == 0 ? "VERIFICATION FAILED"
+                                            : "not verified");
+      }
+    }
+    if (rank == 0) {
+      writer->finish();
+      ResultFile file{run_info, system, done};
+      std::cout << "\n";
+      write_report(std::cout, file, ReportFormat::md);
+      std::cout << "\nresults: " << writer->final_path() << "\n";
+    }
+  } catch (const std::exception& e) {
+    // A fault mid-sweep: the cases already flushed stay in the .partial file.
+    std::fprintf(stderr, "fobench: rank %d: %s\n", rank, e.what());
+    std::fflush(stderr);
+    MPI_Abort(comm, kExitRuntimeFault);
+  }
+  backend.reset();
+  return finalize(all_verified ? kExitOk : kExitVerifyFailed);
+}
+
+}  // namespace fob

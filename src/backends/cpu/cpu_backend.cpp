@@ -1,0 +1,337 @@
+// The CPU backend: OpenBLAS GEMMs on a compute thread, MPI transfers on a comm thread, and
+// completion flags with timestamps in place of CUDA events.
+#include <cblas.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <condition_variable>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <mutex>
+#include <thread>
+
+#include "cpu_stream.h"
+#include "fob/backend.h"
+#include "fob/reference.h"
+#include "link.h"
+
+namespace fob {
+namespace {
+
+constexpr int kCollectiveTagBase = 1 << 20;
+
+double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+std::string cpu_model() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      auto colon = line.find(':');
+      if (colon != std::string::npos) return line.substr(colon + 2);
+    }
+  }
+  return "unknown CPU";
+}
+
+// 64-byte aligned storage, freed on scope exit.
+struct AlignedBuffer {
+  void* data = nullptr;
+  size_t bytes = 0;
+  explicit AlignedBuffer(size_t n) : bytes(n) {
+    data = std::aligned_alloc(64, (n + 63) / 64 * 64 + 64);
+    if (!data) throw RuntimeFault("out of host memory allocating " + std::to_string(n) + " bytes");
+  }
+  ~AlignedBuffer() { std::free(data); }
+  AlignedBuffer(const AlignedBuffer&) = delete;
+  AlignedBuffer& operator=(const AlignedBuffer&) = delete;
+};
+
+class CpuBackend : public Backend {
+ public:
+  explicit CpuBackend(const BackendOptions& options)
+      : options_(options), link_(options.comm, options.link, abort_) {
+    MPI_Comm_rank(options_.comm, &rank_);
+    MPI_Comm_size(options_.comm, &world_);
+    const int threads = options_.blas_threads;
+    // Each stream thread sets OpenBLAS's thread count for itself: the setting is per caller
+    // in some OpenBLAS builds and global in others, so set it where the GEMMs run.
+    auto init = [threads] { openblas_set_num_threads(threads); };
+    compute_ = std::make_unique<CpuStream>(init);
+    comm_ = std::make_unique<CpuStream>();
+  }
+
+  std::string name() const override { return "cpu"; }
+  std::string device() const override { return "cpu: " + cpu_model(); }
+  std::string blas() const override {
+    return std::string("OpenBLAS ") + openblas_get_config() + " (" +
+           std::to_string(options_.blas_threads) + " thread(s) per rank)";
+  }
+
+  void setup(const Plan& plan) override {
+    if (plan.dtype != DType::fp32 && plan.dtype != DType::fp64) {
+      throw InputError(std::string("dtype: '") + to_string(plan.dtype) +
+                       "' is not supported by the cpu backend; valid: fp32, fp64");
+    }
+    plan_ = &plan;
+    elem_ = dtype_bytes(plan.dtype);
+    buffers_.clear();
+    for (const BufferSpec& b : plan.buffers) {
+      buffers_.push_back(std::make_unique<AlignedBuffer>(b.rows * b.cols * elem_));
+    }
+    // Scratch for ring reduce-scatter: two blocks in flight.
+    int64_t scratch = 0;
+    for (const Task& t : plan.tasks) {
+      if (t.kind == TaskKind::collective) scratch = std::max(scratch, t.c.rows * cols(t.c.buffer));
+    }
+    for (auto& s : scratch_) s = std::make_unique<AlignedBuffer>(scratch * elem_);
+    fill_inputs();
+  }
+
+  void poison() override {
+    for (size_t i = 0; i < buffers_.size(); ++i) {
+      const int64_t count = plan_->buffers[i].rows * plan_->buffers[i].cols;
+      if (elem_ == 4) {
+        std::fill_n(static_cast<float*>(buffers_[i]->data), count, std::nanf(""));
+      } else {
+        std::fill_n(static_cast<double*>(buffers_[i]->data), count, std::nan(""));
+      }
+    }
+    fill_inputs();
+  }
+
+  std::vector<double> read(int buffer) override {
+    const int64_t count = plan_->buffers[buffer].rows * plan_->buffers[buffer].cols;
+    std::vector<double> out(count);
+    for (int64_t i = 0; i < count; ++i) {
+      out[i] = elem_ == 4 ? static_cast<const float*>(buffers_[buffer]->data)[i]
+                          : static_cast<const double*>(buffers_[buffer]->data)[i];
+    }
+    return out;
+  }
+
+  void begin(const Plan& plan) override {
+    plan_ = &plan;
+    const size_t n = plan.tasks.size();
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    start_.assign(n, nan);
+    end_.assign(n, nan);
+    done_ = std::vector<char>(n, 0);
+    running_[0] = running_[1] = -1;
+    waiting_for_[0] = waiting_for_[1] = -1;
+    abort_ = false;
+    t0_ = now_seconds();
+  }
+
+  void launch(const Task& task, const std::vector<int>& wait_for) override {
+    CpuStream& stream = task.stream == StreamId::compute ? *compute_ : *comm_;
+    stream.push([this, &task, wait_for] { run_task(task, wait_for); });
+  }
+
+  IterationTimes finish(double timeout_s) override {
+    const double deadline = now_seconds() + timeout_s;
+    bool ok =
+        compute_->wait_idle(timeout_s) && comm_->wait_idle(std::max(0.0, deadline - now_seconds()));
+    if (!ok) {
+      std::string message = "rank " + std::to_string(rank_) + ": iteration did not finish within " +
+                            std::to_string(timeout_s) + " s (--timeout);";
+      for (int s = 0; s < kNumStreams; ++s) {
+        message += describe_stream(s);
+      }
+      abort_ = true;
+      throw RuntimeFault(message);
+    }
+    IterationTimes times{start_, end_, 0};
+    for (double e : end_) {
+      if (!std::isnan(e)) times.step = std::max(times.step, e);
+    }
+    return times;
+  }
+
+ private:
+  std::string describe_stream(int s) const {
+    const char* name = s == 0 ? " compute stream" : " comm stream";
+    int task = running_[s].load();
+    int waiting = waiting_for_[s].load();
+    if (task < 0) return std::string(name) + " idle;";
+    std::string text = std::string(name) + " in task " + std::to_string(task) + " '" +
+                       plan_->tasks[task].label + "'";
+    if (waiting >= 0) {
+      text +=
+          " waiting for task " + std::to_string(waiting) + " '" + plan_->tasks[waiting].label + "'";
+    } else if (s == 1) {
+      text += " (" + link_.state() + ")";
+    }
+    return text + ";";
+  }
+
+  void run_task(const Task& task, const std::vector<int>& wait_for) {
+    const int s = static_cast<int>(task.stream);
+    running_[s] = task.id;
+    for (int dep : wait_for) {
+      waiting_for_[s] = dep;
+      std::unique_lock<std::mutex> lock(done_mu_);
+      // Wake now and then so an abort is noticed even if the dependency never completes.
+      while (!done_[dep] && !abort_) done_cv_.wait_for(lock, std::chrono::milliseconds(50));
+    }
+    waiting_for_[s] = -1;
+    if (abort_) return;
+    start_[task.id] = now_seconds() - t0_;
+    if (elem_ == 4) {
+      execute<float>(task);
+    } else {
+      execute<double>(task);
+    }
+    end_[task.id] = now_seconds() - t0_;
+    {
+      std::lock_guard<std::mutex> lock(done_mu_);
+      done_[task.id] = 1;
+    }
+    done_cv_.notify_all();
+    running_[s] = -1;
+  }
+
+  int64_t cols(int buffer) const { return plan_->buffers[buffer].cols; }
+
+  template <typename T>
+  T* at(const View& v, int64_t extra_rows = 0) const {
+    return static_cast<T*>(buffers_[v.buffer]->data) + (v.row + extra_rows) * cols(v.buffer);
+  }
+
+  template <typename T>
+  void execute(const Task& t) {
+    switch (t.kind) {
+      case TaskKind::gemm:
+        for (int i = 0; i < t.batch; ++i) {
+          gemm<T>(t.m, t.n, t.k, at<T>(t.a, i * t.a_stride_rows), at<T>(t.b),
+                  at<T>(t.c, i * t.c_stride_rows), t.accumulate);
+        }
+        break;
+      case TaskKind::add: {
+        T* dst = at<T>(t.c);
+        const T* src = at<T>(t.a);
+        for (int64_t i = 0, e = t.m * t.n; i < e; ++i) dst[i] += src[i];
+        break;
+      }
+      case TaskKind::copy:
+        std::memcpy(at<T>(t.c), at<T>(t.a), t.m * t.n * sizeof(T));
+        break;
+      case TaskKind::send:
+      case TaskKind::recv:
+      case TaskKind::exchange: {
+        const int64_t send_count = t.kind == TaskKind::recv ? 0 : t.a.rows * cols(t.a.buffer);
+        const int64_t recv_count = t.kind == TaskKind::send ? 0 : t.c.rows * cols(t.c.buffer);
+        link_.transfer(t.kind == TaskKind::recv ? nullptr : at<T>(t.a), send_count, t.send_peer,
+                       t.kind == TaskKind::send ? nullptr : at<T>(t.c), recv_count, t.recv_peer,
+                       t.tag, mpi_type(), elem_);
+        break;
+      }
+      case TaskKind::collective:
+        if (t.op == CollectiveOp::all_gather) {
+          ring_all_gather<T>(t);
+        } else if (t.op == CollectiveOp::reduce_scatter) {
+          ring_reduce_scatter<T>(t);
+        } else {
+          throw RuntimeFault("rank " + std::to_string(rank_) + ": task " + std::to_string(t.id) +
+                             ": collective " + to_string(t.op) + " is not implemented on cpu");
+        }
+        break;
+    }
+  }
+
+  template <typename T>
+  static void gemm(int64_t m, int64_t n, int64_t k, const T* a, const T* b, T* c, bool accumulate) {
+    const T beta = accumulate ? T(1) : T(0);
+    if constexpr (sizeof(T) == 4) {
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f, a, k, b, n, beta, c, n);
+    } else {
+      cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0, a, k, b, n, beta, c, n);
+    }
+  }
+
+  MPI_Datatype mpi_type() const { return elem_ == 4 ? MPI_FLOAT : MPI_DOUBLE; }
+
+  // Ring all-gather, as NCCL runs it: N-1 steps, each passing on the block received last.
+  template <typename T>
+  void ring_all_gather(const Task& t) {
+    const int64_t count = t.c.rows * cols(t.c.buffer);
+    auto block = [&](int j) {
+      return at<T>(t.c, ((j % world_) + world_) % world_ * t.dst_stride_rows);
+    };
+    for (int s = 0; s < world_ - 1 && !abort_; ++s) {
+      link_.transfer(block(rank_ - s), count, (rank_ + 1) % world_, block(rank_ - s - 1), count,
+                     (rank_ - 1 + world_) % world_, kCollectiveTagBase + s, mpi_type(), elem_);
+    }
+  }
+
+  // Ring reduce-scatter: at step s pass the running sum of block r-s-1 on and add this rank's
+  // part of block r-s-2 to the sum received; after N-1 steps the sum of block r is complete.
+  template <typename T>
+  void ring_reduce_scatter(const Task& t) {
+    const int64_t count = t.c.rows * cols(t.c.buffer);
+    auto local = [&](int j) {
+      return at<T>(t.a, ((j % world_) + world_) % world_ * t.src_stride_rows);
+    };
+    T* temp[2] = {static_cast<T*>(scratch_[0]->data), static_cast<T*>(scratch_[1]->data)};
+    const T* sending = local(rank_ - 1);
+    for (int s = 0; s < world_ - 1 && !abort_; ++s) {
+      T* received = temp[s % 2];
+      link_.transfer(sending, count, (rank_ + 1) % world_, received, count,
+                     (rank_ - 1 + world_) % world_, kCollectiveTagBase + s, mpi_type(), elem_);
+      const T* mine = local(rank_ - s - 2);
+      T* out = s == world_ - 2 ? at<T>(t.c) : received;
+      for (int64_t i = 0; i < count; ++i) out[i] = received[i] + mine[i];
+      sending = received;
+    }
+  }
+
+  void fill_inputs() {
+    std::vector<double> values;
+    for (const InputRegion& region : plan_->inputs) {
+      const int64_t c = cols(region.buffer);
+      values.resize(region.rows * c);
+      fill_input(region, c, options_.seed, values.data());
+      void* base = buffers_[region.buffer]->data;
+      for (size_t i = 0; i < values.size(); ++i) {
+        const int64_t at_elem = region.row * c + static_cast<int64_t>(i);
+        if (elem_ == 4) {
+          static_cast<float*>(base)[at_elem] = static_cast<float>(values[i]);
+        } else {
+          static_cast<double*>(base)[at_elem] = values[i];
+        }
+      }
+    }
+  }
+
+  BackendOptions options_;
+  int rank_ = 0, world_ = 1;
+  std::atomic<bool> abort_{false};
+  Link link_;
+  std::unique_ptr<CpuStream> compute_, comm_;
+  const Plan* plan_ = nullptr;
+  int elem_ = 4;
+  std::vector<std::unique_ptr<AlignedBuffer>> buffers_;
+  std::unique_ptr<AlignedBuffer> scratch_[2];
+
+  double t0_ = 0;
+  std::vector<double> start_, end_;
+  std::vector<char> done_;
+  std::mutex done_mu_;
+  std::condition_variable done_cv_;
+  std::atomic<int> running_[2] = {-1, -1};
+  std::atomic<int> waiting_for_[2] = {-1, -1};
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cpu_backend(const BackendOptions& options) {
+  return std::make_unique<CpuBackend>(options);
+}
+
+}  // namespace fob

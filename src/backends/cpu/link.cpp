@@ -1,0 +1,125 @@
+#include "link.h"
+
+#include <time.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <limits>
+#include <thread>
+
+namespace fob {
+namespace {
+
+double steady_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+void sleep_until_steady(double t) {
+  const double now = steady_seconds();
+  if (t <= now) return;
+  std::this_thread::sleep_for(std::chrono::duration<double>(t - now));
+}
+
+}  // namespace
+
+std::string LinkEmulation::describe() const {
+  if (!enabled()) return "none";
+  char text[128];
+  std::snprintf(text, sizeof text, "emulated: %g Gbit/s, %g us latency per transfer", gbps,
+                latency_us);
+  return text;
+}
+
+Link::Link(MPI_Comm comm, const LinkEmulation& emulation, const std::atomic<bool>& abort)
+    : comm_(comm), emulation_(emulation), abort_(abort) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(comm_, &rank);
+  MPI_Comm_size(comm_, &size);
+  // Cristian's algorithm against rank 0, keeping the round trip with the least delay.
+  constexpr int kRounds = 16;
+  for (int peer = 1; peer < size; ++peer) {
+    if (rank == 0) {
+      for (int i = 0; i < kRounds; ++i) {
+        double dummy = 0;
+        MPI_Recv(&dummy, 1, MPI_DOUBLE, peer, 0, comm_, MPI_STATUS_IGNORE);
+        double now = steady_seconds();
+        MPI_Send(&now, 1, MPI_DOUBLE, peer, 0, comm_);
+      }
+    } else if (rank == peer) {
+      double best_rtt = std::numeric_limits<double>::infinity();
+      for (int i = 0; i < kRounds; ++i) {
+        double sent = steady_seconds(), remote = 0;
+        MPI_Send(&sent, 1, MPI_DOUBLE, 0, 0, comm_);
+        MPI_Recv(&remote, 1, MPI_DOUBLE, 0, 0, comm_, MPI_STATUS_IGNORE);
+        double back = steady_seconds();
+        if (back - sent < best_rtt) {
+          best_rtt = back - sent;
+          clock_offset_ = remote - (sent + back) / 2;
+        }
+      }
+    }
+  }
+}
+
+double Link::global_now() const {
+  return steady_seconds() + clock_offset_;
+}
+
+bool Link::wait_all(int count, MPI_Request* requests) {
+  // Open MPI's blocking waits spin and would take the compute thread's core. Poll instead,
+  // backing off while nothing completes; any completion means data is flowing, so poll
+  // eagerly again.
+  double backoff_us = 1;
+  int remaining = count;
+  while (true) {
+    int done = 0;
+    int indices[4];
+    MPI_Testsome(count, requests, &done, indices, MPI_STATUSES_IGNORE);
+    if (done == MPI_UNDEFINED) return true;
+    remaining -= done;
+    if (remaining == 0) return true;
+    if (abort_.load(std::memory_order_relaxed)) return false;
+    if (done > 0) {
+      backoff_us = 1;
+    } else {
+      std::this_thread::sleep_for(std::chrono::duration<double, std::micro>(backoff_us));
+      backoff_us = std::min(backoff_us * 2, 50.0);
+    }
+  }
+}
+
+bool Link::transfer(const void* send, int64_t send_count, int send_peer, void* recv,
+                    int64_t recv_count, int recv_peer, int tag, MPI_Datatype type, int elem_bytes) {
+  const double posted = global_now();
+  double peer_posted = posted;
+  MPI_Request requests[4];
+  int n = 0;
+  if (recv_peer >= 0) {
+    MPI_Irecv(&peer_posted, 1, MPI_DOUBLE, recv_peer, 2 * tag + 1, comm_, &requests[n++]);
+    MPI_Irecv(recv, static_cast<int>(recv_count), type, recv_peer, 2 * tag, comm_, &requests[n++]);
+  }
+  if (send_peer >= 0) {
+    MPI_Isend(&posted, 1, MPI_DOUBLE, send_peer, 2 * tag + 1, comm_, &requests[n++]);
+    MPI_Isend(send, static_cast<int>(send_count), type, send_peer, 2 * tag, comm_, &requests[n++]);
+  }
+  waiting_peer_ = recv_peer >= 0 ? recv_peer : send_peer;
+  const bool ok = wait_all(n, requests);
+  waiting_peer_ = -1;
+  if (!ok || !emulation_.enabled()) return ok;
+
+  // A transfer starts when both sides have posted it and runs at the emulated rate.
+  const double bytes = static_cast<double>(std::max(send_count, recv_count)) * elem_bytes;
+  double seconds = emulation_.latency_us * 1e-6;
+  if (emulation_.gbps > 0) seconds += bytes * 8 / (emulation_.gbps * 1e9);
+  const double start = std::max(posted, peer_posted);
+  sleep_until_steady(start + seconds - clock_offset_);
+  return !abort_.load();
+}
+
+std::string Link::state() const {
+  int peer = waiting_peer_.load();
+  return peer >= 0 ? "waiting for rank " + std::to_string(peer) : "not in a transfer";
+}
+
+}  // namespace fob

@@ -1,0 +1,42 @@
+// Point-to-point transfers over MPI for the CPU backend's comm thread, with optional link
+// emulation: a transfer completes no earlier than latency + bytes/bandwidth after both sides
+// have posted it. The bytes really move; emulation only holds completion back.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+#include <mpi.h>
+
+#include "fob/backend.h"
+
+namespace fob {
+
+class Link {
+ public:
+  // Collective over `comm`: estimates each rank's clock offset from rank 0 so that post times
+  // can be compared across processes.
+  Link(MPI_Comm comm, const LinkEmulation& emulation, const std::atomic<bool>& abort);
+
+  // Sends `send_count` elements to `send_peer` and receives `recv_count` into `recv` from
+  // `recv_peer` (either side may be absent: peer < 0). Returns when both are done, or when
+  // abort is raised (then returns false).
+  bool transfer(const void* send, int64_t send_count, int send_peer, void* recv, int64_t recv_count,
+                int recv_peer, int tag, MPI_Datatype type, int elem_bytes);
+
+  // Human-readable state for timeout messages.
+  std::string state() const;
+
+ private:
+  double global_now() const;
+  bool wait_all(int count, MPI_Request* requests);
+
+  MPI_Comm comm_;
+  LinkEmulation emulation_;
+  const std::atomic<bool>& abort_;
+  double clock_offset_ = 0;
+  std::atomic<int> waiting_peer_{-1};
+};
+
+}  // namespace fob

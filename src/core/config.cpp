@@ -1,0 +1,184 @@
+#include "fob/config.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <sstream>
+
+#include "fob/strategy.h"
+
+namespace fob {
+namespace {
+
+const char* const kKeys[] = {
+    "workload",        "batch",  "seq",     "hidden",  "ffn",          "dtype",
+    "strategies",      "iters",  "warmup",  "backend", "transport",    "link_gbps",
+    "link_latency_us", "verify", "timeout", "seed",    "blas_threads", "output"};
+
+std::string key_list() {
+  std::string text;
+  for (const char* k : kKeys) text += (text.empty() ? "" : ", ") + std::string(k);
+  return text;
+}
+
+std::string where(const std::string& source, const YAML::Node& node) {
+  return source + ":" + std::to_string(node.Mark().line + 1);
+}
+
+template <typename T>
+T scalar(const YAML::Node& node, const std::string& key, const std::string& source,
+         const char* expected) {
+  try {
+    return node.as<T>();
+  } catch (const YAML::Exception&) {
+    throw InputError(where(source, node) + ": " + key + ": '" +
+                     (node.IsScalar() ? node.Scalar() : std::string("<not a scalar>")) +
+                     "' is not " + expected);
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> split_list(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    auto b = item.find_first_not_of(" \t");
+    auto e = item.find_last_not_of(" \t");
+    if (b != std::string::npos) out.push_back(item.substr(b, e - b + 1));
+  }
+  return out;
+}
+
+void apply_yaml(Config& c, const std::string& yaml_text, const std::string& source) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml_text);
+  } catch (const YAML::Exception& e) {
+    throw InputError(source + ":" + std::to_string(e.mark.line + 1) + ": not valid YAML: " + e.msg);
+  }
+  if (root.IsNull()) return;
+  if (!root.IsMap()) throw InputError(source + ": the config must be a mapping of keys to values");
+  for (const auto& entry : root) {
+    const std::string key = entry.first.as<std::string>();
+    const YAML::Node& v = entry.second;
+    const std::string at = where(source, entry.first);
+    if (key == "workload") {
+      try {
+        c.workload = parse_workload(scalar<std::string>(v, key, source, "a string"));
+      } catch (const InputError& e) {
+        throw InputError(at + ": " + e.what());
+      }
+    } else if (key == "batch") {
+      c.shape.batch = scalar<int64_t>(v, key, source, "an integer");
+    } else if (key == "seq") {
+      c.shape.seq = scalar<int64_t>(v, key, source, "an integer");
+    } else if (key == "hidden") {
+      c.shape.hidden = scalar<int64_t>(v, key, source, "an integer");
+    } else if (key == "ffn") {
+      c.shape.ffn = scalar<int64_t>(v, key, source, "an integer");
+    } else if (key == "dtype") {
+      try {
+        c.dtype = parse_dtype(scalar<std::string>(v, key, source, "a string"));
+      } catch (const InputError& e) {
+        throw InputError(at + ": " + e.what());
+      }
+    } else if (key == "strategies") {
+      c.strategies.clear();
+      if (v.IsSequence()) {
+        for (const auto& s : v)
+          c.strategies.push_back(scalar<std::string>(s, key, source, "a strategy"));
+      } else {
+        c.strategies = split_list(scalar<std::string>(v, key, source, "a strategy list"));
+      }
+      for (const std::string& s : c.strategies) {
+        try {
+          parse_strategy(s);
+        } catch (const InputError& e) {
+          throw InputError(where(source, v) + ": " + e.what());
+        }
+      }
+    } else if (key == "iters") {
+      c.iters = scalar<int>(v, key, source, "an integer");
+    } else if (key == "warmup") {
+      c.warmup = scalar<int>(v, key, source, "an integer");
+    } else if (key == "backend") {
+      c.backend = scalar<std::string>(v, key, source, "a string");
+    } else if (key == "transport") {
+      c.transport = scalar<std::string>(v, key, source, "a string");
+    } else if (key == "link_gbps") {
+      c.link.gbps = scalar<double>(v, key, source, "a number");
+    } else if (key == "link_latency_us") {
+      c.link.latency_us = scalar<double>(v, key, source, "a number");
+    } else if (key == "verify") {
+      c.verify = scalar<bool>(v, key, source, "true or false");
+    } else if (key == "timeout") {
+      c.timeout = scalar<double>(v, key, source, "a number of seconds");
+    } else if (key == "seed") {
+      c.seed = scalar<uint64_t>(v, key, source, "a non-negative integer");
+    } else if (key == "blas_threads") {
+      c.blas_threads = scalar<int>(v, key, source, "an integer");
+    } else if (key == "output") {
+      c.output = scalar<std::string>(v, key, source, "a path");
+    } else {
+      throw InputError(at + ": unknown key '" + key + "'; valid keys: " + key_list());
+    }
+  }
+}
+
+void validate_config(const Config& c) {
+  if (c.iters < 1) throw InputError("iters: " + std::to_string(c.iters) + " must be at least 1");
+  if (c.warmup < 0) throw InputError("warmup: " + std::to_string(c.warmup) + " must be 0 or more");
+  if (c.blas_threads < 1) {
+    throw InputError("blas_threads: " + std::to_string(c.blas_threads) + " must be at least 1");
+  }
+  if (!(c.timeout > 0)) throw InputError("timeout: " + std::to_string(c.timeout) + " must be > 0");
+  if (c.link.gbps < 0 || c.link.latency_us < 0) {
+    throw InputError("link_gbps/link_latency_us: must not be negative (0 turns emulation off)");
+  }
+  if (c.backend != "auto" && c.backend != "cpu" && c.backend != "cuda") {
+    throw InputError("backend: '" + c.backend + "' is not a backend; valid: auto, cpu, cuda");
+  }
+  if (c.transport != "auto" && c.transport != "mpi" && c.transport != "nccl") {
+    throw InputError("transport: '" + c.transport + "' is not a transport; valid: auto, mpi, nccl");
+  }
+  if (c.strategies.empty()) {
+    throw InputError("strategies: empty; valid: " + strategy_choices());
+  }
+  for (const std::string& s : c.strategies) parse_strategy(s);
+  const Shape& s = c.shape;
+  for (auto [key, value] :
+       {std::pair<const char*, int64_t>{"batch", s.batch}, {"seq", s.seq}, {"hidden", s.hidden}}) {
+    if (value < 1) {
+      throw InputError(std::string(key) + ": " + std::to_string(value) + " must be at least 1");
+    }
+  }
+  if (s.ffn < 0) throw InputError("ffn: " + std::to_string(s.ffn) + " must be positive");
+}
+
+std::string Config::to_yaml() const {
+  YAML::Emitter out;
+  out << YAML::BeginMap;
+  out << YAML::Key << "workload" << YAML::Value << to_string(workload);
+  out << YAML::Key << "batch" << YAML::Value << shape.batch;
+  out << YAML::Key << "seq" << YAML::Value << shape.seq;
+  out << YAML::Key << "hidden" << YAML::Value << shape.hidden;
+  out << YAML::Key << "ffn" << YAML::Value << ffn();
+  out << YAML::Key << "dtype" << YAML::Value << to_string(dtype);
+  out << YAML::Key << "strategies" << YAML::Value << YAML::Flow << strategies;
+  out << YAML::Key << "iters" << YAML::Value << iters;
+  out << YAML::Key << "warmup" << YAML::Value << warmup;
+  out << YAML::Key << "backend" << YAML::Value << backend;
+  out << YAML::Key << "transport" << YAML::Value << transport;
+  out << YAML::Key << "link_gbps" << YAML::Value << link.gbps;
+  out << YAML::Key << "link_latency_us" << YAML::Value << link.latency_us;
+  out << YAML::Key << "verify" << YAML::Value << verify;
+  out << YAML::Key << "timeout" << YAML::Value << timeout;
+  out << YAML::Key << "seed" << YAML::Value << seed;
+  out << YAML::Key << "blas_threads" << YAML::Value << blas_threads;
+  out << YAML::Key << "output" << YAML::Value << output;
+  out << YAML::EndMap;
+  return out.c_str();
+}
+
+}  // namespace fob

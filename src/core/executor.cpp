@@ -1,0 +1,241 @@
+#include "fob/executor.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+
+#include "fob/reference.h"
+
+namespace fob {
+namespace {
+
+// Fixed-size form of a TaskRecord for gathering over MPI.
+struct PackedTask {
+  int32_t task;
+  int8_t stream;
+  int8_t kind;
+  int32_t peer;
+  int64_t bytes;
+  double flops;
+  char label[64];
+};
+
+// Gathers each rank's bytes to rank 0.
+std::vector<std::vector<char>> gather_bytes(MPI_Comm comm, const std::vector<char>& mine) {
+  int rank = 0, world = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &world);
+  int count = static_cast<int>(mine.size());
+  std::vector<int> counts(world), displs(world);
+  MPI_Gather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, comm);
+  int total = 0;
+  for (int r = 0; r < world; ++r) {
+    displs[r] = total;
+    total += counts[r];
+  }
+  std::vector<char> all(rank == 0 ? std::max(total, 1) : 1);
+  MPI_Gatherv(mine.data(), count, MPI_CHAR, all.data(), counts.data(), displs.data(), MPI_CHAR, 0,
+              comm);
+  std::vector<std::vector<char>> out;
+  if (rank == 0) {
+    for (int r = 0; r < world; ++r) {
+      out.emplace_back(all.begin() + displs[r], all.begin() + displs[r] + counts[r]);
+    }
+  }
+  return out;
+}
+
+template <typename T>
+std::vector<char> as_bytes(const std::vector<T>& v) {
+  std::vector<char> out(v.size() * sizeof(T));
+  if (!v.empty()) std::memcpy(out.data(), v.data(), out.size());
+  return out;
+}
+
+template <typename T>
+std::vector<T> from_bytes(const std::vector<char>& bytes) {
+  std::vector<T> out(bytes.size() / sizeof(T));
+  if (!out.empty()) std::memcpy(out.data(), bytes.data(), out.size() * sizeof(T));
+  return out;
+}
+
+}  // namespace
+
+Executor::Executor(Backend& backend, MPI_Comm comm) : backend_(backend), comm_(comm) {
+  MPI_Comm_rank(comm_, &rank_);
+  MPI_Comm_size(comm_, &world_);
+}
+
+IterationTimes Executor::iterate(const Plan& plan, double timeout_s) {
+  MPI_Barrier(comm_);
+  backend_.begin(plan);
+  std::vector<int> wait_for;
+  for (const Task& task : plan.tasks) {
+    // Same-stream order is implied by the stream itself.
+    wait_for.clear();
+    for (int dep : task.deps) {
+      if (plan.tasks[dep].stream != task.stream) wait_for.push_back(dep);
+    }
+    backend_.launch(task, wait_for);
+  }
+  return backend_.finish(timeout_s);
+}
+
+const std::vector<double>& Executor::expected(const Plan& plan, const OutputCheck& check,
+                                              uint64_t seed) {
+  // The same reference serves every strategy of a shape; it is the slow part of verifying.
+  const Shape& s = plan.shape;
+  std::string key = std::string(to_string(plan.workload)) + "/" + to_string(check.kind) + "/" +
+                    std::to_string(s.tokens()) + "/" + std::to_string(s.hidden) + "/" +
+                    std::to_string(s.ffn) + "/" + std::to_string(plan.world) + "/" +
+                    std::to_string(seed);
+  auto it = reference_cache_.find(key);
+  if (it == reference_cache_.end()) {
+    if (reference_cache_.size() > 8) reference_cache_.clear();
+    it = reference_cache_.emplace(key, expected_output(plan, check, seed)).first;
+  }
+  return it->second;
+}
+
+int Executor::verify(const Plan& plan, const ExecOptions& options, const std::string& id,
+                     double* max_err) {
+  backend_.poison();
+  iterate(plan, options.timeout_s);
+  int ok = 1;
+  *max_err = 0;
+  for (const OutputCheck& check : plan.checks) {
+    const std::vector<double> got = backend_.read(check.buffer);
+    const std::vector<double>& want = expected(plan, check, options.seed);
+    const int64_t cols = plan.buffers[check.buffer].cols;
+    int64_t wrong = 0, first = -1;
+    for (size_t i = 0; i < got.size(); ++i) {
+      // Bit-exact: integer-valued data leaves no room for rounding (NaN never compares equal).
+      if (!(got[i] == want[i])) {
+        if (first < 0) first = static_cast<int64_t>(i);
+        ++wrong;
+      }
+      const double err = std::fabs(got[i] - want[i]);
+      *max_err =
+          std::max(*max_err, std::isnan(err) ? std::numeric_limits<double>::infinity() : err);
+    }
+    if (wrong > 0) {
+      ok = 0;
+      std::fprintf(stderr,
+                   "VERIFY FAILED case %s (%s %s): rank %d buffer %s (%s): element [%lld, %lld] = "
+                   "%g, expected %g; %lld of %zu elements differ\n",
+                   id.c_str(), to_string(plan.workload), plan.strategy.c_str(), rank_,
+                   plan.buffers[check.buffer].name.c_str(), to_string(check.kind),
+                   static_cast<long long>(first / cols), static_cast<long long>(first % cols),
+                   got[first], want[first], static_cast<long long>(wrong), got.size());
+    }
+  }
+  return ok;
+}
+
+CaseResult Executor::run_case(const Plan& plan, const ExecOptions& options, const std::string& id) {
+  CaseResult result;
+  result.id = id;
+  result.workload = to_string(plan.workload);
+  result.strategy = plan.strategy;
+  result.batch = plan.shape.batch;
+  result.seq = plan.shape.seq;
+  result.hidden = plan.shape.hidden;
+  result.ffn = plan.shape.ffn;
+  result.dtype = to_string(plan.dtype);
+  result.world = world_;
+  result.iters = options.iters;
+  result.warmup = options.warmup;
+
+  backend_.setup(plan);
+  if (options.verify && !plan.checks.empty()) {
+    double err = 0;
+    int ok = verify(plan, options, id, &err);
+    MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, comm_);
+    MPI_Allreduce(MPI_IN_PLACE, &err, 1, MPI_DOUBLE, MPI_MAX, comm_);
+    result.verified = ok;
+    result.max_abs_err = err;
+  }
+
+  for (int i = 0; i < options.warmup; ++i) iterate(plan, options.timeout_s);
+  const size_t ntasks = plan.tasks.size();
+  std::vector<double> steps, starts, ends;
+  steps.reserve(options.iters);
+  starts.reserve(options.iters * ntasks);
+  ends.reserve(options.iters * ntasks);
+  for (int i = 0; i < options.iters; ++i) {
+    IterationTimes t = iterate(plan, options.timeout_s);
+    steps.push_back(t.step);
+    starts.insert(starts.end(), t.start.begin(), t.start.end());
+    ends.insert(ends.end(), t.end.begin(), t.end.end());
+  }
+
+  // Gather everything to rank 0, outside the timed loop.
+  std::vector<PackedTask> packed(ntasks);
+  std::vector<int32_t> deps;
+  for (size_t i = 0; i < ntasks; ++i) {
+    const Task& t = plan.tasks[i];
+    PackedTask& p = packed[i];
+    std::memset(&p, 0, sizeof p);
+    p.task = t.id;
+    p.stream = static_cast<int8_t>(t.stream);
+    p.kind = static_cast<int8_t>(t.kind);
+    p.peer = t.is_transfer() ? (t.send_peer >= 0 ? t.send_peer : t.recv_peer) : -1;
+    p.bytes = t.bytes;
+    p.flops = t.flops;
+    std::strncpy(p.label, t.label.c_str(), sizeof p.label - 1);
+    for (int d : t.deps) {
+      deps.push_back(t.id);
+      deps.push_back(d);
+    }
+  }
+  auto all_tasks = gather_bytes(comm_, as_bytes(packed));
+  auto all_deps = gather_bytes(comm_, as_bytes(deps));
+  auto all_steps = gather_bytes(comm_, as_bytes(steps));
+  auto all_starts = gather_bytes(comm_, as_bytes(starts));
+  auto all_ends = gather_bytes(comm_, as_bytes(ends));
+  if (rank_ != 0) return result;
+
+  int32_t max_tasks = 0;
+  for (const auto& bytes : all_tasks) {
+    max_tasks =
+        std::max<int32_t>(max_tasks, static_cast<int32_t>(bytes.size() / sizeof(PackedTask)));
+  }
+  result.max_tasks = max_tasks;
+  const size_t per_iter = static_cast<size_t>(world_) * max_tasks;
+  result.tasks.assign(per_iter, TaskRecord{});
+  result.step_seconds.assign(static_cast<size_t>(options.iters) * world_, 0.0);
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  result.task_start.assign(options.iters * per_iter, nan);
+  result.task_end.assign(options.iters * per_iter, nan);
+  for (int r = 0; r < world_; ++r) {
+    auto tasks = from_bytes<PackedTask>(all_tasks[r]);
+    for (size_t i = 0; i < tasks.size(); ++i) {
+      TaskRecord& rec = result.tasks[r * max_tasks + i];
+      rec.rank = r;
+      rec.task = tasks[i].task;
+      rec.stream = tasks[i].stream;
+      rec.kind = tasks[i].kind;
+      rec.peer = tasks[i].peer;
+      rec.bytes = tasks[i].bytes;
+      rec.flops = tasks[i].flops;
+      rec.label = tasks[i].label;
+    }
+    auto d = from_bytes<int32_t>(all_deps[r]);
+    for (size_t i = 0; i + 1 < d.size(); i += 2) result.deps.push_back({r, d[i], d[i + 1]});
+    auto s = from_bytes<double>(all_steps[r]);
+    auto st = from_bytes<double>(all_starts[r]);
+    auto en = from_bytes<double>(all_ends[r]);
+    for (int it = 0; it < options.iters; ++it) {
+      result.step_seconds[it * world_ + r] = s[it];
+      for (size_t i = 0; i < tasks.size(); ++i) {
+        result.task_start[it * per_iter + r * max_tasks + i] = st[it * tasks.size() + i];
+        result.task_end[it * per_iter + r * max_tasks + i] = en[it * tasks.size() + i];
+      }
+    }
+  }
+  return result;
+}
+
+}  // namespace fob

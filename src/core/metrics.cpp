@@ -1,0 +1,236 @@
+// The metrics of DESIGN.md section 3.
+//
+// Conventions used throughout:
+//  - A step's time is the slowest rank's (CaseResult::step), as IMB does.
+//  - median: the mean of the two middle values for an even count.
+//  - p90 / p99: linear interpolation between closest ranks (numpy's default "linear" method),
+//    so p at position p * (n - 1) of the sorted values.
+//  - cv: sample standard deviation (n - 1 denominator) over the mean; 0 for a single iteration.
+//  - A needed reference case that is absent, or a zero denominator, gives a quiet NaN.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <numeric>
+#include <tuple>
+#include <vector>
+
+#include "fob/metrics.h"
+#include "fob/plan.h"
+
+namespace fob {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+double median(std::vector<double> v) {
+  if (v.empty()) return kNaN;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// `sorted` must be sorted ascending and non-empty.
+double percentile(const std::vector<double>& sorted, double p) {
+  const double pos = p * static_cast<double>(sorted.size() - 1);
+  const size_t lo = static_cast<size_t>(std::floor(pos));
+  const size_t hi = std::min(lo + 1, sorted.size() - 1);
+  return sorted[lo] + (pos - static_cast<double>(lo)) * (sorted[hi] - sorted[lo]);
+}
+
+// NaN in, NaN out; and a zero denominator is "undefined", not infinity.
+double ratio(double num, double den) {
+  if (std::isnan(num) || std::isnan(den) || den == 0) return kNaN;
+  return num / den;
+}
+
+bool any_nan(const std::vector<double>& v) {
+  return std::any_of(v.begin(), v.end(), [](double x) { return std::isnan(x); });
+}
+
+std::vector<double> step_times(const CaseResult& c) {
+  std::vector<double> steps;
+  if (c.world <= 0 ||
+      c.step_seconds.size() < static_cast<size_t>(c.iters) * static_cast<size_t>(c.world)) {
+    return steps;
+  }
+  for (int i = 0; i < c.iters; ++i) steps.push_back(c.step(i));
+  return steps;
+}
+
+double median_step(const CaseResult& c) {
+  std::vector<double> steps = step_times(c);
+  return any_nan(steps) ? kNaN : median(std::move(steps));
+}
+
+bool task_dims_ok(const CaseResult& c) {
+  const size_t world = static_cast<size_t>(std::max(c.world, 0));
+  const size_t tasks = static_cast<size_t>(std::max(c.max_tasks, 0));
+  return c.tasks.size() == world * tasks &&
+         c.task_start.size() == static_cast<size_t>(std::max(c.iters, 0)) * world * tasks &&
+         c.task_end.size() == c.task_start.size();
+}
+
+// Median over iterations of the slowest rank's compute-stream busy time (sum of its compute
+// tasks' durations): what the strategy's own GEMM slicing costs with communication removed.
+double compute_busy_median(const CaseResult& c) {
+  if (c.world <= 0 || c.iters <= 0 || c.max_tasks <= 0 || !task_dims_ok(c)) return kNaN;
+  const int8_t compute = static_cast<int8_t>(StreamId::compute);
+  std::vector<double> per_iter;
+  for (int i = 0; i < c.iters; ++i) {
+    double slowest = 0;
+    for (int r = 0; r < c.world; ++r) {
+      double busy = 0;
+      for (int t = 0; t < c.max_tasks; ++t) {
+        const size_t rt = static_cast<size_t>(r) * c.max_tasks + t;
+        const TaskRecord& task = c.tasks[rt];
+        if (task.task < 0 || task.stream != compute) continue;
+        const size_t at = static_cast<size_t>(i) * c.world * c.max_tasks + rt;
+        const double d = c.task_end[at] - c.task_start[at];
+        if (!std::isnan(d)) busy += d;
+      }
+      slowest = std::max(slowest, busy);
+    }
+    per_iter.push_back(slowest);
+  }
+  return median(std::move(per_iter));
+}
+
+// The most flops any one rank performs per step.
+double max_rank_flops(const CaseResult& c) {
+  if (c.world <= 0 || c.max_tasks <= 0 || !task_dims_ok(c)) return kNaN;
+  double best = 0;
+  for (int r = 0; r < c.world; ++r) {
+    double sum = 0;
+    for (int t = 0; t < c.max_tasks; ++t) {
+      const TaskRecord& task = c.tasks[static_cast<size_t>(r) * c.max_tasks + t];
+      if (task.task >= 0) sum += task.flops;
+    }
+    best = std::max(best, sum);
+  }
+  return best;
+}
+
+bool is_transfer_kind(int8_t kind) {
+  switch (static_cast<TaskKind>(kind)) {
+    case TaskKind::send:
+    case TaskKind::recv:
+    case TaskKind::exchange:
+    case TaskKind::collective:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Bytes rank 0 sends over the whole step (TaskRecord::bytes counts sent bytes only).
+double rank0_sent_bytes(const CaseResult& c) {
+  if (c.world <= 0 || c.max_tasks <= 0 || !task_dims_ok(c)) return kNaN;
+  double sum = 0;
+  for (int t = 0; t < c.max_tasks; ++t) {
+    const TaskRecord& task = c.tasks[static_cast<size_t>(t)];
+    if (task.task >= 0 && is_transfer_kind(task.kind)) sum += static_cast<double>(task.bytes);
+  }
+  return sum;
+}
+
+using ShapeKey = std::tuple<std::string, int64_t, int64_t, int64_t, int64_t, std::string, int32_t>;
+
+ShapeKey shape_key(const CaseResult& c) {
+  return {c.workload, c.batch, c.seq, c.hidden, c.ffn, c.dtype, c.world};
+}
+
+}  // namespace
+
+std::vector<Summary> summarize(const std::vector<CaseResult>& cases) {
+  // First case of each reference strategy per shape wins; a sweep runs each reference once.
+  std::map<std::pair<ShapeKey, std::string>, double> reference;
+  for (const CaseResult& c : cases) {
+    if (c.strategy == "baseline" || c.strategy == "compute_only" || c.strategy == "comm_only") {
+      reference.emplace(std::pair{shape_key(c), c.strategy}, median_step(c));
+    }
+  }
+  auto ref = [&](const CaseResult& c, const char* strategy) {
+    auto it = reference.find({shape_key(c), strategy});
+    return it == reference.end() ? kNaN : it->second;
+  };
+
+  std::vector<Summary> out;
+  out.reserve(cases.size());
+  for (const CaseResult& c : cases) {
+    Summary s;
+    s.case_id = c.id;
+    s.workload = c.workload;
+    s.strategy = c.strategy;
+    s.dtype = c.dtype;
+    s.batch = c.batch;
+    s.seq = c.seq;
+    s.hidden = c.hidden;
+    s.ffn = c.ffn;
+    s.world = c.world;
+    s.iters = c.iters;
+    s.verified = c.verified;
+
+    std::vector<double> steps = step_times(c);
+    if (steps.empty() || any_nan(steps)) {
+      s.t_median = s.t_min = s.t_p90 = s.t_p99 = s.t_cv = kNaN;
+    } else {
+      std::sort(steps.begin(), steps.end());
+      const double n = static_cast<double>(steps.size());
+      s.t_median = median(steps);
+      s.t_min = steps.front();
+      s.t_p90 = percentile(steps, 0.90);
+      s.t_p99 = percentile(steps, 0.99);
+      const double mean = std::accumulate(steps.begin(), steps.end(), 0.0) / n;
+      double ss = 0;
+      for (double x : steps) ss += (x - mean) * (x - mean);
+      s.t_cv = steps.size() > 1 ? ratio(std::sqrt(ss / (n - 1)), mean) : 0.0;
+    }
+
+    const double t = s.t_median;
+    const double t_base = ref(c, "baseline");
+    s.t_comp = ref(c, "compute_only");
+    s.t_comm = ref(c, "comm_only");
+    s.t_lb = (std::isnan(s.t_comp) || std::isnan(s.t_comm)) ? kNaN : std::max(s.t_comp, s.t_comm);
+
+    const bool is_compute_only = c.strategy == "compute_only";
+    const bool is_comm_only = c.strategy == "comm_only";
+    if (is_compute_only || is_comm_only) {
+      // The references measure the bounds; overlap metrics of a bound against itself mean
+      // nothing, so only what describes the case itself is filled in.
+      s.exposed_comm = is_compute_only ? 0.0 : kNaN;
+      s.speedup = s.ideal_speedup = s.comm_reduction = s.e2e_reduction = kNaN;
+      s.overlap_efficiency = s.hidden_frac = s.overlap_pct = kNaN;
+    } else {
+      const double exposed_base = t_base - s.t_comp;
+      s.exposed_comm = t - s.t_comp;
+      s.speedup = ratio(t_base, t);
+      s.ideal_speedup = ratio(t_base, s.t_lb);
+      s.comm_reduction = 1.0 - ratio(s.exposed_comm, exposed_base);
+      s.e2e_reduction = 1.0 - ratio(t, t_base);
+      s.overlap_efficiency = ratio(t_base - t, t_base - s.t_lb);
+      s.hidden_frac = 1.0 - ratio(s.exposed_comm, s.t_comm);
+      const double pct = ratio(s.t_comm + s.t_comp - t, std::min(s.t_comm, s.t_comp));
+      s.overlap_pct = std::isnan(pct) ? kNaN : 100.0 * std::clamp(pct, 0.0, 1.0);
+    }
+
+    s.slicing_penalty = is_comm_only ? kNaN : compute_busy_median(c) - s.t_comp;
+    s.tflops = is_comm_only ? kNaN : ratio(max_rank_flops(c), t) / 1e12;
+
+    // nccl-tests' sizes: S is the full gathered (or pre-reduce) buffer. In a ring all-gather or
+    // reduce-scatter each rank sends (N-1)/N of S, hence S = sent * N / (N-1);
+    // busbw = algbw * (N-1)/N.
+    if (is_comm_only && c.world > 1) {
+      const double n = static_cast<double>(c.world);
+      const double size = rank0_sent_bytes(c) * n / (n - 1);
+      s.algbw = ratio(size, t) / 1e9;
+      s.busbw = s.algbw * (n - 1) / n;
+    } else {
+      s.algbw = s.busbw = kNaN;
+    }
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+}  // namespace fob

@@ -1,0 +1,117 @@
+#include "fob/plan.h"
+
+#include <iomanip>
+#include <ostream>
+
+namespace fob {
+
+const char* to_string(StreamId stream) {
+  return stream == StreamId::compute ? "compute" : "comm";
+}
+
+const char* to_string(TaskKind kind) {
+  switch (kind) {
+    case TaskKind::gemm:
+      return "gemm";
+    case TaskKind::send:
+      return "send";
+    case TaskKind::recv:
+      return "recv";
+    case TaskKind::exchange:
+      return "exchange";
+    case TaskKind::collective:
+      return "collective";
+    case TaskKind::add:
+      return "add";
+    case TaskKind::copy:
+      return "copy";
+  }
+  return "?";
+}
+
+const char* to_string(CollectiveOp op) {
+  switch (op) {
+    case CollectiveOp::none:
+      return "none";
+    case CollectiveOp::all_gather:
+      return "all_gather";
+    case CollectiveOp::reduce_scatter:
+      return "reduce_scatter";
+    case CollectiveOp::all_reduce:
+      return "all_reduce";
+  }
+  return "?";
+}
+
+const char* to_string(CheckKind kind) {
+  switch (kind) {
+    case CheckKind::gathered:
+      return "gathered X";
+    case CheckKind::ag_out:
+      return "X*W1";
+    case CheckKind::rs_out:
+      return "reduce-scatter of H*W2";
+    case CheckKind::local_product:
+      return "H*W2";
+    case CheckKind::reduced_input:
+      return "reduce-scatter of P";
+  }
+  return "?";
+}
+
+int Plan::buffer_id(const std::string& name) const {
+  for (size_t i = 0; i < buffers.size(); ++i) {
+    if (buffers[i].name == name) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+int64_t Plan::buffer_bytes() const {
+  int64_t total = 0;
+  for (const BufferSpec& b : buffers) total += b.rows * b.cols * dtype_bytes(dtype);
+  return total;
+}
+
+namespace {
+
+std::string view_text(const Plan& plan, const View& v) {
+  if (v.buffer < 0) return "-";
+  return plan.buffers[v.buffer].name + "[" + std::to_string(v.row) + ":" +
+         std::to_string(v.row + v.rows) + "]";
+}
+
+}  // namespace
+
+void print_plan(std::ostream& out, const Plan& plan) {
+  out << "rank " << plan.rank << "/" << plan.world << "  " << to_string(plan.workload) << "  "
+      << plan.strategy << "  M=" << plan.shape.tokens() << " D=" << plan.shape.hidden
+      << " F=" << plan.shape.ffn << " " << to_string(plan.dtype) << "\n";
+  out << "  buffers:";
+  for (const BufferSpec& b : plan.buffers)
+    out << " " << b.name << "[" << b.rows << "x" << b.cols << "]";
+  out << "  (" << plan.buffer_bytes() << " bytes)\n";
+  for (const Task& t : plan.tasks) {
+    out << "  " << std::setw(3) << t.id << " " << std::left << std::setw(8) << to_string(t.stream)
+        << std::setw(11) << to_string(t.kind) << std::right << t.label;
+    if (t.kind == TaskKind::gemm) {
+      out << "  " << view_text(plan, t.c) << (t.accumulate ? " += " : " = ") << view_text(plan, t.a)
+          << " * " << view_text(plan, t.b);
+      if (t.batch > 1) out << " x" << t.batch << " (stride " << t.a_stride_rows << ")";
+    }
+    if (t.kind == TaskKind::exchange || t.kind == TaskKind::send) {
+      out << "  send " << view_text(plan, t.a) << " -> " << t.send_peer;
+    }
+    if (t.kind == TaskKind::exchange || t.kind == TaskKind::recv) {
+      out << "  recv " << view_text(plan, t.c) << " <- " << t.recv_peer;
+    }
+    if (t.bytes > 0) out << "  " << t.bytes << " B";
+    if (t.flops > 0) out << "  " << t.flops << " flop";
+    if (!t.deps.empty()) {
+      out << "  after";
+      for (int d : t.deps) out << " " << d;
+    }
+    out << "\n";
+  }
+}
+
+}  // namespace fob

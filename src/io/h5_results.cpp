@@ -1,0 +1,763 @@
+// HDF5 reader and writer for results files (DESIGN.md section 5), on the HDF5 C API.
+//
+// Every HDF5 call's return code is checked here, so the library's automatic error printing is
+// switched off and its error stack is turned into the exception message instead.
+#include <hdf5.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "fob/metrics.h"
+#include "fob/results.h"
+#include "fob/types.h"
+
+namespace fob {
+
+double CaseResult::step(int iter) const {
+  if (iter < 0 || iter >= iters || world <= 0 ||
+      step_seconds.size() < static_cast<size_t>(iters) * static_cast<size_t>(world)) {
+    throw std::out_of_range("case " + id + ": no step " + std::to_string(iter));
+  }
+  const double* row = step_seconds.data() + static_cast<size_t>(iter) * world;
+  double slowest = row[0];
+  // NaN must win: a rank without a time means the step's time is unknown, not its peers' max.
+  for (int r = 1; r < world; ++r) {
+    if (std::isnan(row[r]) || row[r] > slowest) slowest = row[r];
+    if (std::isnan(slowest)) break;
+  }
+  return slowest;
+}
+
+namespace {
+
+constexpr size_t kLabelLen = 64;     // TaskRecord::label, including the terminating NUL
+constexpr size_t kShortStrLen = 32;  // summary: case_id, workload, dtype
+constexpr size_t kLongStrLen = 64;   // summary: strategy
+
+// The innermost messages of HDF5's error stack, e.g. "unable to open file; file signature not
+// found", then clears it so the next failure starts from an empty stack.
+std::string h5_error_text() {
+  std::vector<std::string> descs;
+  H5Ewalk2(
+      H5E_DEFAULT, H5E_WALK_DOWNWARD,
+      [](unsigned, const H5E_error2_t* err, void* data) -> herr_t {
+        if (err->desc && *err->desc)
+          static_cast<std::vector<std::string>*>(data)->push_back(err->desc);
+        return 0;
+      },
+      &descs);
+  H5Eclear2(H5E_DEFAULT);
+  if (descs.empty()) return "unknown HDF5 error";
+  if (descs.size() == 1 || descs.front() == descs.back()) return descs.front();
+  return descs.front() + "; " + descs.back();
+}
+
+void silence_hdf5() {
+  H5Eset_auto2(H5E_DEFAULT, nullptr, nullptr);
+}
+
+// Owns one hid_t and closes it with the matching H5?close.
+class H5Id {
+ public:
+  using Closer = herr_t (*)(hid_t);
+  H5Id() = default;
+  H5Id(hid_t id, Closer closer) : id_(id), closer_(closer) {}
+  H5Id(H5Id&& other) noexcept : id_(std::exchange(other.id_, -1)), closer_(other.closer_) {}
+  H5Id& operator=(H5Id&& other) noexcept {
+    if (this != &other) {
+      reset();
+      id_ = std::exchange(other.id_, -1);
+      closer_ = other.closer_;
+    }
+    return *this;
+  }
+  H5Id(const H5Id&) = delete;
+  H5Id& operator=(const H5Id&) = delete;
+  ~H5Id() { reset(); }
+
+  hid_t get() const { return id_; }
+  operator hid_t() const { return id_; }  // NOLINT: these are passed straight to the C API
+  bool valid() const { return id_ >= 0; }
+  void reset() {
+    if (id_ >= 0 && closer_) closer_(id_);
+    id_ = -1;
+  }
+
+ private:
+  hid_t id_ = -1;
+  Closer closer_ = nullptr;
+};
+
+// Context for error messages: which file, which object.
+struct Where {
+  const std::string& file;
+  std::string what;
+};
+
+[[noreturn]] void fail(const Where& where, const std::string& op) {
+  throw RuntimeFault("HDF5 error in '" + where.file + "' " + op +
+                     (where.what.empty() ? "" : " " + where.what) + ": " + h5_error_text());
+}
+
+hid_t check_id(hid_t id, const Where& where, const std::string& op) {
+  if (id < 0) fail(where, op);
+  return id;
+}
+
+void check(herr_t status, const Where& where, const std::string& op) {
+  if (status < 0) fail(where, op);
+}
+
+H5Id make_type(hid_t id, const Where& w) {
+  return H5Id(check_id(id, w, "creating a datatype"), H5Tclose);
+}
+
+H5Id fixed_string_type(size_t len, const Where& w) {
+  H5Id type = make_type(H5Tcopy(H5T_C_S1), w);
+  check(H5Tset_size(type, len), w, "sizing a string type");
+  check(H5Tset_strpad(type, H5T_STR_NULLTERM), w, "setting string padding");
+  return type;
+}
+
+void copy_fixed(char* dst, size_t len, const std::string& src) {
+  std::memset(dst, 0, len);
+  std::memcpy(dst, src.data(), std::min(src.size(), len - 1));
+}
+
+std::string from_fixed(const char* src, size_t len) {
+  return std::string(src, strnlen(src, len));
+}
+
+// ---- attributes -----------------------------------------------------------------------------
+
+void write_attr_str(hid_t obj, const char* name, const std::string& value, const Where& w) {
+  // Variable-length UTF-8: h5py reads it as str, and long values (config, env) stay out of the
+  // 64 KiB object header.
+  H5Id type = make_type(H5Tcopy(H5T_C_S1), w);
+  check(H5Tset_size(type, H5T_VARIABLE), w, "sizing a string type");
+  check(H5Tset_cset(type, H5T_CSET_UTF8), w, "setting a string charset");
+  H5Id space(check_id(H5Screate(H5S_SCALAR), w, "creating a dataspace"), H5Sclose);
+  H5Id attr(check_id(H5Acreate2(obj, name, type, space, H5P_DEFAULT, H5P_DEFAULT), w,
+                     std::string("creating attribute '") + name + "'"),
+            H5Aclose);
+  const char* data = value.c_str();
+  check(H5Awrite(attr, type, &data), w, std::string("writing attribute '") + name + "'");
+}
+
+void write_attr_num(hid_t obj, const char* name, hid_t file_type, hid_t mem_type, const void* value,
+                    const Where& w) {
+  H5Id space(check_id(H5Screate(H5S_SCALAR), w, "creating a dataspace"), H5Sclose);
+  H5Id attr(check_id(H5Acreate2(obj, name, file_type, space, H5P_DEFAULT, H5P_DEFAULT), w,
+                     std::string("creating attribute '") + name + "'"),
+            H5Aclose);
+  check(H5Awrite(attr, mem_type, value), w, std::string("writing attribute '") + name + "'");
+}
+
+void write_attr_i64(hid_t obj, const char* name, int64_t value, const Where& w) {
+  write_attr_num(obj, name, H5T_STD_I64LE, H5T_NATIVE_INT64, &value, w);
+}
+
+void write_attr_i32(hid_t obj, const char* name, int32_t value, const Where& w) {
+  write_attr_num(obj, name, H5T_STD_I32LE, H5T_NATIVE_INT32, &value, w);
+}
+
+void write_attr_f64(hid_t obj, const char* name, double value, const Where& w) {
+  write_attr_num(obj, name, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, &value, w);
+}
+
+bool has_attr(hid_t obj, const char* name) {
+  return H5Aexists(obj, name) > 0;
+}
+
+H5Id open_attr(hid_t obj, const char* name, const Where& w) {
+  return H5Id(
+      check_id(H5Aopen(obj, name, H5P_DEFAULT), w, std::string("opening attribute '") + name + "'"),
+      H5Aclose);
+}
+
+// Reads fixed- and variable-length string attributes alike, so files touched by h5py (which
+// writes variable-length ones) read back too.
+std::string read_attr_str(hid_t obj, const char* name, const Where& w) {
+  H5Id attr = open_attr(obj, name, w);
+  H5Id ftype = make_type(H5Aget_type(attr), w);
+  const std::string op = std::string("reading attribute '") + name + "'";
+  if (H5Tget_class(ftype) != H5T_STRING) {
+    throw InputError("'" + w.file + "': attribute '" + name + "' " + w.what + " is not a string");
+  }
+  H5Id space(check_id(H5Aget_space(attr), w, op), H5Sclose);
+  if (H5Sget_simple_extent_npoints(space) != 1) {
+    throw InputError("'" + w.file + "': attribute '" + name + "' " + w.what +
+                     " is not a single string");
+  }
+  if (H5Tis_variable_str(ftype) > 0) {
+    H5Id mtype = make_type(H5Tcopy(H5T_C_S1), w);
+    check(H5Tset_size(mtype, H5T_VARIABLE), w, op);
+    check(H5Tset_cset(mtype, H5Tget_cset(ftype)), w, op);
+    char* data = nullptr;
+    check(H5Aread(attr, mtype, &data), w, op);
+    std::string value = data ? data : "";
+    H5free_memory(data);
+    return value;
+  }
+  const size_t len = H5Tget_size(ftype);
+  std::vector<char> buf(len + 1, '\0');
+  check(H5Aread(attr, ftype, buf.data()), w, op);
+  return from_fixed(buf.data(), len);
+}
+
+int64_t read_attr_i64(hid_t obj, const char* name, const Where& w) {
+  H5Id attr = open_attr(obj, name, w);
+  int64_t value = 0;
+  check(H5Aread(attr, H5T_NATIVE_INT64, &value), w,
+        std::string("reading attribute '") + name + "'");
+  return value;
+}
+
+double read_attr_f64(hid_t obj, const char* name, const Where& w) {
+  H5Id attr = open_attr(obj, name, w);
+  double value = 0;
+  check(H5Aread(attr, H5T_NATIVE_DOUBLE, &value), w,
+        std::string("reading attribute '") + name + "'");
+  return value;
+}
+
+// ---- datasets -------------------------------------------------------------------------------
+
+void write_dataset(hid_t loc, const char* name, hid_t file_type, hid_t mem_type,
+                   const std::vector<hsize_t>& dims, const void* data, const Where& w) {
+  H5Id space(check_id(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr), w,
+                      "creating a dataspace"),
+             H5Sclose);
+  H5Id dset(check_id(H5Dcreate2(loc, name, file_type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+                     w, std::string("creating dataset '") + name + "'"),
+            H5Dclose);
+  hsize_t count = 1;
+  for (hsize_t d : dims) count *= d;
+  if (count == 0) return;  // an empty dataset (e.g. deps [0, 3]) has nothing to write
+  check(H5Dwrite(dset, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data), w,
+        std::string("writing dataset '") + name + "'");
+}
+
+// Opens a dataset, checks its rank and returns its dims.
+H5Id open_dataset(hid_t loc, const char* name, int rank, std::vector<hsize_t>& dims,
+                  const Where& w) {
+  if (H5Lexists(loc, name, H5P_DEFAULT) <= 0) {
+    throw InputError("'" + w.file + "': " + w.what + " has no dataset '" + name + "'");
+  }
+  H5Id dset(
+      check_id(H5Dopen2(loc, name, H5P_DEFAULT), w, std::string("opening dataset '") + name + "'"),
+      H5Dclose);
+  H5Id space(check_id(H5Dget_space(dset), w, "reading a dataspace"), H5Sclose);
+  if (H5Sget_simple_extent_ndims(space) != rank) {
+    throw InputError("'" + w.file + "': dataset '" + name + "' of " + w.what + " should have " +
+                     std::to_string(rank) + " dimensions");
+  }
+  dims.assign(static_cast<size_t>(rank), 0);
+  H5Sget_simple_extent_dims(space, dims.data(), nullptr);
+  return dset;
+}
+
+void read_dataset(hid_t dset, hid_t mem_type, void* data, size_t count, const char* name,
+                  const Where& w) {
+  if (count == 0) return;
+  check(H5Dread(dset, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data), w,
+        std::string("reading dataset '") + name + "'");
+}
+
+void expect_dims(const std::vector<hsize_t>& got, const std::vector<hsize_t>& want,
+                 const char* name, const Where& w) {
+  if (got != want) {
+    auto show = [](const std::vector<hsize_t>& d) {
+      std::string s = "[";
+      for (size_t i = 0; i < d.size(); ++i) s += (i ? ", " : "") + std::to_string(d[i]);
+      return s + "]";
+    };
+    throw InputError("'" + w.file + "': dataset '" + name + "' of " + w.what + " has shape " +
+                     show(got) + ", expected " + show(want));
+  }
+}
+
+// ---- compound rows --------------------------------------------------------------------------
+
+struct TaskRow {
+  int32_t rank;
+  int32_t task;
+  int8_t stream;
+  int8_t kind;
+  int32_t peer;
+  int64_t bytes;
+  double flops;
+  char label[kLabelLen];
+};
+
+H5Id task_mem_type(const Where& w) {
+  H5Id type = make_type(H5Tcreate(H5T_COMPOUND, sizeof(TaskRow)), w);
+  H5Id label = fixed_string_type(kLabelLen, w);
+  const std::string op = "building the tasks type";
+  check(H5Tinsert(type, "rank", HOFFSET(TaskRow, rank), H5T_NATIVE_INT32), w, op);
+  check(H5Tinsert(type, "task", HOFFSET(TaskRow, task), H5T_NATIVE_INT32), w, op);
+  check(H5Tinsert(type, "stream", HOFFSET(TaskRow, stream), H5T_NATIVE_INT8), w, op);
+  check(H5Tinsert(type, "kind", HOFFSET(TaskRow, kind), H5T_NATIVE_INT8), w, op);
+  check(H5Tinsert(type, "peer", HOFFSET(TaskRow, peer), H5T_NATIVE_INT32), w, op);
+  check(H5Tinsert(type, "bytes", HOFFSET(TaskRow, bytes), H5T_NATIVE_INT64), w, op);
+  check(H5Tinsert(type, "flops", HOFFSET(TaskRow, flops), H5T_NATIVE_DOUBLE), w, op);
+  check(H5Tinsert(type, "label", HOFFSET(TaskRow, label), label), w, op);
+  return type;
+}
+
+struct SummaryRow {
+  char case_id[kShortStrLen];
+  char workload[kShortStrLen];
+  char strategy[kLongStrLen];
+  char dtype[kShortStrLen];
+  int64_t batch, seq, hidden, ffn;
+  int32_t world, iters, verified;
+  double t_median, t_min, t_p90, t_p99, t_cv;
+  double t_comp, t_comm, t_lb;
+  double exposed_comm, slicing_penalty;
+  double speedup, ideal_speedup;
+  double comm_reduction, e2e_reduction;
+  double overlap_efficiency, hidden_frac, overlap_pct;
+  double tflops, algbw, busbw;
+};
+
+H5Id summary_mem_type(const Where& w) {
+  H5Id type = make_type(H5Tcreate(H5T_COMPOUND, sizeof(SummaryRow)), w);
+  H5Id short_str = fixed_string_type(kShortStrLen, w);
+  H5Id long_str = fixed_string_type(kLongStrLen, w);
+  const std::string op = "building the summary type";
+#define FOB_FIELD(name, type_id) \
+  check(H5Tinsert(type, #name, HOFFSET(SummaryRow, name), type_id), w, op)
+  FOB_FIELD(case_id, short_str);
+  FOB_FIELD(workload, short_str);
+  FOB_FIELD(strategy, long_str);
+  FOB_FIELD(dtype, short_str);
+  FOB_FIELD(batch, H5T_NATIVE_INT64);
+  FOB_FIELD(seq, H5T_NATIVE_INT64);
+  FOB_FIELD(hidden, H5T_NATIVE_INT64);
+  FOB_FIELD(ffn, H5T_NATIVE_INT64);
+  FOB_FIELD(world, H5T_NATIVE_INT32);
+  FOB_FIELD(iters, H5T_NATIVE_INT32);
+  FOB_FIELD(verified, H5T_NATIVE_INT32);
+  FOB_FIELD(t_median, H5T_NATIVE_DOUBLE);
+  FOB_FIELD(t_min, H5T_NATIVE_DOUBLE);
+  FOB_FIELD(t_p90, H5T_NATIVE_DOUBLE);
+  FOB_FIELD(t_p99, H5T_NATIVE_DOUBLE);
+  FOB_FIELD(t_cv, H5T_NATIVE_DOUBLE);
+  FOB_FIELD(t_comp, H5T_NATIVE_DOUBLE);
+  FOB_FIELD(t_comm, H5T_NATIVE_DOUBLE);
+  FOB_FIELD(t_lb, H5T_NATIVE_DOUBLE);
+  FOB_FIELD(exposed_comm, H5T_NATIVE_DOUBLE);
+  FOB_FIELD(slicing_penalty, H5T_NATIVE_DOUBLE);
+  FOB_FIELD(speedup, H5T_NATIVE_DOUBLE);
+  FOB_FIELD(ideal_speedup, H5T_NATIVE_DOUBLE);
+  FOB_FIELD(comm_reduction, H5T_NATIVE_DOUBLE);
+  FOB_FIELD(e2e_reduction, H5T_NATIVE_DOUBLE);
+  FOB_FIELD(overlap_efficiency, H5T_NATIVE_DOUBLE);
+  FOB_FIELD(hidden_frac, H5T_NATIVE_DOUBLE);
+  FOB_FIELD(overlap_pct, H5T_NATIVE_DOUBLE);
+  FOB_FIELD(tflops, H5T_NATIVE_DOUBLE);
+  FOB_FIELD(algbw, H5T_NATIVE_DOUBLE);
+  FOB_FIELD(busbw, H5T_NATIVE_DOUBLE);
+#undef FOB_FIELD
+  return type;
+}
+
+// The file's copy of a compound type, without the in-memory alignment holes.
+H5Id packed_copy(hid_t mem_type, const Where& w) {
+  H5Id type = make_type(H5Tcopy(mem_type), w);
+  check(H5Tpack(type), w, "packing a compound type");
+  return type;
+}
+
+SummaryRow to_row(const Summary& s) {
+  SummaryRow row{};
+  copy_fixed(row.case_id, kShortStrLen, s.case_id);
+  copy_fixed(row.workload, kShortStrLen, s.workload);
+  copy_fixed(row.strategy, kLongStrLen, s.strategy);
+  copy_fixed(row.dtype, kShortStrLen, s.dtype);
+  row.batch = s.batch;
+  row.seq = s.seq;
+  row.hidden = s.hidden;
+  row.ffn = s.ffn;
+  row.world = s.world;
+  row.iters = s.iters;
+  row.verified = s.verified;
+  row.t_median = s.t_median;
+  row.t_min = s.t_min;
+  row.t_p90 = s.t_p90;
+  row.t_p99 = s.t_p99;
+  row.t_cv = s.t_cv;
+  row.t_comp = s.t_comp;
+  row.t_comm = s.t_comm;
+  row.t_lb = s.t_lb;
+  row.exposed_comm = s.exposed_comm;
+  row.slicing_penalty = s.slicing_penalty;
+  row.speedup = s.speedup;
+  row.ideal_speedup = s.ideal_speedup;
+  row.comm_reduction = s.comm_reduction;
+  row.e2e_reduction = s.e2e_reduction;
+  row.overlap_efficiency = s.overlap_efficiency;
+  row.hidden_frac = s.hidden_frac;
+  row.overlap_pct = s.overlap_pct;
+  row.tflops = s.tflops;
+  row.algbw = s.algbw;
+  row.busbw = s.busbw;
+  return row;
+}
+
+// The arrays must match the shape attributes, or the file would be self-contradictory.
+void check_case_shapes(const CaseResult& c, const std::string& file) {
+  auto need = [&](const char* what, size_t got, size_t want) {
+    if (got != want) {
+      throw RuntimeFault("cannot write case '" + c.id + "' to '" + file + "': " + what + " holds " +
+                         std::to_string(got) + " values, expected " + std::to_string(want));
+    }
+  };
+  if (c.id.empty() || c.id.find('/') != std::string::npos || c.id == "." || c.id == "..") {
+    throw RuntimeFault("cannot write case to '" + file + "': bad case id '" + c.id + "'");
+  }
+  if (c.world < 0 || c.iters < 0 || c.max_tasks < 0) {
+    throw RuntimeFault("cannot write case '" + c.id + "' to '" + file +
+                       "': negative world, iters or max_tasks");
+  }
+  const size_t world = static_cast<size_t>(c.world);
+  const size_t iters = static_cast<size_t>(c.iters);
+  const size_t tasks = static_cast<size_t>(c.max_tasks);
+  need("step_seconds", c.step_seconds.size(), iters * world);
+  need("tasks", c.tasks.size(), world * tasks);
+  need("task_start", c.task_start.size(), iters * world * tasks);
+  need("task_end", c.task_end.size(), iters * world * tasks);
+}
+
+void write_system(hid_t file, const SystemInfo& sys, const std::string& path) {
+  Where w{path, "/system"};
+  H5Id group(check_id(H5Gcreate2(file, "system", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), w,
+                      "creating group"),
+             H5Gclose);
+  write_attr_str(group, "backend", sys.backend, w);
+  write_attr_str(group, "transport", sys.transport, w);
+  write_attr_i32(group, "world_size", sys.world_size, w);
+  write_attr_str(group, "hostnames", sys.hostnames, w);
+  write_attr_str(group, "devices", sys.devices, w);
+  write_attr_str(group, "mpi_version", sys.mpi_version, w);
+  write_attr_str(group, "nccl_version", sys.nccl_version, w);
+  write_attr_str(group, "cuda_version", sys.cuda_version, w);
+  write_attr_str(group, "blas", sys.blas, w);
+  write_attr_str(group, "link_emulation", sys.link_emulation, w);
+  write_attr_str(group, "env", sys.env, w);
+}
+
+void write_case(hid_t cases_group, const CaseResult& c, const std::string& path) {
+  check_case_shapes(c, path);
+  Where w{path, "/cases/" + c.id};
+  H5Id group(check_id(H5Gcreate2(cases_group, c.id.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+                      w, "creating group"),
+             H5Gclose);
+  write_attr_str(group, "workload", c.workload, w);
+  write_attr_str(group, "strategy", c.strategy, w);
+  write_attr_i64(group, "batch", c.batch, w);
+  write_attr_i64(group, "seq", c.seq, w);
+  write_attr_i64(group, "hidden", c.hidden, w);
+  write_attr_i64(group, "ffn", c.ffn, w);
+  write_attr_str(group, "dtype", c.dtype, w);
+  write_attr_i32(group, "world", c.world, w);
+  write_attr_i32(group, "iters", c.iters, w);
+  write_attr_i32(group, "warmup", c.warmup, w);
+  write_attr_i32(group, "verified", c.verified, w);
+  write_attr_f64(group, "max_abs_err", c.max_abs_err, w);
+
+  const hsize_t world = static_cast<hsize_t>(c.world);
+  const hsize_t iters = static_cast<hsize_t>(c.iters);
+  const hsize_t tasks = static_cast<hsize_t>(c.max_tasks);
+  write_dataset(group, "step_seconds", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, {iters, world},
+                c.step_seconds.data(), w);
+
+  std::vector<TaskRow> rows(c.tasks.size());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const TaskRecord& t = c.tasks[i];
+    rows[i] = TaskRow{t.rank, t.task, t.stream, t.kind, t.peer, t.bytes, t.flops, {}};
+    copy_fixed(rows[i].label, kLabelLen, t.label);
+  }
+  H5Id task_mem = task_mem_type(w);
+  H5Id task_file = packed_copy(task_mem, w);
+  write_dataset(group, "tasks", task_file, task_mem, {world, tasks}, rows.data(), w);
+
+  std::vector<int32_t> deps;
+  deps.reserve(c.deps.size() * 3);
+  for (const DepRecord& d : c.deps) deps.insert(deps.end(), {d.rank, d.task, d.on});
+  write_dataset(group, "deps", H5T_STD_I32LE, H5T_NATIVE_INT32, {c.deps.size(), 3}, deps.data(), w);
+
+  write_dataset(group, "task_start", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, {iters, world, tasks},
+                c.task_start.data(), w);
+  write_dataset(group, "task_end", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, {iters, world, tasks},
+                c.task_end.data(), w);
+}
+
+void write_summary(hid_t file, const std::vector<CaseResult>& cases, const std::string& path) {
+  Where w{path, "/summary"};
+  // Unlinking leaves the old table's bytes unused in the file; it is small and rewritten once
+  // per case, so the waste stays far below the task arrays.
+  if (H5Lexists(file, "summary", H5P_DEFAULT) > 0) {
+    check(H5Ldelete(file, "summary", H5P_DEFAULT), w, "removing the old table");
+  }
+  std::vector<SummaryRow> rows;
+  for (const Summary& s : summarize(cases)) rows.push_back(to_row(s));
+  H5Id mem = summary_mem_type(w);
+  H5Id packed = packed_copy(mem, w);
+  write_dataset(file, "summary", packed, mem, {rows.size()}, rows.data(), w);
+}
+
+CaseResult read_case(hid_t cases_group, const std::string& id, const std::string& path) {
+  Where w{path, "case '/cases/" + id + "'"};
+  H5Id group(check_id(H5Gopen2(cases_group, id.c_str(), H5P_DEFAULT), w, "opening group"),
+             H5Gclose);
+  CaseResult c;
+  c.id = id;
+  c.workload = read_attr_str(group, "workload", w);
+  c.strategy = read_attr_str(group, "strategy", w);
+  c.batch = read_attr_i64(group, "batch", w);
+  c.seq = read_attr_i64(group, "seq", w);
+  c.hidden = read_attr_i64(group, "hidden", w);
+  c.ffn = read_attr_i64(group, "ffn", w);
+  c.dtype = read_attr_str(group, "dtype", w);
+  c.world = static_cast<int32_t>(read_attr_i64(group, "world", w));
+  c.iters = static_cast<int32_t>(read_attr_i64(group, "iters", w));
+  c.warmup = static_cast<int32_t>(read_attr_i64(group, "warmup", w));
+  c.verified = static_cast<int32_t>(read_attr_i64(group, "verified", w));
+  c.max_abs_err = read_attr_f64(group, "max_abs_err", w);
+  if (c.world < 0 || c.iters < 0) {
+    throw InputError("'" + path + "': " + w.what + " has negative world or iters");
+  }
+  const hsize_t world = static_cast<hsize_t>(c.world);
+  const hsize_t iters = static_cast<hsize_t>(c.iters);
+
+  std::vector<hsize_t> dims;
+  {
+    H5Id dset = open_dataset(group, "step_seconds", 2, dims, w);
+    expect_dims(dims, {iters, world}, "step_seconds", w);
+    c.step_seconds.resize(iters * world);
+    read_dataset(dset, H5T_NATIVE_DOUBLE, c.step_seconds.data(), c.step_seconds.size(),
+                 "step_seconds", w);
+  }
+  {
+    H5Id dset = open_dataset(group, "tasks", 2, dims, w);
+    if (dims[0] != world) expect_dims(dims, {world, dims[1]}, "tasks", w);
+    c.max_tasks = static_cast<int32_t>(dims[1]);
+    std::vector<TaskRow> rows(dims[0] * dims[1]);
+    H5Id mem = task_mem_type(w);
+    read_dataset(dset, mem, rows.data(), rows.size(), "tasks", w);
+    c.tasks.resize(rows.size());
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const TaskRow& r = rows[i];
+      c.tasks[i] = TaskRecord{r.rank, r.task,  r.stream, r.kind,
+                              r.peer, r.bytes, r.flops,  from_fixed(r.label, kLabelLen)};
+    }
+  }
+  {
+    H5Id dset = open_dataset(group, "deps", 2, dims, w);
+    expect_dims(dims, {dims[0], 3}, "deps", w);
+    std::vector<int32_t> flat(dims[0] * 3);
+    read_dataset(dset, H5T_NATIVE_INT32, flat.data(), flat.size(), "deps", w);
+    c.deps.resize(dims[0]);
+    for (size_t i = 0; i < c.deps.size(); ++i) {
+      c.deps[i] = DepRecord{flat[3 * i], flat[3 * i + 1], flat[3 * i + 2]};
+    }
+  }
+  const hsize_t tasks = static_cast<hsize_t>(c.max_tasks);
+  const std::pair<const char*, std::vector<double>*> timings[] = {{"task_start", &c.task_start},
+                                                                  {"task_end", &c.task_end}};
+  for (auto [name, out] : timings) {
+    H5Id dset = open_dataset(group, name, 3, dims, w);
+    expect_dims(dims, {iters, world, tasks}, name, w);
+    out->resize(iters * world * tasks);
+    read_dataset(dset, H5T_NATIVE_DOUBLE, out->data(), out->size(), name, w);
+  }
+  return c;
+}
+
+std::vector<std::string> group_members(hid_t group, const Where& w) {
+  H5G_info_t info;
+  check(H5Gget_info(group, &info), w, "listing");
+  std::vector<std::string> names;
+  for (hsize_t i = 0; i < info.nlinks; ++i) {
+    ssize_t len =
+        H5Lget_name_by_idx(group, ".", H5_INDEX_NAME, H5_ITER_INC, i, nullptr, 0, H5P_DEFAULT);
+    if (len < 0) fail(w, "listing");
+    std::string name(static_cast<size_t>(len) + 1, '\0');
+    if (H5Lget_name_by_idx(group, ".", H5_INDEX_NAME, H5_ITER_INC, i, name.data(), name.size(),
+                           H5P_DEFAULT) < 0) {
+      fail(w, "listing");
+    }
+    name.resize(static_cast<size_t>(len));
+    names.push_back(std::move(name));
+  }
+  return names;
+}
+
+}  // namespace
+
+// ---- ResultWriter ---------------------------------------------------------------------------
+
+ResultWriter::ResultWriter(const std::string& path, bool force, const RunInfo& run,
+                           const SystemInfo& sys)
+    : path_(path), partial_(path + ".partial") {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!force && fs::exists(path_, ec)) {
+    throw InputError("output file '" + path_ + "' already exists; pass --force to overwrite it");
+  }
+  // A leftover .partial is what an interrupted run kept; it is data too.
+  if (!force && fs::exists(partial_, ec)) {
+    throw InputError("'" + partial_ +
+                     "' exists (left by an interrupted run?); pass --force to overwrite it");
+  }
+  silence_hdf5();
+  H5Eclear2(H5E_DEFAULT);
+  file_ = H5Fcreate(partial_.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
+  if (file_ < 0) {
+    throw RuntimeFault("cannot create HDF5 file '" + partial_ + "': " + h5_error_text());
+  }
+  try {
+    Where w{partial_, "/"};
+    const hid_t file = static_cast<hid_t>(file_);
+    write_attr_str(file, "schema", kSchema, w);
+    write_attr_i32(file, "version", kSchemaVersion, w);
+    write_attr_str(file, "git_commit", run.git_commit, w);
+    write_attr_str(file, "created_utc", run.created_utc, w);
+    write_attr_str(file, "command_line", run.command_line, w);
+    write_attr_str(file, "config_yaml", run.config_yaml, w);
+    write_system(file, sys, partial_);
+    H5Id cases(check_id(H5Gcreate2(file, "cases", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+                        Where{partial_, "/cases"}, "creating group"),
+               H5Gclose);
+    check(H5Fflush(file, H5F_SCOPE_GLOBAL), w, "flushing");
+  } catch (...) {
+    H5Fclose(static_cast<hid_t>(file_));
+    file_ = -1;
+    throw;
+  }
+}
+
+ResultWriter::~ResultWriter() {
+  if (file_ >= 0) H5Fclose(static_cast<hid_t>(file_));
+}
+
+void ResultWriter::add_case(const CaseResult& result) {
+  if (file_ < 0) throw RuntimeFault("'" + partial_ + "' is already closed; cannot add a case");
+  const hid_t file = static_cast<hid_t>(file_);
+  Where w{partial_, "/cases"};
+  H5Id cases(check_id(H5Gopen2(file, "cases", H5P_DEFAULT), w, "opening group"), H5Gclose);
+  if (H5Lexists(cases, result.id.c_str(), H5P_DEFAULT) > 0) {
+    throw RuntimeFault("'" + partial_ + "' already holds case '" + result.id + "'");
+  }
+  write_case(cases, result, partial_);
+  cases_.push_back(result);
+  write_summary(file, cases_, partial_);
+  // Flushed per case so that a crash or SIGTERM keeps every finished case readable.
+  check(H5Fflush(file, H5F_SCOPE_GLOBAL), Where{partial_, ""}, "flushing");
+}
+
+void ResultWriter::finish() {
+  if (file_ < 0) throw RuntimeFault("'" + partial_ + "' is already closed");
+  const herr_t status = H5Fclose(static_cast<hid_t>(file_));
+  file_ = -1;
+  if (status < 0) {
+    throw RuntimeFault("HDF5 error closing '" + partial_ + "': " + h5_error_text());
+  }
+  std::error_code ec;
+  std::filesystem::rename(partial_, path_, ec);
+  if (ec) {
+    throw RuntimeFault("cannot rename '" + partial_ + "' to '" + path_ + "': " + ec.message());
+  }
+}
+
+// ---- reading --------------------------------------------------------------------------------
+
+namespace {
+
+ResultFile read_results_unchecked(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) {
+    throw InputError("cannot open '" + path + "' as HDF5: no such file");
+  }
+  H5Eclear2(H5E_DEFAULT);
+  hid_t raw = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  if (raw < 0) throw InputError("cannot open '" + path + "' as HDF5: " + h5_error_text());
+  H5Id file(raw, H5Fclose);
+  Where w{path, "/"};
+  const std::string not_ours = "'" + path + "' is not a fobench results file";
+  if (!has_attr(file, "schema")) throw InputError(not_ours + " (no 'schema' attribute)");
+  std::string schema;
+  try {
+    schema = read_attr_str(file, "schema", w);
+  } catch (const InputError&) {
+    throw InputError(not_ours + " ('schema' is not a string)");
+  }
+  if (schema.rfind("fobench/", 0) != 0) throw InputError(not_ours + " (schema '" + schema + "')");
+  if (!has_attr(file, "version")) throw InputError(not_ours + " (no 'version' attribute)");
+  const int64_t version = read_attr_i64(file, "version", w);
+  if (version > kSchemaVersion) {
+    throw InputError("'" + path + "': schema version " + std::to_string(version) +
+                     " is newer than this fobench reads (" + std::to_string(kSchemaVersion) + ")");
+  }
+
+  ResultFile out;
+  auto opt_str = [&](hid_t obj, const char* name, const Where& where) {
+    return has_attr(obj, name) ? read_attr_str(obj, name, where) : std::string();
+  };
+  out.run.git_commit = opt_str(file, "git_commit", w);
+  out.run.created_utc = opt_str(file, "created_utc", w);
+  out.run.command_line = opt_str(file, "command_line", w);
+  out.run.config_yaml = opt_str(file, "config_yaml", w);
+
+  if (H5Lexists(file, "system", H5P_DEFAULT) > 0) {
+    Where ws{path, "/system"};
+    H5Id sys(check_id(H5Gopen2(file, "system", H5P_DEFAULT), ws, "opening group"), H5Gclose);
+    SystemInfo& s = out.system;
+    s.backend = opt_str(sys, "backend", ws);
+    s.transport = opt_str(sys, "transport", ws);
+    s.world_size = has_attr(sys, "world_size")
+                       ? static_cast<int32_t>(read_attr_i64(sys, "world_size", ws))
+                       : 0;
+    s.hostnames = opt_str(sys, "hostnames", ws);
+    s.devices = opt_str(sys, "devices", ws);
+    s.mpi_version = opt_str(sys, "mpi_version", ws);
+    s.nccl_version = opt_str(sys, "nccl_version", ws);
+    s.cuda_version = opt_str(sys, "cuda_version", ws);
+    s.blas = opt_str(sys, "blas", ws);
+    s.link_emulation = opt_str(sys, "link_emulation", ws);
+    s.env = opt_str(sys, "env", ws);
+  }
+
+  // A .partial file interrupted before its first case may still lack /cases: it has none.
+  if (H5Lexists(file, "cases", H5P_DEFAULT) > 0) {
+    Where wc{path, "/cases"};
+    H5Id cases(check_id(H5Gopen2(file, "cases", H5P_DEFAULT), wc, "opening group"), H5Gclose);
+    std::vector<std::string> ids = group_members(cases, wc);
+    std::sort(ids.begin(), ids.end());
+    for (const std::string& id : ids) out.cases.push_back(read_case(cases, id, path));
+  }
+  return out;
+}
+
+}  // namespace
+
+ResultFile read_results(const std::string& path) {
+  silence_hdf5();
+  try {
+    return read_results_unchecked(path);
+  } catch (const RuntimeFault& e) {
+    // A file that opens but does not read back is damaged input (exit 2), not a run fault.
+    throw InputError(std::string("cannot read '") + path + "': " + e.what());
+  }
+}
+
+}  // namespace fob

@@ -1,0 +1,414 @@
+// The paper-style report (DESIGN.md sections 3 and 8) as Markdown, CSV or JSON.
+//
+// CSV and JSON carry the same columns under the same names, formatted by the same function, so
+// a script can switch between them; Markdown is for people and rounds.
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <ostream>
+#include <set>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "fob/report.h"
+#include "fob/types.h"
+
+namespace fob {
+
+ReportFormat parse_report_format(const std::string& text) {
+  if (text == "md") return ReportFormat::md;
+  if (text == "csv") return ReportFormat::csv;
+  if (text == "json") return ReportFormat::json;
+  throw InputError("--format: unknown value '" + text + "' (valid choices: md, csv, json)");
+}
+
+namespace {
+
+constexpr const char* kOverlapNote =
+    "overlap_pct uses IMB-NBC's documented formula (denominator min(T_comm, T_comp))";
+constexpr const char* kStepNote = "T is the median over iterations of the slowest rank's step time";
+
+std::string format(const char* fmt, double value) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, fmt, value);
+  return buf;
+}
+
+// The one number format shared by CSV and JSON: enough digits to round-trip a float64 of
+// measured seconds to well below timer resolution. Empty for NaN/inf; callers map that.
+std::string number(double value) {
+  if (!std::isfinite(value)) return "";
+  return format("%.9g", value);
+}
+
+std::string one_line(std::string s) {
+  for (char& ch : s) {
+    if (ch == '\n' || ch == '\r') ch = ' ';
+  }
+  return s;
+}
+
+std::vector<std::string> split_unique(const std::string& list) {
+  std::vector<std::string> out;
+  std::set<std::string> seen;
+  size_t start = 0;
+  while (start <= list.size()) {
+    size_t end = list.find(',', start);
+    if (end == std::string::npos) end = list.size();
+    std::string item = list.substr(start, end - start);
+    while (!item.empty() && item.front() == ' ') item.erase(item.begin());
+    while (!item.empty() && item.back() == ' ') item.pop_back();
+    if (!item.empty() && seen.insert(item).second) out.push_back(item);
+    start = end + 1;
+  }
+  return out;
+}
+
+std::string join(const std::vector<std::string>& items, const char* sep) {
+  std::string out;
+  for (size_t i = 0; i < items.size(); ++i) out += (i ? sep : "") + items[i];
+  return out;
+}
+
+bool link_emulated(const SystemInfo& sys) {
+  return !sys.link_emulation.empty() && sys.link_emulation != "none";
+}
+
+// "emulated: 10 Gbit/s, 5 us latency" -> "10 Gbit/s, 5 us latency"
+std::string link_detail(const SystemInfo& sys) {
+  const std::string prefix = "emulated:";
+  std::string d = sys.link_emulation;
+  if (d.rfind(prefix, 0) == 0) d = d.substr(prefix.size());
+  while (!d.empty() && d.front() == ' ') d.erase(d.begin());
+  return d;
+}
+
+// Header facts shared by CSV comments and JSON.
+std::vector<std::pair<std::string, std::string>> header_pairs(const ResultFile& file) {
+  const SystemInfo& s = file.system;
+  const RunInfo& r = file.run;
+  return {{"git_commit", r.git_commit},
+          {"created_utc", r.created_utc},
+          {"command_line", r.command_line},
+          {"backend", s.backend},
+          {"transport", s.transport},
+          {"world_size", std::to_string(s.world_size)},
+          {"hostnames", join(split_unique(s.hostnames), ",")},
+          {"devices", s.devices},
+          {"mpi_version", s.mpi_version},
+          {"nccl_version", s.nccl_version},
+          {"cuda_version", s.cuda_version},
+          {"blas", s.blas},
+          {"link_emulation", s.link_emulation.empty() ? "none" : s.link_emulation},
+          {"overlap_pct", kOverlapNote},
+          {"t", kStepNote}};
+}
+
+// ---- one table row, shared by CSV and JSON --------------------------------------------------
+
+struct Cell {
+  enum Kind { text, integer, real, flag } kind;
+  std::string s;
+  double x = 0;
+  int64_t i = 0;
+};
+
+Cell text_cell(std::string s) {
+  return Cell{Cell::text, std::move(s)};
+}
+Cell int_cell(int64_t i) {
+  return Cell{Cell::integer, {}, 0, i};
+}
+Cell real_cell(double x) {
+  return Cell{Cell::real, {}, x};
+}
+Cell ms_cell(double seconds) {
+  return real_cell(seconds * 1e3);
+}
+Cell flag_cell(int32_t verified) {
+  return Cell{Cell::flag, {}, 0, verified};
+}
+
+std::vector<std::pair<const char*, Cell>> row(const Summary& s) {
+  return {{"case_id", text_cell(s.case_id)},
+          {"workload", text_cell(s.workload)},
+          {"strategy", text_cell(s.strategy)},
+          {"batch", int_cell(s.batch)},
+          {"seq", int_cell(s.seq)},
+          {"hidden", int_cell(s.hidden)},
+          {"ffn", int_cell(s.ffn)},
+          {"dtype", text_cell(s.dtype)},
+          {"world", int_cell(s.world)},
+          {"iters", int_cell(s.iters)},
+          {"verified", flag_cell(s.verified)},
+          {"t_ms", ms_cell(s.t_median)},
+          {"t_min_ms", ms_cell(s.t_min)},
+          {"t_p90_ms", ms_cell(s.t_p90)},
+          {"t_p99_ms", ms_cell(s.t_p99)},
+          {"t_cv", real_cell(s.t_cv)},
+          {"t_comp_ms", ms_cell(s.t_comp)},
+          {"t_comm_ms", ms_cell(s.t_comm)},
+          {"t_lb_ms", ms_cell(s.t_lb)},
+          {"exposed_comm_ms", ms_cell(s.exposed_comm)},
+          {"slicing_penalty_ms", ms_cell(s.slicing_penalty)},
+          {"speedup", real_cell(s.speedup)},
+          {"ideal_speedup", real_cell(s.ideal_speedup)},
+          {"comm_reduction", real_cell(s.comm_reduction)},
+          {"e2e_reduction", real_cell(s.e2e_reduction)},
+          {"overlap_efficiency", real_cell(s.overlap_efficiency)},
+          {"hidden", real_cell(s.hidden_frac)},
+          {"overlap_pct", real_cell(s.overlap_pct)},
+          {"tflops", real_cell(s.tflops)},
+          {"algbw_gbps", real_cell(s.algbw)},
+          {"busbw_gbps", real_cell(s.busbw)}};
+}
+
+// ---- CSV ------------------------------------------------------------------------------------
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char ch : s) out += ch == '"' ? std::string("\"\"") : std::string(1, ch);
+  return out + "\"";
+}
+
+std::string csv_cell(const Cell& c) {
+  switch (c.kind) {
+    case Cell::text:
+      return csv_field(c.s);
+    case Cell::integer:
+      return std::to_string(c.i);
+    case Cell::real:
+      return number(c.x);
+    case Cell::flag:
+      return c.i < 0 ? "" : std::to_string(c.i);
+  }
+  return "";
+}
+
+void write_csv(std::ostream& out, const ResultFile& file, const std::vector<Summary>& rows) {
+  for (const auto& [key, value] : header_pairs(file)) {
+    out << "# " << key << ": " << one_line(value) << "\n";
+  }
+  bool first = true;
+  for (const auto& [key, cell] : row(Summary{})) {
+    out << (first ? "" : ",") << key;
+    first = false;
+  }
+  out << "\n";
+  for (const Summary& s : rows) {
+    first = true;
+    for (const auto& [key, cell] : row(s)) {
+      out << (first ? "" : ",") << csv_cell(cell);
+      first = false;
+    }
+    out << "\n";
+  }
+}
+
+// ---- JSON -----------------------------------------------------------------------------------
+
+std::string json_string(const std::string& s) {
+  std::string out = "\"";
+  for (unsigned char ch : s) {
+    switch (ch) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\b':
+        out += "\\b";
+        break;
+      case '\f':
+        out += "\\f";
+        break;
+      default:
+        if (ch < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04x", ch);
+          out += buf;
+        } else {
+          out += static_cast<char>(ch);  // UTF-8 passes through unchanged
+        }
+    }
+  }
+  return out + "\"";
+}
+
+std::string json_cell(const Cell& c) {
+  switch (c.kind) {
+    case Cell::text:
+      return json_string(c.s);
+    case Cell::integer:
+      return std::to_string(c.i);
+    case Cell::real: {
+      std::string n = number(c.x);
+      return n.empty() ? "null" : n;
+    }
+    case Cell::flag:
+      return c.i < 0 ? "null" : (c.i ? "true" : "false");
+  }
+  return "null";
+}
+
+void write_json(std::ostream& out, const ResultFile& file, const std::vector<Summary>& rows) {
+  const SystemInfo& s = file.system;
+  const RunInfo& r = file.run;
+  auto obj = [&](const std::vector<std::pair<std::string, std::string>>& fields,
+                 const char* indent) {
+    out << "{\n";
+    for (size_t i = 0; i < fields.size(); ++i) {
+      out << indent << "  " << json_string(fields[i].first) << ": " << fields[i].second
+          << (i + 1 < fields.size() ? ",\n" : "\n");
+    }
+    out << indent << "}";
+  };
+  out << "{\n  \"system\": ";
+  obj({{"backend", json_string(s.backend)},
+       {"transport", json_string(s.transport)},
+       {"world_size", std::to_string(s.world_size)},
+       {"hostnames", json_string(s.hostnames)},
+       {"devices", json_string(s.devices)},
+       {"mpi_version", json_string(s.mpi_version)},
+       {"nccl_version", json_string(s.nccl_version)},
+       {"cuda_version", json_string(s.cuda_version)},
+       {"blas", json_string(s.blas)},
+       {"link_emulation", json_string(s.link_emulation)},
+       {"env", json_string(s.env)}},
+      "  ");
+  out << ",\n  \"run\": ";
+  obj({{"git_commit", json_string(r.git_commit)},
+       {"created_utc", json_string(r.created_utc)},
+       {"command_line", json_string(r.command_line)},
+       {"config_yaml", json_string(r.config_yaml)},
+       {"overlap_pct_definition", json_string(kOverlapNote)},
+       {"t_definition", json_string(kStepNote)}},
+      "  ");
+  out << ",\n  \"cases\": [";
+  for (size_t i = 0; i < rows.size(); ++i) {
+    out << (i ? ",\n    {" : "\n    {");
+    bool first = true;
+    for (const auto& [key, cell] : row(rows[i])) {
+      out << (first ? "" : ", ") << json_string(key) << ": " << json_cell(cell);
+      first = false;
+    }
+    out << "}";
+  }
+  out << (rows.empty() ? "]\n}\n" : "\n  ]\n}\n");
+}
+
+// ---- Markdown -------------------------------------------------------------------------------
+
+std::string md_num(double value, const char* fmt) {
+  return std::isfinite(value) ? format(fmt, value) : "-";
+}
+std::string md_ms(double seconds) {
+  return md_num(seconds * 1e3, "%.3f");
+}
+std::string md_pct(double fraction) {
+  return md_num(fraction * 100.0, "%.1f");
+}
+std::string md_x(double ratio) {
+  return md_num(ratio, "%.3f");
+}
+
+std::string md_verified(int32_t v) {
+  return v < 0 ? "-" : (v ? "pass" : "FAIL");
+}
+
+void write_md(std::ostream& out, const ResultFile& file, const std::vector<Summary>& rows) {
+  const SystemInfo& s = file.system;
+  const RunInfo& r = file.run;
+  auto or_dash = [](const std::string& v) { return v.empty() ? std::string("-") : v; };
+
+  out << "# fobench report\n\n";
+  if (link_emulated(s)) {
+    // Emulated numbers describe the emulated link, not this machine; nobody should miss that.
+    out << "> **EMULATED link: " << link_detail(s) << "**\n\n";
+  }
+  out << "- machine: " << or_dash(join(split_unique(s.hostnames), ", ")) << "\n";
+  out << "- backend: " << or_dash(s.backend) << ", transport: " << or_dash(s.transport)
+      << ", world size: " << s.world_size << "\n";
+  if (!s.devices.empty()) out << "- devices: " << join(split_unique(s.devices), ", ") << "\n";
+  out << "- link: "
+      << (link_emulated(s) ? "EMULATED link: " + link_detail(s) : std::string("not emulated"))
+      << "\n";
+  out << "- BLAS: " << or_dash(s.blas) << "; MPI: " << or_dash(one_line(s.mpi_version));
+  if (!s.nccl_version.empty()) out << "; NCCL: " << s.nccl_version;
+  if (!s.cuda_version.empty()) out << "; CUDA: " << s.cuda_version;
+  out << "\n";
+  if (!r.git_commit.empty() || !r.created_utc.empty()) {
+    out << "- commit: " << or_dash(r.git_commit) << ", created: " << or_dash(r.created_utc) << "\n";
+  }
+  if (!r.command_line.empty()) out << "- command: `" << one_line(r.command_line) << "`\n";
+  out << "- " << kStepNote << "\n";
+  out << "- " << kOverlapNote << "\n";
+
+  // One table per shape, in the order the shapes first appear in the file.
+  using Key = std::tuple<std::string, int64_t, int64_t, int64_t, int64_t, std::string, int32_t>;
+  std::vector<Key> order;
+  std::map<Key, std::vector<const Summary*>> groups;
+  for (const Summary& row : rows) {
+    Key key{row.workload, row.batch, row.seq, row.hidden, row.ffn, row.dtype, row.world};
+    auto [it, inserted] = groups.try_emplace(key);
+    if (inserted) order.push_back(key);
+    it->second.push_back(&row);
+  }
+  if (rows.empty()) out << "\nNo cases in this file.\n";
+  for (const Key& key : order) {
+    const auto& [workload, b, sq, d, f, dtype, n] = key;
+    out << "\n## " << workload << " b=" << b << " s=" << sq << " d=" << d << " f=" << f << " "
+        << dtype << " N=" << n << "\n\n";
+    out << "| strategy | T (ms) | T_comp (ms) | T_comm (ms) | T_lb (ms) | exposed_comm (ms) "
+           "| comm_reduction (%) | e2e_reduction (%) | speedup (x) | ideal_speedup (x) "
+           "| overlap_efficiency (%) | hidden (%) | verified |\n";
+    out << "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|:---:|\n";
+    std::vector<const Summary*> comm_only;
+    for (const Summary* row : groups[key]) {
+      out << "| " << row->strategy << " | " << md_ms(row->t_median) << " | " << md_ms(row->t_comp)
+          << " | " << md_ms(row->t_comm) << " | " << md_ms(row->t_lb) << " | "
+          << md_ms(row->exposed_comm) << " | " << md_pct(row->comm_reduction) << " | "
+          << md_pct(row->e2e_reduction) << " | " << md_x(row->speedup) << " | "
+          << md_x(row->ideal_speedup) << " | " << md_pct(row->overlap_efficiency) << " | "
+          << md_pct(row->hidden_frac) << " | " << md_verified(row->verified) << " |\n";
+      if (std::isfinite(row->busbw)) comm_only.push_back(row);
+    }
+    // What nccl-tests users compare interconnects by.
+    for (const Summary* row : comm_only) {
+      out << "\n"
+          << row->strategy << ": algbw " << md_num(row->algbw, "%.2f") << " GB/s, busbw "
+          << md_num(row->busbw, "%.2f") << " GB/s\n";
+    }
+  }
+}
+
+}  // namespace
+
+void write_report(std::ostream& out, const ResultFile& file, ReportFormat format) {
+  const std::vector<Summary> rows = summarize(file.cases);
+  switch (format) {
+    case ReportFormat::md:
+      write_md(out, file, rows);
+      break;
+    case ReportFormat::csv:
+      write_csv(out, file, rows);
+      break;
+    case ReportFormat::json:
+      write_json(out, file, rows);
+      break;
+  }
+}
+
+}  // namespace fob

@@ -1,0 +1,32 @@
+// The paper's "vanilla": one blocking collective and one full GEMM; nothing overlaps.
+#include "fob/strategy.h"
+
+namespace fob {
+namespace {
+
+void all_gather_gemm(PlanBuilder& b, const AgProblem& p, int /*param*/) {
+  if (b.world() > 1) b.all_gather(p.x, 0, p.block, p.block, "all-gather X");
+  b.gemm({p.x, 0, p.tokens}, {p.w, 0, p.hidden}, {p.y, 0, p.tokens}, false, "Y = X*W1");
+}
+
+void gemm_reduce_scatter(PlanBuilder& b, const RsProblem& p, int /*param*/) {
+  if (b.world() == 1) {
+    b.gemm({p.h, 0, p.tokens}, {p.w, 0, p.ffn_local}, {p.z, 0, p.block}, false, "Z = H*W2");
+    return;
+  }
+  int partial = b.buffer("p", p.tokens, p.hidden);
+  b.gemm({p.h, 0, p.tokens}, {p.w, 0, p.ffn_local}, {partial, 0, p.tokens}, false, "P = H*W2");
+  b.reduce_scatter(partial, 0, p.block, {p.z, 0, p.block}, "reduce-scatter P");
+}
+
+}  // namespace
+
+extern const Strategy kBaseline = {"baseline",
+                                   "one blocking collective, one full GEMM",
+                                   nullptr,
+                                   1,
+                                   false,
+                                   all_gather_gemm,
+                                   gemm_reduce_scatter};
+
+}  // namespace fob

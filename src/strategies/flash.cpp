@@ -1,0 +1,78 @@
+// Flash-Overlap (arXiv 2604.24013, Algorithms 1 and 2): a free-running P2P ring whose transfers
+// wait only for the data they carry, in a rank-adaptive order so that neither the first nor the
+// last computation touches communication. flash:m pipelines m sub-slices of every block.
+#include <string>
+
+#include "fob/strategy.h"
+
+namespace fob {
+namespace {
+
+// Flash-AG: compute blocks r, r-1, ..., r-N+1, forwarding each one as it is computed.
+void all_gather_gemm(PlanBuilder& b, const AgProblem& p, int m) {
+  const int n = b.world();
+  const int64_t sub = p.block / m;
+  for (int k = 0; k < n; ++k) {
+    const int held = b.peer(-k);
+    for (int i = 0; i < m; ++i) {
+      const int64_t row = held * p.block + i * sub;
+      const std::string piece = piece_name(held, i, m);
+      if (k < n - 1) {
+        b.exchange({p.x, row, sub}, b.peer(1), {p.x, b.peer(-k - 1) * p.block + i * sub, sub},
+                   b.peer(-1), k * m + i, "forward X block " + piece);
+      }
+      b.gemm({p.x, row, sub}, {p.w, 0, p.hidden}, {p.y, row, sub}, false, "Y block " + piece);
+    }
+  }
+}
+
+// Flash-RS: step 0 computes the partial for block r-1 with no communication; step k receives
+// the running sum for block r-1-k while computing this rank's partial for it; the last step's
+// block is this rank's own, so only a local add follows the last GEMM.
+void gemm_reduce_scatter(PlanBuilder& b, const RsProblem& p, int m) {
+  const int n = b.world();
+  const int64_t sub = p.block / m;
+  const int part = n > 1 ? b.buffer("part", sub, p.hidden) : -1;
+  for (int k = 0; k < n; ++k) {
+    const int slice = b.peer(-1 - k);
+    for (int i = 0; i < m; ++i) {
+      const std::string piece = piece_name(slice, i, m);
+      const View h{p.h, slice * p.block + i * sub, sub};
+      const View w{p.w, 0, p.ffn_local};
+      const View out{p.z, i * sub, sub};
+      if (n == 1) {
+        b.gemm(h, w, out, false, "Z block " + piece);
+        continue;
+      }
+      // Each sub-slice runs its own ring; two sums each, one travelling and one being added to.
+      const int acc[2] = {b.buffer("acc0_" + std::to_string(i), sub, p.hidden),
+                          b.buffer("acc1_" + std::to_string(i), sub, p.hidden)};
+      if (k == 0) {
+        b.gemm(h, w, {acc[0], 0, sub}, false, "partial " + piece);
+        continue;
+      }
+      const View received{acc[k % 2], 0, sub};
+      b.exchange({acc[(k - 1) % 2], 0, sub}, b.peer(1), received, b.peer(-1), (k - 1) * m + i,
+                 "pass sums, receive block " + piece);
+      if (k < n - 1) {
+        b.gemm(h, w, {part, 0, sub}, false, "partial " + piece);
+        b.add(received, {part, 0, sub}, "sum += partial " + piece);
+      } else {
+        b.gemm(h, w, out, false, "own partial " + piece);
+        b.add(out, received, "Z += received sum " + piece);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+extern const Strategy kFlash = {"flash",
+                                "Flash-Overlap free-running ring, rank-adaptive order",
+                                "m",
+                                1,
+                                false,
+                                all_gather_gemm,
+                                gemm_reduce_scatter};
+
+}  // namespace fob

@@ -1,0 +1,64 @@
+// Flash-Overlap's direct-to-owner form: exchange k = 1..N-1 pairs rank r with r+k and r-k,
+// nothing is forwarded. It separates what the schedule gains from what the ring topology costs.
+#include <string>
+
+#include "fob/strategy.h"
+
+namespace fob {
+namespace {
+
+// Own block first, then block r-k as exchange k lands.
+void all_gather_gemm(PlanBuilder& b, const AgProblem& p, int m) {
+  const int64_t sub = p.block / m;
+  for (int k = 0; k < b.world(); ++k) {
+    const int from = b.peer(-k);
+    for (int i = 0; i < m; ++i) {
+      const int64_t row = from * p.block + i * sub;
+      if (k > 0) {
+        b.exchange({p.x, b.rank() * p.block + i * sub, sub}, b.peer(k), {p.x, row, sub}, from,
+                   k * m + i, "X block " + piece_name(from, i, m) + " from its owner");
+      }
+      b.gemm({p.x, row, sub}, {p.w, 0, p.hidden}, {p.y, row, sub}, false,
+             "Y block " + piece_name(from, i, m));
+    }
+  }
+}
+
+// Partials for blocks r+1, r+2, ... go straight to their owners; the own block is computed
+// last, then the received partials are added in the order they arrive. No GEMM waits for a
+// transfer.
+void gemm_reduce_scatter(PlanBuilder& b, const RsProblem& p, int m) {
+  const int n = b.world();
+  const int64_t sub = p.block / m;
+  const View w{p.w, 0, p.ffn_local};
+  std::vector<int> received(n, -1);
+  for (int k = 1; k < n; ++k) {
+    const int owner = b.peer(k);
+    const int part = b.buffer("part" + std::to_string(k), p.block, p.hidden);
+    received[k] = b.buffer("recv" + std::to_string(k), p.block, p.hidden);
+    for (int i = 0; i < m; ++i) {
+      b.gemm({p.h, owner * p.block + i * sub, sub}, w, {part, i * sub, sub}, false,
+             "partial " + piece_name(owner, i, m));
+      b.exchange({part, i * sub, sub}, owner, {received[k], i * sub, sub}, b.peer(-k), k * m + i,
+                 "partial " + piece_name(owner, i, m) + " to its owner");
+    }
+  }
+  for (int i = 0; i < m; ++i) {
+    b.gemm({p.h, b.rank() * p.block + i * sub, sub}, w, {p.z, i * sub, sub}, false,
+           "own partial " + piece_name(b.rank(), i, m));
+  }
+  for (int k = 1; k < n; ++k) {
+    for (int i = 0; i < m; ++i) {
+      b.add({p.z, i * sub, sub}, {received[k], i * sub, sub},
+            "Z += partial from " + std::to_string(b.peer(-k)));
+    }
+  }
+}
+
+}  // namespace
+
+extern const Strategy kFlashDirect = {
+    "flash_direct",     "direct-to-owner pairwise exchanges", "m", 1, false, all_gather_gemm,
+    gemm_reduce_scatter};
+
+}  // namespace fob

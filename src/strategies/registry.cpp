@@ -1,0 +1,69 @@
+// The list of built-in strategies. A new strategy is one file plus one line here.
+#include <cstdlib>
+
+#include "fob/strategy.h"
+
+namespace fob {
+
+extern const Strategy kBaseline;
+extern const Strategy kSlicing;
+extern const Strategy kDecompose;
+extern const Strategy kFlash;
+extern const Strategy kFlashDirect;
+extern const Strategy kComputeOnly;
+extern const Strategy kCommOnly;
+
+const std::vector<const Strategy*>& all_strategies() {
+  static const std::vector<const Strategy*> list = {
+      &kBaseline, &kSlicing, &kDecompose, &kFlash, &kFlashDirect, &kComputeOnly, &kCommOnly};
+  return list;
+}
+
+std::string strategy_choices() {
+  std::string text;
+  for (const Strategy* s : all_strategies()) {
+    if (!text.empty()) text += ", ";
+    text += s->name;
+    if (s->param_name) text += std::string("[:") + s->param_name + "]";
+  }
+  return text;
+}
+
+std::string piece_name(int block, int sub, int subs) {
+  std::string text = std::to_string(block);
+  if (subs > 1) {
+    text += '.';
+    text += std::to_string(sub);
+  }
+  return text;
+}
+
+StrategySpec parse_strategy(const std::string& text) {
+  std::string name = text;
+  std::string param_text;
+  auto colon = text.find(':');
+  if (colon != std::string::npos) {
+    name = text.substr(0, colon);
+    param_text = text.substr(colon + 1);
+  }
+  for (const Strategy* s : all_strategies()) {
+    if (name != s->name) continue;
+    StrategySpec spec{s, s->default_param, text};
+    if (colon == std::string::npos) return spec;
+    if (!s->param_name) {
+      throw InputError("strategies: '" + text + "': " + name +
+                       " takes no parameter; valid: " + strategy_choices());
+    }
+    char* end = nullptr;
+    long value = std::strtol(param_text.c_str(), &end, 10);
+    if (param_text.empty() || *end != '\0' || value < 1 || value > 1 << 20) {
+      throw InputError("strategies: '" + text + "': " + s->param_name +
+                       " must be a positive integer, as in " + name + ":4");
+    }
+    spec.param = static_cast<int>(value);
+    return spec;
+  }
+  throw InputError("strategies: '" + text + "' is not a strategy; valid: " + strategy_choices());
+}
+
+}  // namespace fob

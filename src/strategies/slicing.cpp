@@ -1,0 +1,50 @@
+// Data slicing (Megatron, MindSpeed/Ascend MC2, CoC): the collective is cut into C chunks along
+// the tokens; chunk c+1 communicates while chunk c computes. Each chunk takes the c-th piece of
+// every rank's block, so a chunk's GEMM is one batch of N pieces and ownership stays as in the
+// unsliced collective.
+#include <string>
+
+#include "fob/strategy.h"
+
+namespace fob {
+namespace {
+
+void all_gather_gemm(PlanBuilder& b, const AgProblem& p, int chunks) {
+  const int64_t piece = p.block / chunks;
+  for (int c = 0; c < chunks; ++c) {
+    const std::string n = std::to_string(c);
+    if (b.world() > 1) b.all_gather(p.x, c * piece, piece, p.block, "all-gather chunk " + n);
+    b.gemm({p.x, c * piece, piece}, {p.w, 0, p.hidden}, {p.y, c * piece, piece}, false,
+           "Y chunk " + n, b.world(), p.block, p.block);
+  }
+}
+
+void gemm_reduce_scatter(PlanBuilder& b, const RsProblem& p, int chunks) {
+  const int64_t piece = p.block / chunks;
+  // Chunk c's partials lie together, owner by owner, so each reduce-scatter reads one range.
+  int partial = b.buffer("p", p.tokens, p.hidden);
+  for (int c = 0; c < chunks; ++c) {
+    const std::string n = std::to_string(c);
+    const int64_t base = c * piece * b.world();
+    if (b.world() == 1) {
+      b.gemm({p.h, c * piece, piece}, {p.w, 0, p.ffn_local}, {p.z, c * piece, piece}, false,
+             "Z chunk " + n);
+      continue;
+    }
+    b.gemm({p.h, c * piece, piece}, {p.w, 0, p.ffn_local}, {partial, base, piece}, false,
+           "P chunk " + n, b.world(), p.block, piece);
+    b.reduce_scatter(partial, base, piece, {p.z, c * piece, piece}, "reduce-scatter chunk " + n);
+  }
+}
+
+}  // namespace
+
+extern const Strategy kSlicing = {"slicing",
+                                  "collective cut into C chunks along the tokens",
+                                  "C",
+                                  4,
+                                  false,
+                                  all_gather_gemm,
+                                  gemm_reduce_scatter};
+
+}  // namespace fob
