@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -38,7 +39,7 @@ std::string mpi_library_version() {
   char text[MPI_MAX_LIBRARY_VERSION_STRING];
   int len = 0;
   MPI_Get_library_version(text, &len);
-  std::string s(text, len);
+  std::string s(text, strnlen(text, static_cast<size_t>(len)));
   auto nl = s.find_first_of("\r\n");
   return nl == std::string::npos ? s : s.substr(0, nl);
 }

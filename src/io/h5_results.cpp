@@ -689,7 +689,11 @@ ResultFile read_results_unchecked(const std::string& path) {
     throw InputError("cannot open '" + path + "' as HDF5: no such file");
   }
   H5Eclear2(H5E_DEFAULT);
-  hid_t raw = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  // A run still writing its .partial file holds HDF5's file lock; reading it meanwhile (to
+  // watch a sweep) is safe because every finished case was flushed, so do not take the lock.
+  H5Id fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
+  H5Pset_file_locking(fapl, false, true);
+  hid_t raw = H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl);
   if (raw < 0) throw InputError("cannot open '" + path + "' as HDF5: " + h5_error_text());
   H5Id file(raw, H5Fclose);
   Where w{path, "/"};

@@ -68,8 +68,9 @@ double Link::global_now() const {
 
 bool Link::wait_all(int count, MPI_Request* requests) {
   // Open MPI's blocking waits spin and would take the compute thread's core. Poll instead,
-  // backing off while nothing completes; any completion means data is flowing, so poll
-  // eagerly again.
+  // backing off while nothing completes (so a long wait for a late peer costs a few thousand
+  // wake-ups a second at most); any completion means data is flowing, so poll eagerly again.
+  constexpr double kMaxBackoffUs = 200;
   double backoff_us = 1;
   int remaining = count;
   while (true) {
@@ -84,7 +85,7 @@ bool Link::wait_all(int count, MPI_Request* requests) {
       backoff_us = 1;
     } else {
       std::this_thread::sleep_for(std::chrono::duration<double, std::micro>(backoff_us));
-      backoff_us = std::min(backoff_us * 2, 50.0);
+      backoff_us = std::min(backoff_us * 2, kMaxBackoffUs);
     }
   }
 }
@@ -113,13 +114,20 @@ bool Link::transfer(const void* send, int64_t send_count, int send_peer, void* r
   double seconds = emulation_.latency_us * 1e-6;
   if (emulation_.gbps > 0) seconds += bytes * 8 / (emulation_.gbps * 1e9);
   const double start = std::max(posted, peer_posted);
+  waiting_peer_ = recv_peer >= 0 ? recv_peer : send_peer;
+  emulating_ = true;
   sleep_until_steady(start + seconds - clock_offset_);
+  emulating_ = false;
+  waiting_peer_ = -1;
   return !abort_.load();
 }
 
 std::string Link::state() const {
   int peer = waiting_peer_.load();
-  return peer >= 0 ? "waiting for rank " + std::to_string(peer) : "not in a transfer";
+  if (peer < 0) return "not in a transfer";
+  return (emulating_ ? "in the emulated link delay of a transfer with rank "
+                     : "waiting for rank ") +
+         std::to_string(peer);
 }
 
 }  // namespace fob

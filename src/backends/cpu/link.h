@@ -37,6 +37,7 @@ class Link {
   const std::atomic<bool>& abort_;
   double clock_offset_ = 0;
   std::atomic<int> waiting_peer_{-1};
+  std::atomic<bool> emulating_{false};
 };
 
 }  // namespace fob

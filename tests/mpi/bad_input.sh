@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Bad input: exit code 2, a message naming the culprit, and no output file.
+source "$(dirname "$0")/common.sh"
+smoke="$FOB_SOURCE_DIR/bench_configs/smoke.yaml"
+
+# expect_bad NAME PATTERN NP ARGS...: runs fobench run under mpirun; demands exit 2, PATTERN
+# in stderr and no results file.
+expect_bad() {
+  local name=$1 pattern=$2 np=$3
+  shift 3
+  local out="$scratch/$name.h5" rc=0
+  mpirun_np "$np" run "$@" -o "$out" > "$scratch/$name.out" 2> "$scratch/$name.err" || rc=$?
+  [ "$rc" = 2 ] || { cat "$scratch/$name.err" >&2; fail "$name: exit $rc, expected 2"; }
+  grep -q -- "$pattern" "$scratch/$name.err" || {
+    cat "$scratch/$name.err" >&2
+    fail "$name: message does not name '$pattern'"
+  }
+  [ ! -e "$out" ] && [ ! -e "$out.partial" ] || fail "$name: an output file was written"
+  echo "ok: $name: $(grep -m1 'error' "$scratch/$name.err")"
+}
+
+printf 'workload: mlp\nbatch: 2\nbogus_key: 1\n' > "$scratch/unknown_key.yaml"
+expect_bad unknown_key "bogus_key" 2 -c "$scratch/unknown_key.yaml"
+expect_bad unknown_key_line "unknown_key.yaml:3" 2 -c "$scratch/unknown_key.yaml"
+expect_bad unknown_strategy "nope" 2 -c "$smoke" --strategies baseline,nope
+expect_bad strategy_choices "flash_direct" 2 -c "$smoke" --strategies nope
+expect_bad indivisible_tokens "batch\*seq" 3 -c "$smoke" --batch 1 --seq 10
+expect_bad indivisible_slices "slicing:5" 2 -c "$smoke" --strategies slicing:5
+expect_bad unreadable_config "cannot read" 2 -c "$scratch/does-not-exist.yaml"
+expect_bad bad_dtype "bf16" 2 -c "$smoke" --dtype bf16
+expect_bad bad_workload "valid: ag_gemm, gemm_rs, mlp" 1 -c "$smoke" --workload attn
+expect_bad unknown_option "--frobnicate" 1 -c "$smoke" --frobnicate
+printf 'batch: [2\n' > "$scratch/broken.yaml"
+expect_bad broken_yaml "not valid YAML" 1 -c "$scratch/broken.yaml"
+
+# An existing results file is never overwritten without --force.
+existing="$scratch/existing.h5"
+echo "precious" > "$existing"
+rc=0
+mpirun_np 1 run -c "$smoke" -o "$existing" > /dev/null 2> "$scratch/existing.err" || rc=$?
+[ "$rc" = 2 ] || fail "existing output: exit $rc, expected 2"
+grep -q -- "--force" "$scratch/existing.err" || fail "existing output: message does not suggest --force"
+[ "$(cat "$existing")" = precious ] || fail "existing output was modified"
+echo "ok: existing output kept"
+
+# report: not a fobench file, missing file.
+rc=0
+"$FOBENCH" report "$existing" 2> "$scratch/report.err" || rc=$?
+[ "$rc" = 2 ] || fail "report on a non-HDF5 file: exit $rc, expected 2"
+rc=0
+"$FOBENCH" report "$scratch/missing.h5" 2> "$scratch/report.err" || rc=$?
+[ "$rc" = 2 ] || fail "report on a missing file: exit $rc, expected 2"
+rc=0
+"$FOBENCH" report "$existing" --format xml 2> "$scratch/report.err" || rc=$?
+[ "$rc" = 2 ] && grep -q "md, csv, json\|md|csv|json" "$scratch/report.err" ||
+  fail "report --format xml: exit $rc or no list of formats"
+echo "ok: report rejects bad input"

@@ -1,0 +1,24 @@
+# Shared by the MPI tests: how to launch fobench under mpirun, and a scratch directory.
+# Expects FOBENCH, FOB_SOURCE_DIR, FOB_PYTHON and MPIEXEC from CTest's environment.
+set -euo pipefail
+
+: "${FOBENCH:?FOBENCH must name the fobench binary}"
+: "${FOB_SOURCE_DIR:?FOB_SOURCE_DIR must name the source tree}"
+FOB_PYTHON=${FOB_PYTHON:-python3}
+MPIEXEC=${MPIEXEC:-mpirun}
+
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
+
+# mpirun_np N ARGS...: fobench under mpirun with N ranks. --bind-to none keeps each rank's
+# compute and comm threads free to use any core; --oversubscribe allows more ranks than cores.
+mpirun_np() {
+  local np=$1
+  shift
+  "$MPIEXEC" -np "$np" --oversubscribe --bind-to none "$FOBENCH" "$@"
+}
+
+fail() {
+  echo "FAIL: $*" >&2
+  exit 1
+}

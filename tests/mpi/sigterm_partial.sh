@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# A sweep stopped by SIGTERM (as Slurm does at its time limit) leaves a .partial file that holds
+# its finished cases and that report reads.
+source "$(dirname "$0")/common.sh"
+out="$scratch/sweep.h5"
+
+# Long enough per case that the signal lands mid-sweep.
+"$MPIEXEC" -np 2 --oversubscribe --bind-to none "$FOBENCH" run \
+  -c "$FOB_SOURCE_DIR/bench_configs/smoke.yaml" -n 150 -w 1 --link-latency-us 2000 \
+  -o "$out" > "$scratch/run.out" 2> "$scratch/run.err" &
+pid=$!
+
+# Wait until at least two cases are in the file.
+for _ in $(seq 1 600); do
+  if [ -e "$out.partial" ] && "$FOBENCH" report "$out.partial" --format csv 2> /dev/null |
+    grep -v '^#' | tail -n +2 | grep -q . ; then
+    n=$("$FOBENCH" report "$out.partial" --format csv 2> /dev/null | grep -v '^#' | tail -n +2 | wc -l)
+    [ "$n" -ge 2 ] && break
+  fi
+  sleep 0.2
+done
+kill -TERM "$pid"
+rc=0
+wait "$pid" || rc=$?
+[ "$rc" != 0 ] || fail "the run finished before SIGTERM; make it longer"
+[ -e "$out.partial" ] || fail "no .partial file after SIGTERM"
+[ ! -e "$out" ] || fail "a final file exists although the run was stopped"
+"$FOBENCH" report "$out.partial" > "$scratch/report.md" || fail "report cannot read the .partial file"
+n=$("$FOBENCH" report "$out.partial" --format csv | grep -v '^#' | tail -n +2 | wc -l)
+[ "$n" -ge 2 ] || fail "the .partial file holds $n cases, expected at least 2"
+grep -q "compute_only" "$scratch/report.md" || fail "finished case compute_only missing"
+echo "ok: .partial holds $n finished cases after SIGTERM"

@@ -1,0 +1,248 @@
+// YAML config parsing and validation (DESIGN.md section 4): keys set fields, unknown keys and
+// bad values name the key, its line and the valid choices, and the shipped configs are valid.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "fob/config.h"
+#include "fob/types.h"
+
+namespace fob {
+namespace {
+
+template <typename F>
+std::string input_error(F&& f) {
+  try {
+    f();
+  } catch (const InputError& e) {
+    return e.what();
+  } catch (const std::exception& e) {
+    return std::string("<another exception: ") + e.what() + ">";
+  }
+  return "<no exception>";
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+TEST(ApplyYaml, SetsEveryField) {
+  Config c;
+  apply_yaml(c,
+             "workload: gemm_rs\n"
+             "batch: 3\n"
+             "seq: 64\n"
+             "hidden: 128\n"
+             "ffn: 256\n"
+             "dtype: bf16\n"
+             "strategies: [baseline, flash:2]\n"
+             "iters: 7\n"
+             "warmup: 0\n"
+             "backend: cpu\n"
+             "transport: mpi\n"
+             "link_gbps: 2.5\n"
+             "link_latency_us: 10\n"
+             "verify: false\n"
+             "timeout: 30\n"
+             "seed: 42\n"
+             "blas_threads: 2\n"
+             "output: out.h5\n",
+             "test.yaml");
+  EXPECT_EQ(c.workload, Workload::gemm_rs);
+  EXPECT_EQ(c.shape.batch, 3);
+  EXPECT_EQ(c.shape.seq, 64);
+  EXPECT_EQ(c.shape.hidden, 128);
+  EXPECT_EQ(c.shape.ffn, 256);
+  EXPECT_EQ(c.ffn(), 256);
+  EXPECT_EQ(c.dtype, DType::bf16);
+  EXPECT_EQ(c.strategies, (std::vector<std::string>{"baseline", "flash:2"}));
+  EXPECT_EQ(c.iters, 7);
+  EXPECT_EQ(c.warmup, 0);
+  EXPECT_EQ(c.backend, "cpu");
+  EXPECT_EQ(c.transport, "mpi");
+  EXPECT_DOUBLE_EQ(c.link.gbps, 2.5);
+  EXPECT_DOUBLE_EQ(c.link.latency_us, 10);
+  EXPECT_FALSE(c.verify);
+  EXPECT_DOUBLE_EQ(c.timeout, 30);
+  EXPECT_EQ(c.seed, 42u);
+  EXPECT_EQ(c.blas_threads, 2);
+  EXPECT_EQ(c.output, "out.h5");
+  EXPECT_NO_THROW(validate_config(c));
+}
+
+TEST(ApplyYaml, StrategiesAsCommaString) {
+  Config c;
+  apply_yaml(c, "strategies: \"decompose, slicing:2 ,flash_direct\"\n", "s.yaml");
+  EXPECT_EQ(c.strategies, (std::vector<std::string>{"decompose", "slicing:2", "flash_direct"}));
+  apply_yaml(c, "strategies: flash\n", "s.yaml");
+  EXPECT_EQ(c.strategies, (std::vector<std::string>{"flash"}));
+}
+
+TEST(ApplyYaml, KeysNotGivenKeepTheirValues) {
+  Config c;
+  const Config defaults;
+  apply_yaml(c, "hidden: 64\n", "k.yaml");
+  EXPECT_EQ(c.shape.hidden, 64);
+  EXPECT_EQ(c.shape.batch, defaults.shape.batch);
+  EXPECT_EQ(c.strategies, defaults.strategies);
+  EXPECT_EQ(c.iters, defaults.iters);
+  EXPECT_EQ(c.ffn(), 4 * 64);  // ffn 0 means 4 * hidden
+}
+
+TEST(ApplyYaml, EmptyDocumentChangesNothing) {
+  Config c;
+  EXPECT_NO_THROW(apply_yaml(c, "", "empty.yaml"));
+  EXPECT_NO_THROW(apply_yaml(c, "# only a comment\n", "empty.yaml"));
+  EXPECT_EQ(c.iters, Config().iters);
+}
+
+TEST(ApplyYaml, UnknownKeyNamesKeyLineAndValidKeys) {
+  Config c;
+  const std::string msg =
+      input_error([&] { apply_yaml(c, "batch: 2\nseq: 4\nbogus: 1\nhidden: 8\n", "cfg.yaml"); });
+  EXPECT_TRUE(contains(msg, "bogus")) << msg;
+  EXPECT_TRUE(contains(msg, "cfg.yaml:3")) << msg;
+  for (const char* key : {"workload", "strategies", "link_gbps", "blas_threads", "output"}) {
+    EXPECT_TRUE(contains(msg, key)) << key << " not listed in: " << msg;
+  }
+}
+
+TEST(ApplyYaml, BadDtypeNamesKeyAndChoices) {
+  Config c;
+  const std::string msg = input_error([&] { apply_yaml(c, "dtype: int8\n", "d.yaml"); });
+  EXPECT_TRUE(contains(msg, "dtype")) << msg;
+  EXPECT_TRUE(contains(msg, "int8")) << msg;
+  EXPECT_TRUE(contains(msg, "d.yaml:1")) << msg;
+  for (const char* d : {"fp32", "fp64", "bf16", "fp16"}) {
+    EXPECT_TRUE(contains(msg, d)) << msg;
+  }
+}
+
+TEST(ApplyYaml, BadWorkloadNamesChoices) {
+  Config c;
+  const std::string msg = input_error([&] { apply_yaml(c, "\nworkload: attn\n", "w.yaml"); });
+  EXPECT_TRUE(contains(msg, "workload")) << msg;
+  EXPECT_TRUE(contains(msg, "w.yaml:2")) << msg;
+  EXPECT_TRUE(contains(msg, "gemm_rs")) << msg;
+}
+
+TEST(ApplyYaml, NonIntegerBatchNamesKey) {
+  Config c;
+  std::string msg = input_error([&] { apply_yaml(c, "batch: two\n", "b.yaml"); });
+  EXPECT_TRUE(contains(msg, "batch")) << msg;
+  EXPECT_TRUE(contains(msg, "two")) << msg;
+  msg = input_error([&] { apply_yaml(c, "batch: 2.5\n", "b.yaml"); });
+  EXPECT_TRUE(contains(msg, "batch")) << msg;
+  msg = input_error([&] { apply_yaml(c, "batch: [1, 2]\n", "b.yaml"); });
+  EXPECT_TRUE(contains(msg, "batch")) << msg;
+}
+
+TEST(ApplyYaml, BadValuesOfOtherKeys) {
+  Config c;
+  EXPECT_TRUE(contains(input_error([&] { apply_yaml(c, "verify: maybe\n", "v.yaml"); }), "verify"));
+  EXPECT_TRUE(
+      contains(input_error([&] { apply_yaml(c, "link_gbps: fast\n", "l.yaml"); }), "link_gbps"));
+  const std::string msg =
+      input_error([&] { apply_yaml(c, "strategies: [baseline, nope]\n", "s.yaml"); });
+  EXPECT_TRUE(contains(msg, "nope")) << msg;
+  EXPECT_TRUE(contains(msg, "flash_direct")) << msg;
+}
+
+TEST(ApplyYaml, InvalidYamlIsInputError) {
+  Config c;
+  EXPECT_THROW(apply_yaml(c, "batch: [1, 2\n", "bad.yaml"), InputError);
+  EXPECT_THROW(apply_yaml(c, "a: b: c\n", "bad.yaml"), InputError);
+  EXPECT_THROW(apply_yaml(c, "- 1\n- 2\n", "list.yaml"), InputError);  // not a mapping
+  EXPECT_THROW(apply_yaml(c, "just text\n", "scalar.yaml"), InputError);
+}
+
+TEST(ValidateConfig, DefaultsAreValid) {
+  EXPECT_NO_THROW(validate_config(Config()));
+}
+
+TEST(ValidateConfig, RejectsBadValues) {
+  Config c;
+  c.iters = 0;
+  EXPECT_TRUE(contains(input_error([&] { validate_config(c); }), "iters"));
+  c = Config();
+  c.backend = "tpu";
+  std::string msg = input_error([&] { validate_config(c); });
+  EXPECT_TRUE(contains(msg, "backend")) << msg;
+  EXPECT_TRUE(contains(msg, "tpu")) << msg;
+  for (const char* b : {"auto", "cpu", "cuda"}) EXPECT_TRUE(contains(msg, b)) << msg;
+  c = Config();
+  c.transport = "tcp";
+  msg = input_error([&] { validate_config(c); });
+  EXPECT_TRUE(contains(msg, "transport")) << msg;
+  EXPECT_TRUE(contains(msg, "nccl")) << msg;
+  c = Config();
+  c.warmup = -1;
+  EXPECT_TRUE(contains(input_error([&] { validate_config(c); }), "warmup"));
+  c = Config();
+  c.timeout = 0;
+  EXPECT_TRUE(contains(input_error([&] { validate_config(c); }), "timeout"));
+  c = Config();
+  c.blas_threads = 0;
+  EXPECT_TRUE(contains(input_error([&] { validate_config(c); }), "blas_threads"));
+  c = Config();
+  c.link.gbps = -1;
+  EXPECT_TRUE(contains(input_error([&] { validate_config(c); }), "link_gbps"));
+  c = Config();
+  c.strategies.clear();
+  EXPECT_TRUE(contains(input_error([&] { validate_config(c); }), "strategies"));
+  c = Config();
+  c.strategies = {"flash:0"};
+  EXPECT_THROW(validate_config(c), InputError);
+  c = Config();
+  c.shape.seq = 0;
+  EXPECT_TRUE(contains(input_error([&] { validate_config(c); }), "seq"));
+}
+
+TEST(SplitList, TrimsAndDropsEmpty) {
+  EXPECT_EQ(split_list(" a, b ,,c "), (std::vector<std::string>{"a", "b", "c"}));
+  EXPECT_TRUE(split_list("").empty());
+}
+
+TEST(ConfigYaml, RoundTrips) {
+  Config c;
+  c.workload = Workload::ag_gemm;
+  c.strategies = {"flash:2", "slicing:4"};
+  c.link.gbps = 1.5;
+  c.seed = 9;
+  Config back;
+  apply_yaml(back, c.to_yaml(), "roundtrip");
+  EXPECT_EQ(back.workload, c.workload);
+  EXPECT_EQ(back.strategies, c.strategies);
+  EXPECT_DOUBLE_EQ(back.link.gbps, 1.5);
+  EXPECT_EQ(back.seed, 9u);
+  EXPECT_EQ(back.ffn(), c.ffn());
+  EXPECT_NO_THROW(validate_config(back));
+}
+
+// The configs shipped in bench_configs/ parse and validate. ctest sets FOB_SOURCE_DIR.
+class ShippedConfig : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ShippedConfig, ParsesAndValidates) {
+  const char* root = std::getenv("FOB_SOURCE_DIR");
+  if (!root || !*root) GTEST_SKIP() << "FOB_SOURCE_DIR is not set (ctest sets it)";
+  const std::filesystem::path path =
+      std::filesystem::path(root) / "bench_configs" / (GetParam() + ".yaml");
+  std::ifstream in(path);
+  ASSERT_TRUE(in) << "cannot read " << path;
+  std::stringstream text;
+  text << in.rdbuf();
+  Config c;
+  ASSERT_NO_THROW(apply_yaml(c, text.str(), path.string()));
+  EXPECT_NO_THROW(validate_config(c));
+  EXPECT_FALSE(c.strategies.empty());
+}
+
+INSTANTIATE_TEST_SUITE_P(BenchConfigs, ShippedConfig, ::testing::Values("demo", "smoke"));
+
+}  // namespace
+}  // namespace fob

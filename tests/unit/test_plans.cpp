@@ -1,0 +1,761 @@
+// Structural invariants of every strategy's plans (DESIGN.md section 1), for every workload and
+// world size 1..8: dependencies, a deadlock-free cross-rank schedule, matched transfers, outputs
+// computed exactly once, GEMM work, transfer counts, and the ordering properties that separate
+// Flash-Overlap from the lock-stepped decomposition.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <functional>
+#include <map>
+#include <sstream>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "fob/plan.h"
+#include "fob/strategy.h"
+#include "fob/types.h"
+#include "fob/workload.h"
+
+namespace fob {
+namespace {
+
+const char* const kSpecs[] = {"baseline",       "slicing:1",    "slicing:2", "slicing:4",
+                              "decompose",      "flash",        "flash:2",   "flash_direct",
+                              "flash_direct:2", "compute_only", "comm_only"};
+constexpr int kMaxWorld = 8;
+constexpr int64_t kHidden = 8;
+
+// Tokens M = 8N so one rank's block (8 rows) divides by every parameter above; ffn = 8N.
+Shape shape_for(int world) {
+  Shape s;
+  s.batch = 2;
+  s.seq = 4 * world;
+  s.hidden = kHidden;
+  s.ffn = 8 * world;
+  return s;
+}
+
+CaseSpec case_for(Workload workload, const std::string& spec, int world) {
+  CaseSpec c;
+  c.workload = workload;
+  c.shape = shape_for(world);
+  c.dtype = DType::fp32;
+  c.world = world;
+  c.strategy = parse_strategy(spec);
+  return c;
+}
+
+// Rows [begin, end) of one buffer.
+struct Rows {
+  int64_t begin;
+  int64_t end;
+};
+
+// Each row of [0, total) is hit exactly once by `ranges`.
+::testing::AssertionResult covers_exactly_once(const std::vector<Rows>& ranges, int64_t total) {
+  std::vector<int> hits(static_cast<size_t>(total), 0);
+  for (const Rows& r : ranges) {
+    if (r.begin < 0 || r.end > total || r.begin > r.end) {
+      return ::testing::AssertionFailure()
+             << "range [" << r.begin << ", " << r.end << ") outside [0, " << total << ")";
+    }
+    for (int64_t i = r.begin; i < r.end; ++i) ++hits[static_cast<size_t>(i)];
+  }
+  for (int64_t i = 0; i < total; ++i) {
+    if (hits[static_cast<size_t>(i)] != 1) {
+      return ::testing::AssertionFailure()
+             << "row " << i << " hit " << hits[static_cast<size_t>(i)] << " times";
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
+bool is_p2p(const Task& t) {
+  return t.kind == TaskKind::send || t.kind == TaskKind::recv || t.kind == TaskKind::exchange;
+}
+bool sends(const Task& t) {
+  return (t.kind == TaskKind::send || t.kind == TaskKind::exchange) && t.send_peer >= 0;
+}
+bool receives(const Task& t) {
+  return (t.kind == TaskKind::recv || t.kind == TaskKind::exchange) && t.recv_peer >= 0;
+}
+
+// For every task: whether it transitively waits (deps, or an earlier task on its stream) for
+// a transfer, and for which tasks it waits, as a bitmap.
+std::vector<std::vector<bool>> waits_for(const Plan& plan) {
+  const size_t n = plan.tasks.size();
+  std::vector<std::vector<bool>> closure(n, std::vector<bool>(n, false));
+  int last_on_stream[kNumStreams] = {-1, -1};
+  for (size_t i = 0; i < n; ++i) {
+    const Task& t = plan.tasks[i];
+    std::vector<int> direct = t.deps;
+    int& prev = last_on_stream[static_cast<int>(t.stream)];
+    if (prev >= 0) direct.push_back(prev);
+    prev = static_cast<int>(i);
+    for (int d : direct) {
+      closure[i][static_cast<size_t>(d)] = true;
+      for (size_t j = 0; j < n; ++j) {
+        if (closure[static_cast<size_t>(d)][j]) closure[i][j] = true;
+      }
+    }
+  }
+  return closure;
+}
+
+bool waits_for_transfer(const Plan& plan, const std::vector<std::vector<bool>>& closure, int task) {
+  for (size_t j = 0; j < plan.tasks.size(); ++j) {
+    if (closure[static_cast<size_t>(task)][j] && plan.tasks[j].is_transfer()) return true;
+  }
+  return false;
+}
+
+std::string describe(const Plan& plan, int task) {
+  std::ostringstream out;
+  out << "rank " << plan.rank << " task " << task << " '" << plan.tasks.at(task).label << "'";
+  return out.str();
+}
+
+using Param = std::tuple<Workload, std::string>;
+
+class PlanInvariants : public ::testing::TestWithParam<Param> {
+ protected:
+  // Builds every rank's plan for `world` ranks and runs `body` on them, once per world size.
+  void for_each_world(const std::function<void()>& body) {
+    for (int world = 1; world <= kMaxWorld; ++world) {
+      SCOPED_TRACE("world " + std::to_string(world));
+      build(world);
+      body();
+    }
+  }
+
+  void build(int world) {
+    workload_ = std::get<0>(GetParam());
+    spec_text_ = std::get<1>(GetParam());
+    world_ = world;
+    spec_ = case_for(workload_, spec_text_, world_);
+    plans_.clear();
+    for (int r = 0; r < world_; ++r) plans_.push_back(make_plan(spec_, r));
+    tokens_ = spec_.shape.tokens();
+    block_ = tokens_ / world_;
+    ffn_local_ = spec_.shape.ffn / world_;
+    const std::string name = spec_.strategy.strategy->name;
+    reference_ = spec_.strategy.strategy->is_reference;
+    param_ = spec_.strategy.param;
+    is_ = [name](const char* n) { return name == n; };
+  }
+
+  bool has_ag() const { return workload_ != Workload::gemm_rs; }
+  bool has_rs() const { return workload_ != Workload::ag_gemm; }
+  // The RS half's input H: its own buffer for gemm_rs, the AG half's output for the MLP.
+  int h_buffer(const Plan& p) const {
+    return p.buffer_id(workload_ == Workload::gemm_rs ? "h" : "y");
+  }
+  // A task of the AG half: reads or writes X, or writes Y with a GEMM from X.
+  bool in_ag(const Plan& p, const Task& t) const {
+    if (!has_ag()) return false;
+    const int x = p.buffer_id("x");
+    return t.a.buffer == x || t.c.buffer == x;
+  }
+
+  Workload workload_ = Workload::mlp;
+  std::string spec_text_;
+  int world_ = 1;
+  CaseSpec spec_;
+  std::vector<Plan> plans_;
+  int64_t tokens_ = 0, block_ = 0, ffn_local_ = 0;
+  bool reference_ = false;
+  int param_ = 1;
+  std::function<bool(const char*)> is_;
+};
+
+// 1a. Ids are 0..n-1 in order and every dependency points to an earlier task.
+TEST_P(PlanInvariants, DependenciesPointBackwards) {
+  for_each_world([&] {
+    for (const Plan& p : plans_) {
+      EXPECT_EQ(p.world, world_);
+      // comm_only on one rank has nothing to communicate for the all-gather.
+      if (!(is_("comm_only") && world_ == 1)) {
+        ASSERT_FALSE(p.tasks.empty()) << "rank " << p.rank;
+      }
+      for (size_t i = 0; i < p.tasks.size(); ++i) {
+        const Task& t = p.tasks[i];
+        EXPECT_EQ(t.id, static_cast<int>(i)) << describe(p, static_cast<int>(i));
+        for (int d : t.deps) {
+          EXPECT_GE(d, 0) << describe(p, t.id);
+          EXPECT_LT(d, t.id) << describe(p, t.id);
+        }
+        if (t.is_transfer()) {
+          EXPECT_EQ(t.stream, StreamId::comm) << describe(p, t.id);
+        }
+        if (t.kind == TaskKind::gemm) {
+          EXPECT_EQ(t.stream, StreamId::compute) << describe(p, t.id);
+        }
+      }
+    }
+  });
+}
+
+// Pairs every send half with the receive half it meets: the i-th send from r to p pairs with
+// the i-th receive on p from r (MPI's non-overtaking order on one communicator).
+struct Pairing {
+  // (rank, task) of the send half -> (peer, task) of the receive half, and back.
+  std::map<std::pair<int, int>, std::pair<int, int>> send_to_recv, recv_to_send;
+};
+
+Pairing pair_transfers(const std::vector<Plan>& plans) {
+  Pairing out;
+  const int n = static_cast<int>(plans.size());
+  for (int src = 0; src < n; ++src) {
+    for (int dst = 0; dst < n; ++dst) {
+      std::vector<int> s, r;
+      for (const Task& t : plans[src].tasks) {
+        if (sends(t) && t.send_peer == dst) s.push_back(t.id);
+      }
+      for (const Task& t : plans[dst].tasks) {
+        if (receives(t) && t.recv_peer == src) r.push_back(t.id);
+      }
+      for (size_t i = 0; i < std::min(s.size(), r.size()); ++i) {
+        out.send_to_recv[{src, s[i]}] = {dst, r[i]};
+        out.recv_to_send[{dst, r[i]}] = {src, s[i]};
+      }
+    }
+  }
+  return out;
+}
+
+// 2. Every send meets a receive on its peer with the same tag and as many elements, in order;
+// every receive meets a send; all ranks run the same collectives in the same order.
+TEST_P(PlanInvariants, TransfersMatch) {
+  for_each_world([&] {
+    for (const Plan& p : plans_) {
+      for (const Task& t : p.tasks) {
+        if (sends(t)) {
+          ASSERT_LT(t.send_peer, world_) << describe(p, t.id);
+        }
+        if (receives(t)) {
+          ASSERT_LT(t.recv_peer, world_) << describe(p, t.id);
+        }
+        if (is_p2p(t)) {
+          EXPECT_TRUE(sends(t) || receives(t)) << describe(p, t.id) << " has no peer";
+        }
+      }
+    }
+    for (int src = 0; src < world_; ++src) {
+      for (int dst = 0; dst < world_; ++dst) {
+        const Plan& ps = plans_[src];
+        const Plan& pd = plans_[dst];
+        std::vector<int> send_tags, recv_tags;
+        std::vector<int64_t> send_elems, recv_elems;
+        for (const Task& t : ps.tasks) {
+          if (sends(t) && t.send_peer == dst) {
+            send_tags.push_back(t.tag);
+            send_elems.push_back(t.a.rows * ps.buffers.at(t.a.buffer).cols);
+            EXPECT_EQ(t.bytes, t.a.rows * ps.buffers.at(t.a.buffer).cols * 4) << describe(ps, t.id);
+          }
+        }
+        for (const Task& t : pd.tasks) {
+          if (receives(t) && t.recv_peer == src) {
+            recv_tags.push_back(t.tag);
+            recv_elems.push_back(t.c.rows * pd.buffers.at(t.c.buffer).cols);
+          }
+        }
+        EXPECT_EQ(send_tags, recv_tags) << "tags sent " << src << " -> " << dst;
+        EXPECT_EQ(send_elems, recv_elems) << "elements sent " << src << " -> " << dst;
+      }
+    }
+    // Collectives: the k-th one on every rank is the same operation over the same block size.
+    std::vector<std::vector<const Task*>> coll(static_cast<size_t>(world_));
+    for (const Plan& p : plans_) {
+      for (const Task& t : p.tasks) {
+        if (t.kind == TaskKind::collective) coll[static_cast<size_t>(p.rank)].push_back(&t);
+      }
+    }
+    for (int r = 1; r < world_; ++r) {
+      ASSERT_EQ(coll[static_cast<size_t>(r)].size(), coll[0].size()) << "rank " << r;
+      for (size_t k = 0; k < coll[0].size(); ++k) {
+        EXPECT_EQ(coll[static_cast<size_t>(r)][k]->op, coll[0][k]->op);
+        EXPECT_EQ(coll[static_cast<size_t>(r)][k]->c.rows, coll[0][k]->c.rows);
+      }
+    }
+  });
+}
+
+// Runs every rank's two streams together: a stream runs its tasks in order, a task starts when
+// its deps are done, a point-to-point transfer completes once the peer has reached every
+// counterpart (both halves of an exchange), a collective once every rank has reached its k-th
+// collective. Returns the tasks that never finish (a cross-rank deadlock).
+std::vector<std::string> unfinished_tasks(const std::vector<Plan>& plans) {
+  const Pairing pairing = pair_transfers(plans);
+  const size_t n = plans.size();
+  std::vector<std::vector<char>> posted(n), done(n);
+  std::vector<std::vector<int>> coll_index(n);
+  std::vector<std::vector<std::vector<int>>> streams(n);
+  for (size_t r = 0; r < n; ++r) {
+    const Plan& p = plans[r];
+    posted[r].assign(p.tasks.size(), 0);
+    done[r].assign(p.tasks.size(), 0);
+    coll_index[r].assign(p.tasks.size(), -1);
+    streams[r].resize(kNumStreams);
+    int k = 0;
+    for (const Task& t : p.tasks) {
+      streams[r][static_cast<size_t>(t.stream)].push_back(t.id);
+      if (t.kind == TaskKind::collective) coll_index[r][static_cast<size_t>(t.id)] = k++;
+    }
+  }
+  // How many ranks have reached each collective index.
+  std::map<int, size_t> coll_posted;
+  std::vector<std::vector<size_t>> head(n, std::vector<size_t>(kNumStreams, 0));
+  auto reached = [&](std::pair<int, int> rt) {
+    return posted[static_cast<size_t>(rt.first)][static_cast<size_t>(rt.second)] != 0;
+  };
+  bool progress = true;
+  while (progress) {
+    progress = false;
+    for (size_t r = 0; r < n; ++r) {
+      const Plan& p = plans[r];
+      for (size_t s = 0; s < kNumStreams; ++s) {
+        while (head[r][s] < streams[r][s].size()) {
+          const int id = streams[r][s][head[r][s]];
+          const size_t i = static_cast<size_t>(id);
+          const Task& t = p.tasks[i];
+          if (!posted[r][i]) {
+            const bool ready = std::all_of(t.deps.begin(), t.deps.end(), [&](int d) {
+              return d >= 0 && d < id && done[r][static_cast<size_t>(d)] != 0;
+            });
+            if (!ready) break;
+            posted[r][i] = 1;
+            progress = true;
+            if (t.kind == TaskKind::collective) ++coll_posted[coll_index[r][i]];
+          }
+          bool complete = true;
+          const std::pair<int, int> self{static_cast<int>(r), id};
+          if (t.kind == TaskKind::collective) {
+            complete = coll_posted[coll_index[r][i]] == n;
+          } else if (is_p2p(t)) {
+            if (sends(t)) {
+              auto it = pairing.send_to_recv.find(self);
+              complete = complete && it != pairing.send_to_recv.end() && reached(it->second);
+            }
+            if (receives(t)) {
+              auto it = pairing.recv_to_send.find(self);
+              complete = complete && it != pairing.recv_to_send.end() && reached(it->second);
+            }
+          }
+          if (!complete) break;
+          done[r][i] = 1;
+          ++head[r][s];
+          progress = true;
+        }
+      }
+    }
+  }
+  std::vector<std::string> out;
+  for (size_t r = 0; r < n; ++r) {
+    for (const Task& t : plans[r].tasks) {
+      if (!done[r][static_cast<size_t>(t.id)]) out.push_back(describe(plans[r], t.id));
+    }
+  }
+  return out;
+}
+
+std::string join(const std::vector<std::string>& items) {
+  std::string text;
+  for (const std::string& s : items) text += (text.empty() ? "" : "; ") + s;
+  return text;
+}
+
+// 1b. No cross-rank deadlock: every task of every rank finishes.
+TEST_P(PlanInvariants, CrossRankScheduleCompletes) {
+  for_each_world([&] {
+    const std::vector<std::string> stuck = unfinished_tasks(plans_);
+    EXPECT_TRUE(stuck.empty()) << "never finish: " << join(stuck);
+  });
+}
+
+// 3. Every output block is computed exactly once.
+TEST_P(PlanInvariants, OutputsComputedExactlyOnce) {
+  for_each_world([&] {
+    if (reference_) return;
+    for (const Plan& p : plans_) {
+      if (has_ag()) {
+        const int y = p.buffer_id("y");
+        ASSERT_GE(y, 0);
+        std::vector<Rows> written;
+        for (const Task& t : p.tasks) {
+          if (t.kind != TaskKind::gemm || t.c.buffer != y) continue;
+          EXPECT_FALSE(t.accumulate) << describe(p, t.id);
+          for (int i = 0; i < t.batch; ++i) {
+            const int64_t row = t.c.row + i * t.c_stride_rows;
+            written.push_back({row, row + t.c.rows});
+          }
+        }
+        EXPECT_TRUE(covers_exactly_once(written, tokens_)) << "Y on rank " << p.rank;
+        // Nothing but GEMMs writes Y.
+        for (const Task& t : p.tasks) {
+          if (t.kind != TaskKind::gemm) {
+            EXPECT_NE(t.c.buffer, y) << describe(p, t.id);
+          }
+        }
+      }
+      if (has_rs()) {
+        const int h = h_buffer(p);
+        const int z = p.buffer_id("z");
+        ASSERT_GE(h, 0);
+        ASSERT_GE(z, 0);
+        EXPECT_EQ(p.buffers[static_cast<size_t>(z)].rows, block_);
+        // Every row of this rank's H shard feeds exactly one GEMM: one partial per row.
+        std::vector<Rows> read;
+        for (const Task& t : p.tasks) {
+          if (t.kind != TaskKind::gemm || t.a.buffer != h) continue;
+          EXPECT_EQ(t.b.buffer, p.buffer_id("w2")) << describe(p, t.id);
+          for (int i = 0; i < t.batch; ++i) {
+            const int64_t row = t.a.row + i * t.a_stride_rows;
+            read.push_back({row, row + t.a.rows});
+          }
+        }
+        EXPECT_TRUE(covers_exactly_once(read, tokens_)) << "H rows read on rank " << p.rank;
+        std::vector<char> z_written(static_cast<size_t>(block_), 0);
+        for (const Task& t : p.tasks) {
+          if (t.c.buffer != z) continue;
+          if (t.kind == TaskKind::send) continue;
+          for (int64_t i = t.c.row; i < t.c.row + t.c.rows; ++i) {
+            ASSERT_GE(i, 0);
+            ASSERT_LT(i, block_) << describe(p, t.id);
+            z_written[static_cast<size_t>(i)] = 1;
+          }
+        }
+        for (int64_t i = 0; i < block_; ++i) {
+          EXPECT_TRUE(z_written[static_cast<size_t>(i)]) << "Z row " << i << " on rank " << p.rank;
+        }
+      }
+    }
+  });
+}
+
+// 8. Every rank does the GEMM work of both halves: 2*M*D*(F/N) each.
+TEST_P(PlanInvariants, GemmFlopsPerHalf) {
+  for_each_world([&] {
+    if (is_("comm_only")) return;
+    const double expected =
+        2.0 * static_cast<double>(tokens_) * kHidden * static_cast<double>(ffn_local_);
+    for (const Plan& p : plans_) {
+      const int x = p.buffer_id("x");
+      const int h = has_rs() ? h_buffer(p) : -1;
+      double ag = 0, rs = 0;
+      for (const Task& t : p.tasks) {
+        if (t.kind != TaskKind::gemm) continue;
+        EXPECT_DOUBLE_EQ(t.flops, 2.0 * static_cast<double>(t.m * t.n * t.k) * t.batch)
+            << describe(p, t.id);
+        if (has_ag() && t.a.buffer == x) {
+          ag += t.flops;
+        } else if (has_rs() && t.a.buffer == h) {
+          rs += t.flops;
+        } else {
+          ADD_FAILURE() << describe(p, t.id) << " belongs to neither half";
+        }
+      }
+      EXPECT_DOUBLE_EQ(ag, has_ag() ? expected : 0.0) << "AG flops on rank " << p.rank;
+      EXPECT_DOUBLE_EQ(rs, has_rs() ? expected : 0.0) << "RS flops on rank " << p.rank;
+    }
+  });
+}
+
+// 5 and 6. How many transfers each strategy makes, of which kind.
+TEST_P(PlanInvariants, TransferCounts) {
+  for_each_world([&] {
+    const int n = world_;
+    const int halves = (has_ag() ? 1 : 0) + (has_rs() ? 1 : 0);
+    for (const Plan& p : plans_) {
+      int exchanges = 0, collectives = 0, p2p_other = 0, gemms = 0, ag_exchanges = 0;
+      for (const Task& t : p.tasks) {
+        if (t.kind == TaskKind::exchange) {
+          ++exchanges;
+          if (in_ag(p, t)) ++ag_exchanges;
+        }
+        if (t.kind == TaskKind::collective) ++collectives;
+        if (t.kind == TaskKind::send || t.kind == TaskKind::recv) ++p2p_other;
+        if (t.kind == TaskKind::gemm) ++gemms;
+      }
+      const std::string where = "rank " + std::to_string(p.rank);
+      EXPECT_EQ(p2p_other, 0) << where;
+      if (is_("flash") || is_("flash_direct")) {
+        EXPECT_EQ(collectives, 0) << where;
+        EXPECT_EQ(exchanges, halves * param_ * (n - 1)) << where;
+        EXPECT_EQ(ag_exchanges, has_ag() ? param_ * (n - 1) : 0) << where;
+      } else if (is_("decompose")) {
+        EXPECT_EQ(collectives, 0) << where;
+        const int ag = has_ag() ? n - 1 : 0;
+        const int rs = has_rs() && n > 1 ? n : 0;
+        EXPECT_EQ(exchanges, ag + rs) << where;
+        EXPECT_EQ(ag_exchanges, ag) << where;
+      } else if (is_("slicing") || is_("baseline") || is_("comm_only")) {
+        EXPECT_EQ(exchanges, 0) << where;
+        EXPECT_EQ(collectives, n > 1 ? halves * param_ : 0) << where;
+      } else if (is_("compute_only")) {
+        EXPECT_EQ(exchanges + collectives, 0) << where;
+      } else {
+        ADD_FAILURE() << "no expectation for " << spec_text_;
+      }
+      if (is_("comm_only")) {
+        EXPECT_EQ(gemms, 0) << where;
+      } else {
+        EXPECT_GT(gemms, 0) << where;
+      }
+    }
+  });
+}
+
+// 4. Flash's rank-adaptive order: the first AG GEMM touches no communication, the first RS
+// GEMM (gemm_rs) neither, and the last GEMM never waits for the plan's last transfer, which
+// therefore overlaps with it (only a local add is exposed). flash_direct's RS GEMMs never wait
+// for a transfer at all.
+TEST_P(PlanInvariants, FlashFirstAndLastComputation) {
+  for_each_world([&] {
+    if (!is_("flash") && !is_("flash_direct")) return;
+    for (const Plan& p : plans_) {
+      const auto closure = waits_for(p);
+      int first_ag = -1, first_rs = -1, last_gemm = -1, last_transfer = -1;
+      const int x = p.buffer_id("x");
+      const int h = has_rs() ? h_buffer(p) : -1;
+      for (const Task& t : p.tasks) {
+        if (t.kind == TaskKind::gemm) {
+          last_gemm = t.id;
+          if (has_ag() && t.a.buffer == x && first_ag < 0) first_ag = t.id;
+          if (has_rs() && t.a.buffer == h && first_rs < 0) first_rs = t.id;
+        }
+        if (t.is_transfer()) last_transfer = t.id;
+      }
+      if (has_ag()) {
+        ASSERT_GE(first_ag, 0);
+        EXPECT_TRUE(p.tasks[static_cast<size_t>(first_ag)].deps.empty()) << describe(p, first_ag);
+        EXPECT_FALSE(waits_for_transfer(p, closure, first_ag)) << describe(p, first_ag);
+      }
+      if (workload_ == Workload::gemm_rs) {
+        ASSERT_GE(first_rs, 0);
+        EXPECT_TRUE(p.tasks[static_cast<size_t>(first_rs)].deps.empty()) << describe(p, first_rs);
+        EXPECT_FALSE(waits_for_transfer(p, closure, first_rs)) << describe(p, first_rs);
+      }
+      ASSERT_GE(last_gemm, 0);
+      if (has_rs()) {
+        for (int d : p.tasks[static_cast<size_t>(last_gemm)].deps) {
+          EXPECT_FALSE(p.tasks[static_cast<size_t>(d)].is_transfer())
+              << describe(p, last_gemm) << " waits directly for " << describe(p, d);
+        }
+        if (last_transfer >= 0) {
+          EXPECT_FALSE(closure[static_cast<size_t>(last_gemm)][static_cast<size_t>(last_transfer)])
+              << describe(p, last_gemm) << " waits for the last transfer "
+              << describe(p, last_transfer);
+        }
+      }
+      if (is_("flash_direct") && workload_ == Workload::gemm_rs) {
+        for (const Task& t : p.tasks) {
+          if (t.kind == TaskKind::gemm) {
+            EXPECT_FALSE(waits_for_transfer(p, closure, t.id)) << describe(p, t.id);
+          }
+        }
+      }
+    }
+  });
+}
+
+// 7. decompose's AG exchange k waits for step k-1's GEMM (the lock-step); Flash's AG transfers
+// run free of every GEMM.
+TEST_P(PlanInvariants, AgLockStepOrFreeRunning) {
+  for_each_world([&] {
+    if (!has_ag()) return;
+    if (!is_("decompose") && !is_("flash") && !is_("flash_direct")) return;
+    for (const Plan& p : plans_) {
+      const auto closure = waits_for(p);
+      const int x = p.buffer_id("x");
+      std::vector<int> ag_gemms, ag_exchanges;
+      for (const Task& t : p.tasks) {
+        if (t.kind == TaskKind::gemm && t.a.buffer == x) ag_gemms.push_back(t.id);
+        if (t.kind == TaskKind::exchange && in_ag(p, t)) ag_exchanges.push_back(t.id);
+      }
+      if (is_("decompose")) {
+        ASSERT_EQ(ag_gemms.size(), static_cast<size_t>(world_));
+        ASSERT_EQ(ag_exchanges.size(), static_cast<size_t>(world_ - 1));
+        for (size_t k = 1; k < ag_exchanges.size(); ++k) {
+          EXPECT_TRUE(
+              closure[static_cast<size_t>(ag_exchanges[k])][static_cast<size_t>(ag_gemms[k - 1])])
+              << describe(p, ag_exchanges[k]) << " does not wait for "
+              << describe(p, ag_gemms[k - 1]);
+        }
+      } else {
+        for (int e : ag_exchanges) {
+          for (int g : ag_gemms) {
+            EXPECT_FALSE(closure[static_cast<size_t>(e)][static_cast<size_t>(g)])
+                << describe(p, e) << " waits for " << describe(p, g);
+          }
+        }
+      }
+    }
+  });
+}
+
+// Reference modes declare their own checks; compute_only reads no transferred data.
+TEST_P(PlanInvariants, ReferenceModes) {
+  for_each_world([&] {
+    for (const Plan& p : plans_) {
+      if (is_("compute_only")) {
+        for (const Task& t : p.tasks) EXPECT_FALSE(t.is_transfer()) << describe(p, t.id);
+      }
+      EXPECT_FALSE(p.checks.empty()) << "rank " << p.rank << " checks nothing";
+      for (const OutputCheck& c : p.checks) {
+        EXPECT_GE(c.buffer, 0);
+        EXPECT_LT(c.buffer, static_cast<int>(p.buffers.size()));
+      }
+    }
+  });
+}
+
+std::vector<Param> all_params() {
+  std::vector<Param> out;
+  for (Workload w : {Workload::ag_gemm, Workload::gemm_rs, Workload::mlp}) {
+    for (const char* s : kSpecs) {
+      out.emplace_back(w, s);
+    }
+  }
+  return out;
+}
+
+std::string param_name(const ::testing::TestParamInfo<Param>& info) {
+  std::string spec = std::get<1>(info.param);
+  std::replace(spec.begin(), spec.end(), ':', '_');
+  return std::string(to_string(std::get<0>(info.param))) + "_" + spec;
+}
+
+INSTANTIATE_TEST_SUITE_P(AllStrategies, PlanInvariants, ::testing::ValuesIn(all_params()),
+                         param_name);
+
+// Every built-in strategy is covered above.
+TEST(PlanCoverage, EveryStrategyIsTested) {
+  for (const Strategy* s : all_strategies()) {
+    bool found = false;
+    for (const char* spec : kSpecs) {
+      if (parse_strategy(spec).strategy == s) found = true;
+    }
+    EXPECT_TRUE(found) << s->name;
+  }
+}
+
+template <typename F>
+std::string input_error(F&& f) {
+  try {
+    f();
+  } catch (const InputError& e) {
+    return e.what();
+  } catch (...) {
+    return "<another exception>";
+  }
+  return "<no exception>";
+}
+
+TEST(ValidateCase, TokensMustDivideByWorld) {
+  CaseSpec c = case_for(Workload::mlp, "baseline", 3);
+  c.shape.batch = 1;
+  c.shape.seq = 7;
+  c.shape.ffn = 12;
+  const std::string msg = input_error([&] { validate_case(c); });
+  EXPECT_NE(msg.find("batch*seq"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("3"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("world size 3"), std::string::npos) << msg;
+  EXPECT_THROW(make_plan(c, 0), InputError);
+}
+
+TEST(ValidateCase, FfnMustDivideByWorld) {
+  CaseSpec c = case_for(Workload::gemm_rs, "flash", 4);
+  c.shape.ffn = 10;
+  const std::string msg = input_error([&] { validate_case(c); });
+  EXPECT_NE(msg.find("ffn"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("4"), std::string::npos) << msg;
+}
+
+TEST(ValidateCase, ParameterMustDivideBlock) {
+  CaseSpec c = case_for(Workload::ag_gemm, "slicing:3", 2);  // 8 rows per rank
+  const std::string msg = input_error([&] { validate_case(c); });
+  EXPECT_NE(msg.find("slicing:3"), std::string::npos) << msg;
+  c = case_for(Workload::ag_gemm, "flash:3", 2);
+  EXPECT_THROW(validate_case(c), InputError);
+  c = case_for(Workload::ag_gemm, "slicing:8", 2);
+  EXPECT_NO_THROW(validate_case(c));
+}
+
+TEST(ValidateCase, NonPositiveDimensions) {
+  CaseSpec c = case_for(Workload::mlp, "baseline", 2);
+  c.shape.hidden = 0;
+  EXPECT_NE(input_error([&] { validate_case(c); }).find("hidden"), std::string::npos);
+  c = case_for(Workload::mlp, "baseline", 0);
+  EXPECT_THROW(validate_case(c), InputError);
+}
+
+TEST(ParseStrategy, Valid) {
+  StrategySpec s = parse_strategy("flash:2");
+  ASSERT_NE(s.strategy, nullptr);
+  EXPECT_STREQ(s.strategy->name, "flash");
+  EXPECT_EQ(s.param, 2);
+  EXPECT_EQ(s.text, "flash:2");
+  s = parse_strategy("slicing");
+  EXPECT_EQ(s.param, s.strategy->default_param);
+  EXPECT_EQ(parse_strategy("flash").param, 1);
+}
+
+TEST(ParseStrategy, Invalid) {
+  const std::string unknown = input_error([] { parse_strategy("nope"); });
+  EXPECT_NE(unknown.find("nope"), std::string::npos) << unknown;
+  EXPECT_NE(unknown.find("flash_direct"), std::string::npos) << unknown;
+  for (const char* bad : {"baseline:2", "slicing:0", "flash:x", "flash:", "slicing:-1", ""}) {
+    const std::string msg = input_error([&] { parse_strategy(bad); });
+    EXPECT_NE(msg.find("strategies"), std::string::npos) << bad << ": " << msg;
+  }
+}
+
+// The checkers above must catch what they look for.
+TEST(PlanCheckers, SimulationFindsDeadlock) {
+  // flash_direct on 3 ranks: rank 0 exchanges with (1, 2) then (2, 1). Swapping the two makes
+  // rank 0 wait for rank 1's second exchange while rank 1 waits for rank 0's second one.
+  const CaseSpec c = case_for(Workload::ag_gemm, "flash_direct", 3);
+  std::vector<Plan> plans;
+  for (int r = 0; r < 3; ++r) plans.push_back(make_plan(c, r));
+  ASSERT_TRUE(unfinished_tasks(plans).empty());
+  std::vector<Task*> ex;
+  for (Task& t : plans[0].tasks) {
+    if (t.kind == TaskKind::exchange) ex.push_back(&t);
+  }
+  ASSERT_EQ(ex.size(), 2u);
+  std::swap(ex[0]->send_peer, ex[1]->send_peer);
+  std::swap(ex[0]->recv_peer, ex[1]->recv_peer);
+  EXPECT_FALSE(unfinished_tasks(plans).empty());
+}
+
+TEST(PlanCheckers, SimulationFindsMissingCollective) {
+  const CaseSpec c = case_for(Workload::gemm_rs, "baseline", 2);
+  std::vector<Plan> plans = {make_plan(c, 0), make_plan(c, 1)};
+  ASSERT_TRUE(unfinished_tasks(plans).empty());
+  for (Task& t : plans[1].tasks) {
+    if (t.kind == TaskKind::collective) t.kind = TaskKind::copy;
+  }
+  EXPECT_FALSE(unfinished_tasks(plans).empty());
+}
+
+TEST(PlanCheckers, SimulationFindsUnmatchedSend) {
+  const CaseSpec c = case_for(Workload::ag_gemm, "decompose", 2);
+  std::vector<Plan> plans = {make_plan(c, 0), make_plan(c, 1)};
+  ASSERT_TRUE(unfinished_tasks(plans).empty());
+  for (Task& t : plans[1].tasks) {
+    if (t.kind == TaskKind::exchange) t.recv_peer = -1;
+  }
+  EXPECT_FALSE(unfinished_tasks(plans).empty());
+}
+
+TEST(PlanCheckers, Coverage) {
+  EXPECT_TRUE(covers_exactly_once({{0, 2}, {2, 4}}, 4));
+  EXPECT_FALSE(covers_exactly_once({{0, 3}, {2, 4}}, 4));
+  EXPECT_FALSE(covers_exactly_once({{0, 2}}, 4));
+  EXPECT_FALSE(covers_exactly_once({{0, 5}}, 4));
+}
+
+}  // namespace
+}  // namespace fob
