@@ -20,6 +20,9 @@ struct ExecOptions {
   double timeout_s = 300;
   bool verify = true;
   uint64_t seed = 1;
+  // When set, rank 0 prints "<label>: iteration i/n, running median" to stderr every few
+  // seconds.
+  std::string progress_label;
 };
 
 class Executor {

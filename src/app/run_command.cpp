@@ -334,6 +334,8 @@ int run_command(const RunArgs& args) {
                      to_string(spec.workload), spec.strategy.text.c_str());
       }
       Plan plan = make_plan(spec, rank);
+      exec.progress_label = "case " + std::to_string(i + 1) + "/" + std::to_string(cases.size()) +
+                            " " + spec.strategy.text;
       CaseResult result = executor.run_case(plan, exec, id);
       if (result.verified == 0) all_verified = false;
       if (rank == 0) {

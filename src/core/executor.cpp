@@ -1,6 +1,7 @@
 #include "fob/executor.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -164,9 +165,26 @@ CaseResult Executor::run_case(const Plan& plan, const ExecOptions& options, cons
   steps.reserve(options.iters);
   starts.reserve(options.iters * ntasks);
   ends.reserve(options.iters * ntasks);
+  std::vector<double> slowest;  // the step time of each iteration, for progress
+  auto last_report = std::chrono::steady_clock::now();
   for (int i = 0; i < options.iters; ++i) {
     IterationTimes t = iterate(plan, options.timeout_s);
     steps.push_back(t.step);
+    if (!options.progress_label.empty()) {
+      // Outside the timed interval: the next iteration starts with a barrier anyway.
+      double step = t.step;
+      MPI_Allreduce(MPI_IN_PLACE, &step, 1, MPI_DOUBLE, MPI_MAX, comm_);
+      slowest.push_back(step);
+      auto now = std::chrono::steady_clock::now();
+      if (rank_ == 0 && now - last_report > std::chrono::seconds(2)) {
+        last_report = now;
+        std::vector<double> sorted = slowest;
+        std::nth_element(sorted.begin(), sorted.begin() + sorted.size() / 2, sorted.end());
+        std::fprintf(stderr, "[fobench] %s: iteration %d/%d, running median %.3f ms\n",
+                     options.progress_label.c_str(), i + 1, options.iters,
+                     sorted[sorted.size() / 2] * 1e3);
+      }
+    }
     starts.insert(starts.end(), t.start.begin(), t.start.end());
     ends.insert(ends.end(), t.end.begin(), t.end.end());
   }
