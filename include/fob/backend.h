@@ -40,13 +40,15 @@ class Backend {
   virtual std::string device() const = 0;  // "cpu (x86_64, 2 cores)" or a GPU name and bus id
   virtual std::string blas() const = 0;
 
-  // Allocates and fills the plan's buffers. Throws InputError if the plan cannot run here
-  // (e.g. a dtype this backend lacks), before allocating anything.
+  // Allocates and fills the plan's buffers. Several plans may be prepared at once (the executor
+  // interleaves the cases of one shape); each keeps its buffers until release(). Throws
+  // InputError if the plan cannot run here (e.g. a dtype this backend lacks), before allocating.
   virtual void setup(const Plan& plan) = 0;
+  virtual void release(const Plan& plan) = 0;
   // Fills every buffer that is not input data with NaN, so a task that fails to write its
   // output cannot pass verification with a previous iteration's values.
-  virtual void poison() = 0;
-  virtual std::vector<double> read(int buffer) = 0;
+  virtual void poison(const Plan& plan) = 0;
+  virtual std::vector<double> read(const Plan& plan, int buffer) = 0;
 
   // One iteration: begin(), then launch() every task in plan order, then finish().
   // launch() queues the task on its stream behind `wait_for` (tasks on the other stream);

@@ -18,6 +18,9 @@ struct Config {
                                          "flash_direct"};
   int iters = 20;
   int warmup = 2;
+  // Timed iterations are spread over this many rounds, every case running in each, so that a
+  // slow drift of a shared machine does not fall on one strategy only.
+  int rounds = 5;
   std::string backend = "auto";
   std::string transport = "auto";
   LinkEmulation link;

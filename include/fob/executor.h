@@ -2,6 +2,7 @@
 // and gathers every rank's timings to rank 0.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -17,11 +18,14 @@ namespace fob {
 struct ExecOptions {
   int iters = 20;
   int warmup = 2;
+  // Iterations are spread over this many rounds; in each round every case runs its share, so
+  // slow drifts of a shared machine fall on all cases alike. 1 runs the cases one by one.
+  int rounds = 1;
   double timeout_s = 300;
   bool verify = true;
   uint64_t seed = 1;
-  // When set, rank 0 prints "<label>: iteration i/n, running median" to stderr every few
-  // seconds.
+  // When set, rank 0 prints "<label> <strategy>: iteration i, running median" to stderr every
+  // few seconds.
   std::string progress_label;
 };
 
@@ -29,13 +33,32 @@ class Executor {
  public:
   Executor(Backend& backend, MPI_Comm comm);
 
-  // Runs one case. The returned result is complete on rank 0; other ranks get the case fields
-  // and the verification outcome only. Verification failures are printed by the failing rank.
+  // Called on every rank after each case's share of a round, with that case as measured so far
+  // (complete on rank 0 only).
+  using CaseCallback = std::function<void(const CaseResult& measured, int round, int rounds)>;
+
+  // Runs the cases of one shape: their timed iterations are spread over options.rounds rounds,
+  // every case running its share in each; each case is verified before its first share.
+  // Results are complete on rank 0; other ranks get the case fields and the verification
+  // outcome. Verification failures are printed by the failing rank.
+  std::vector<CaseResult> run_cases(const std::vector<const Plan*>& plans,
+                                    const std::vector<std::string>& ids, const ExecOptions& options,
+                                    const CaseCallback& after_slot = {});
   CaseResult run_case(const Plan& plan, const ExecOptions& options, const std::string& id);
 
  private:
+  // One rank's measurements of one case, in iteration order.
+  struct Samples {
+    std::vector<double> steps, starts, ends;
+    std::vector<double> slowest;  // the slowest rank's step, when progress is printed
+  };
+
   IterationTimes iterate(const Plan& plan, double timeout_s);
+  void verify_case(const Plan& plan, const ExecOptions& options, CaseResult& result);
   int verify(const Plan& plan, const ExecOptions& options, const std::string& id, double* max_err);
+  void time_iterations(const Plan& plan, const ExecOptions& options, int iters, Samples& samples);
+  // Collective: every rank's samples so far into `result` on rank 0.
+  void gather(const Plan& plan, const Samples& samples, CaseResult& result);
   const std::vector<double>& expected(const Plan& plan, const OutputCheck& check, uint64_t seed);
 
   Backend& backend_;

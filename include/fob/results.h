@@ -83,8 +83,10 @@ class ResultWriter {
   ResultWriter(const ResultWriter&) = delete;
   ResultWriter& operator=(const ResultWriter&) = delete;
 
-  void add_case(const CaseResult& result);  // writes, refreshes /summary, flushes to disk
-  void finish();                            // closes and renames .partial to the final name
+  // Writes the case (replacing an earlier version with the same id), refreshes /summary and
+  // flushes to disk.
+  void add_case(const CaseResult& result);
+  void finish();  // closes and renames .partial to the final name
   const std::string& final_path() const { return path_; }
   const std::string& partial_path() const { return partial_; }
 

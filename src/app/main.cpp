@@ -37,6 +37,9 @@ int main(int argc, char** argv) {
                   "comma list: baseline,slicing:C,decompose,flash[:m],flash_direct[:m]");
   optional_option(run_cmd, "-n,--iters", run.iters, "timed iterations");
   optional_option(run_cmd, "-w,--warmup", run.warmup, "warm-up iterations");
+  optional_option(
+      run_cmd, "--rounds", run.rounds,
+      "spread the iterations over R rounds, every case running in each (1: one by one)");
   optional_option(run_cmd, "--backend", run.backend, "auto | cpu | cuda");
   optional_option(run_cmd, "--transport", run.transport, "auto | mpi | nccl");
   optional_option(run_cmd, "--link-gbps", run.link_gbps, "emulated link bandwidth, Gbit/s");

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -124,6 +125,7 @@ void apply_args(Config& c, const RunArgs& a) {
   if (a.timeout) c.timeout = *a.timeout;
   if (a.seed) c.seed = *a.seed;
   if (a.blas_threads) c.blas_threads = *a.blas_threads;
+  if (a.rounds) c.rounds = *a.rounds;
 }
 
 // Reference modes first (they give the bounds), then the strategies as asked, each once.
@@ -321,36 +323,41 @@ int run_command(const RunArgs& args) {
   exec.timeout_s = config.timeout;
   exec.verify = config.verify;
   exec.seed = config.seed;
+  exec.rounds = config.rounds;
   Executor executor(*backend, comm);
   bool all_verified = true;
   std::vector<CaseResult> done;
   try {
+    std::vector<Plan> plans;
+    std::vector<const Plan*> plan_ptrs;
+    std::vector<std::string> ids;
+    plans.reserve(cases.size());
     for (size_t i = 0; i < cases.size(); ++i) {
       char id[32];
       std::snprintf(id, sizeof id, "%04zu", i);
-      const CaseSpec& spec = cases[i];
-      if (rank == 0) {
-        std::fprintf(stderr, "[fobench] case %zu/%zu: %s %s ...\n", i + 1, cases.size(),
-                     to_string(spec.workload), spec.strategy.text.c_str());
-      }
-      Plan plan = make_plan(spec, rank);
-      exec.progress_label = "case " + std::to_string(i + 1) + "/" + std::to_string(cases.size()) +
-                            " " + spec.strategy.text;
-      CaseResult result = executor.run_case(plan, exec, id);
-      if (result.verified == 0) all_verified = false;
-      if (rank == 0) {
-        writer->add_case(result);
-        done.push_back(result);
-        std::vector<double> steps;
-        for (int it = 0; it < result.iters; ++it) steps.push_back(result.step(it));
-        std::sort(steps.begin(), steps.end());
-        std::fprintf(stderr, "[fobench] case %zu/%zu: %s %s: median %.3f ms over %d iters, %s\n",
-                     i + 1, cases.size(), to_string(spec.workload), spec.strategy.text.c_str(),
-                     steps[steps.size() / 2] * 1e3, result.iters,
-                     result.verified == 1   ? "verified"
-                     : result.verified == 0 ? "VERIFICATION FAILED"
-                                            : "not verified");
-      }
+      ids.push_back(id);
+      plans.push_back(make_plan(cases[i], rank));
+      plan_ptrs.push_back(&plans.back());
+    }
+    const auto start = std::chrono::steady_clock::now();
+    // Rank 0 writes each case after each of its shares, so a stopped run keeps what it measured.
+    auto flush = [&](const CaseResult& r, int round, int rounds) {
+      if (rank != 0) return;
+      writer->add_case(r);
+      std::vector<double> steps;
+      for (int it = 0; it < r.iters; ++it) steps.push_back(r.step(it));
+      std::sort(steps.begin(), steps.end());
+      const double elapsed =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      std::fprintf(
+          stderr, "[fobench] %4.0f s  round %d/%d  case %s %-14s median %9.3f ms over %d%s\n",
+          elapsed, round + 1, rounds, r.id.c_str(), r.strategy.c_str(),
+          steps[steps.size() / 2] * 1e3, r.iters, r.verified == 0 ? "  VERIFICATION FAILED" : "");
+    };
+    exec.progress_label = "[" + std::string(to_string(config.workload)) + "]";
+    done = executor.run_cases(plan_ptrs, ids, exec, flush);
+    for (const CaseResult& r : done) {
+      if (r.verified == 0) all_verified = false;
     }
     if (rank == 0) {
       writer->finish();
@@ -359,8 +366,12 @@ int run_command(const RunArgs& args) {
       write_report(std::cout, file, ReportFormat::md);
       std::cout << "\nresults: " << writer->final_path() << "\n";
     }
-  } catch (const std::exception& e) {
+  } catch (const RuntimeFault& e) {
     // A fault mid-sweep: the cases already flushed stay in the .partial file.
+    std::fprintf(stderr, "fobench: %s\n", e.what());
+    std::fflush(stderr);
+    MPI_Abort(comm, kExitRuntimeFault);
+  } catch (const std::exception& e) {
     std::fprintf(stderr, "fobench: rank %d: %s\n", rank, e.what());
     std::fflush(stderr);
     MPI_Abort(comm, kExitRuntimeFault);

@@ -9,10 +9,10 @@
 namespace fob {
 namespace {
 
-const char* const kKeys[] = {
-    "workload",        "batch",  "seq",     "hidden",  "ffn",          "dtype",
-    "strategies",      "iters",  "warmup",  "backend", "transport",    "link_gbps",
-    "link_latency_us", "verify", "timeout", "seed",    "blas_threads", "output"};
+const char* const kKeys[] = {"workload", "batch",      "seq",          "hidden",          "ffn",
+                             "dtype",    "strategies", "iters",        "warmup",          "rounds",
+                             "backend",  "transport",  "link_gbps",    "link_latency_us", "verify",
+                             "timeout",  "seed",       "blas_threads", "output"};
 
 std::string key_list() {
   std::string text;
@@ -100,6 +100,8 @@ void apply_yaml(Config& c, const std::string& yaml_text, const std::string& sour
       }
     } else if (key == "iters") {
       c.iters = scalar<int>(v, key, source, "an integer");
+    } else if (key == "rounds") {
+      c.rounds = scalar<int>(v, key, source, "an integer");
     } else if (key == "warmup") {
       c.warmup = scalar<int>(v, key, source, "an integer");
     } else if (key == "backend") {
@@ -128,6 +130,7 @@ void apply_yaml(Config& c, const std::string& yaml_text, const std::string& sour
 
 void validate_config(const Config& c) {
   if (c.iters < 1) throw InputError("iters: " + std::to_string(c.iters) + " must be at least 1");
+  if (c.rounds < 1) throw InputError("rounds: " + std::to_string(c.rounds) + " must be at least 1");
   if (c.warmup < 0) throw InputError("warmup: " + std::to_string(c.warmup) + " must be 0 or more");
   if (c.blas_threads < 1) {
     throw InputError("blas_threads: " + std::to_string(c.blas_threads) + " must be at least 1");
@@ -168,6 +171,7 @@ std::string Config::to_yaml() const {
   out << YAML::Key << "strategies" << YAML::Value << YAML::Flow << strategies;
   out << YAML::Key << "iters" << YAML::Value << iters;
   out << YAML::Key << "warmup" << YAML::Value << warmup;
+  out << YAML::Key << "rounds" << YAML::Value << rounds;
   out << YAML::Key << "backend" << YAML::Value << backend;
   out << YAML::Key << "transport" << YAML::Value << transport;
   out << YAML::Key << "link_gbps" << YAML::Value << link.gbps;

@@ -102,12 +102,12 @@ const std::vector<double>& Executor::expected(const Plan& plan, const OutputChec
 
 int Executor::verify(const Plan& plan, const ExecOptions& options, const std::string& id,
                      double* max_err) {
-  backend_.poison();
+  backend_.poison(plan);
   iterate(plan, options.timeout_s);
   int ok = 1;
   *max_err = 0;
   for (const OutputCheck& check : plan.checks) {
-    const std::vector<double> got = backend_.read(check.buffer);
+    const std::vector<double> got = backend_.read(plan, check.buffer);
     const std::vector<double>& want = expected(plan, check, options.seed);
     const int64_t cols = plan.buffers[check.buffer].cols;
     int64_t wrong = 0, first = -1;
@@ -136,6 +136,13 @@ int Executor::verify(const Plan& plan, const ExecOptions& options, const std::st
 }
 
 CaseResult Executor::run_case(const Plan& plan, const ExecOptions& options, const std::string& id) {
+  return run_cases({&plan}, {id}, options).front();
+}
+
+namespace {
+
+CaseResult case_header(const Plan& plan, const ExecOptions& options, const std::string& id,
+                       int world) {
   CaseResult result;
   result.id = id;
   result.workload = to_string(plan.workload);
@@ -145,50 +152,98 @@ CaseResult Executor::run_case(const Plan& plan, const ExecOptions& options, cons
   result.hidden = plan.shape.hidden;
   result.ffn = plan.shape.ffn;
   result.dtype = to_string(plan.dtype);
-  result.world = world_;
-  result.iters = options.iters;
+  result.world = world;
+  result.iters = 0;
   result.warmup = options.warmup;
+  return result;
+}
 
-  backend_.setup(plan);
-  if (options.verify && !plan.checks.empty()) {
-    double err = 0;
-    int ok = verify(plan, options, id, &err);
-    MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, comm_);
-    MPI_Allreduce(MPI_IN_PLACE, &err, 1, MPI_DOUBLE, MPI_MAX, comm_);
-    result.verified = ok;
-    result.max_abs_err = err;
+}  // namespace
+
+std::vector<CaseResult> Executor::run_cases(const std::vector<const Plan*>& plans,
+                                            const std::vector<std::string>& ids,
+                                            const ExecOptions& options,
+                                            const CaseCallback& after_slot) {
+  const size_t n = plans.size();
+  const int rounds = std::clamp(options.rounds, 1, options.iters);
+  // One round needs one case's buffers at a time; interleaving keeps all of them resident.
+  const bool resident = rounds > 1;
+  std::vector<CaseResult> results(n);
+  std::vector<Samples> samples(n);
+  for (size_t c = 0; c < n; ++c) {
+    results[c] = case_header(*plans[c], options, ids[c], world_);
+    if (resident) backend_.setup(*plans[c]);
   }
+  for (int round = 0; round < rounds; ++round) {
+    const int iters = options.iters / rounds + (round < options.iters % rounds ? 1 : 0);
+    // After a switch between cases the caches hold another case's data: warm up again.
+    const int warmup = round == 0 ? options.warmup : std::min(options.warmup, 1);
+    for (size_t c = 0; c < n; ++c) {
+      const Plan& plan = *plans[c];
+      try {
+        if (!resident) backend_.setup(plan);
+        if (round == 0) verify_case(plan, options, results[c]);
+        for (int i = 0; i < warmup; ++i) iterate(plan, options.timeout_s);
+        time_iterations(plan, options, iters, samples[c]);
+        if (!resident) backend_.release(plan);
+      } catch (const RuntimeFault& e) {
+        throw RuntimeFault("case " + results[c].id + " (" + results[c].workload + " " +
+                           results[c].strategy + "): " + e.what());
+      }
+      // Every slot is gathered and handed on at once: nothing measured waits for the others.
+      gather(plan, samples[c], results[c]);
+      if (after_slot) after_slot(results[c], round, rounds);
+    }
+  }
+  if (resident) {
+    for (const Plan* plan : plans) backend_.release(*plan);
+  }
+  return results;
+}
 
-  for (int i = 0; i < options.warmup; ++i) iterate(plan, options.timeout_s);
-  const size_t ntasks = plan.tasks.size();
-  std::vector<double> steps, starts, ends;
-  steps.reserve(options.iters);
-  starts.reserve(options.iters * ntasks);
-  ends.reserve(options.iters * ntasks);
-  std::vector<double> slowest;  // the step time of each iteration, for progress
+void Executor::verify_case(const Plan& plan, const ExecOptions& options, CaseResult& result) {
+  if (!options.verify || plan.checks.empty()) return;
+  double err = 0;
+  int ok = verify(plan, options, result.id, &err);
+  MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, comm_);
+  MPI_Allreduce(MPI_IN_PLACE, &err, 1, MPI_DOUBLE, MPI_MAX, comm_);
+  result.verified = ok;
+  result.max_abs_err = err;
+}
+
+void Executor::time_iterations(const Plan& plan, const ExecOptions& options, int iters,
+                               Samples& samples) {
   auto last_report = std::chrono::steady_clock::now();
-  for (int i = 0; i < options.iters; ++i) {
+  for (int i = 0; i < iters; ++i) {
     IterationTimes t = iterate(plan, options.timeout_s);
-    steps.push_back(t.step);
+    samples.steps.push_back(t.step);
+    samples.starts.insert(samples.starts.end(), t.start.begin(), t.start.end());
+    samples.ends.insert(samples.ends.end(), t.end.begin(), t.end.end());
     if (!options.progress_label.empty()) {
       // Outside the timed interval: the next iteration starts with a barrier anyway.
       double step = t.step;
       MPI_Allreduce(MPI_IN_PLACE, &step, 1, MPI_DOUBLE, MPI_MAX, comm_);
-      slowest.push_back(step);
+      samples.slowest.push_back(step);
       auto now = std::chrono::steady_clock::now();
       if (rank_ == 0 && now - last_report > std::chrono::seconds(2)) {
         last_report = now;
-        std::vector<double> sorted = slowest;
+        std::vector<double> sorted = samples.slowest;
         std::nth_element(sorted.begin(), sorted.begin() + sorted.size() / 2, sorted.end());
-        std::fprintf(stderr, "[fobench] %s: iteration %d/%d, running median %.3f ms\n",
-                     options.progress_label.c_str(), i + 1, options.iters,
+        std::fprintf(stderr, "[fobench] %s %s: iteration %zu, running median %.3f ms\n",
+                     options.progress_label.c_str(), plan.strategy.c_str(), sorted.size(),
                      sorted[sorted.size() / 2] * 1e3);
       }
     }
-    starts.insert(starts.end(), t.start.begin(), t.start.end());
-    ends.insert(ends.end(), t.end.begin(), t.end.end());
   }
+}
 
+void Executor::gather(const Plan& plan, const Samples& samples, CaseResult& result) {
+  const size_t ntasks = plan.tasks.size();
+  const int iters = static_cast<int>(samples.steps.size());
+  const std::vector<double>& steps = samples.steps;
+  const std::vector<double>& starts = samples.starts;
+  const std::vector<double>& ends = samples.ends;
+  result.iters = iters;
   // Gather everything to rank 0, outside the timed loop.
   std::vector<PackedTask> packed(ntasks);
   std::vector<int32_t> deps;
@@ -213,7 +268,7 @@ CaseResult Executor::run_case(const Plan& plan, const ExecOptions& options, cons
   auto all_steps = gather_bytes(comm_, as_bytes(steps));
   auto all_starts = gather_bytes(comm_, as_bytes(starts));
   auto all_ends = gather_bytes(comm_, as_bytes(ends));
-  if (rank_ != 0) return result;
+  if (rank_ != 0) return;
 
   int32_t max_tasks = 0;
   for (const auto& bytes : all_tasks) {
@@ -223,10 +278,11 @@ CaseResult Executor::run_case(const Plan& plan, const ExecOptions& options, cons
   result.max_tasks = max_tasks;
   const size_t per_iter = static_cast<size_t>(world_) * max_tasks;
   result.tasks.assign(per_iter, TaskRecord{});
-  result.step_seconds.assign(static_cast<size_t>(options.iters) * world_, 0.0);
+  result.deps.clear();
+  result.step_seconds.assign(static_cast<size_t>(iters) * world_, 0.0);
   const double nan = std::numeric_limits<double>::quiet_NaN();
-  result.task_start.assign(options.iters * per_iter, nan);
-  result.task_end.assign(options.iters * per_iter, nan);
+  result.task_start.assign(iters * per_iter, nan);
+  result.task_end.assign(iters * per_iter, nan);
   for (int r = 0; r < world_; ++r) {
     auto tasks = from_bytes<PackedTask>(all_tasks[r]);
     for (size_t i = 0; i < tasks.size(); ++i) {
@@ -245,7 +301,7 @@ CaseResult Executor::run_case(const Plan& plan, const ExecOptions& options, cons
     auto s = from_bytes<double>(all_steps[r]);
     auto st = from_bytes<double>(all_starts[r]);
     auto en = from_bytes<double>(all_ends[r]);
-    for (int it = 0; it < options.iters; ++it) {
+    for (int it = 0; it < iters; ++it) {
       result.step_seconds[it * world_ + r] = s[it];
       for (size_t i = 0; i < tasks.size(); ++i) {
         result.task_start[it * per_iter + r * max_tasks + i] = st[it * tasks.size() + i];
@@ -253,7 +309,6 @@ CaseResult Executor::run_case(const Plan& plan, const ExecOptions& options, cons
       }
     }
   }
-  return result;
 }
 
 }  // namespace fob

@@ -655,10 +655,13 @@ void ResultWriter::add_case(const CaseResult& result) {
   const hid_t file = static_cast<hid_t>(file_);
   Where w{partial_, "/cases"};
   H5Id cases(check_id(H5Gopen2(file, "cases", H5P_DEFAULT), w, "opening group"), H5Gclose);
+  // A case measured in rounds is written again with its longer history after every round.
   if (H5Lexists(cases, result.id.c_str(), H5P_DEFAULT) > 0) {
-    throw RuntimeFault("'" + partial_ + "' already holds case '" + result.id + "'");
+    check(H5Ldelete(cases, result.id.c_str(), H5P_DEFAULT), w, "replacing case " + result.id);
   }
   write_case(cases, result, partial_);
+  auto same = [&](const CaseResult& c) { return c.id == result.id; };
+  cases_.erase(std::remove_if(cases_.begin(), cases_.end(), same), cases_.end());
   cases_.push_back(result);
   write_summary(file, cases_, partial_);
   // Flushed per case so that a crash or SIGTERM keeps every finished case readable.

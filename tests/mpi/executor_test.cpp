@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "fob/backend.h"
 #include "fob/executor.h"
@@ -45,6 +46,34 @@ TEST_F(Fixture, EveryStrategyVerifies) {
     CaseResult r = executor.run_case(plan, options(2), "t");
     EXPECT_EQ(r.verified, 1) << s;
     EXPECT_EQ(r.max_abs_err, 0.0) << s;
+  }
+}
+
+TEST_F(Fixture, RoundsInterleaveCasesAndKeepEveryIteration) {
+  auto backend = make_cpu_backend({});
+  Executor executor(*backend, MPI_COMM_WORLD);
+  std::vector<Plan> plans;
+  for (const char* s : {"compute_only", "baseline", "flash"}) {
+    plans.push_back(make_plan(spec_for(s, world), rank));
+  }
+  ExecOptions o = options(7);
+  o.rounds = 3;
+  std::vector<std::string> seen;
+  auto flush = [&](const CaseResult& c, int round, int rounds) {
+    EXPECT_EQ(rounds, 3);
+    seen.push_back(std::to_string(round) + c.id + std::to_string(c.iters));
+  };
+  auto results = executor.run_cases({&plans[0], &plans[1], &plans[2]}, {"a", "b", "c"}, o, flush);
+  // 7 iterations over 3 rounds (3, 2, 2), each case in turn, handed on after every share.
+  EXPECT_EQ(seen, (std::vector<std::string>{"0a3", "0b3", "0c3", "1a5", "1b5", "1c5", "2a7", "2b7",
+                                            "2c7"}));
+  for (const CaseResult& r : results) {
+    EXPECT_EQ(r.verified, 1) << r.strategy;
+    EXPECT_EQ(r.iters, 7);
+    if (rank == 0) {
+      EXPECT_EQ(r.step_seconds.size(), 7u * world);
+      for (double s : r.step_seconds) EXPECT_GT(s, 0.0);
+    }
   }
 }
 

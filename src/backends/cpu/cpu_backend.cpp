@@ -7,11 +7,14 @@
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <limits>
+#include <map>
 #include <mutex>
+#include <stdexcept>
 #include <thread>
 
 #include "cpu_stream.h"
@@ -53,6 +56,13 @@ struct AlignedBuffer {
   AlignedBuffer& operator=(const AlignedBuffer&) = delete;
 };
 
+// A plan's buffers, kept while the plan is prepared.
+struct Prepared {
+  int elem = 4;
+  std::vector<std::unique_ptr<AlignedBuffer>> buffers;
+  std::unique_ptr<AlignedBuffer> scratch[2];
+};
+
 class CpuBackend : public Backend {
  public:
   explicit CpuBackend(const BackendOptions& options)
@@ -79,45 +89,55 @@ class CpuBackend : public Backend {
       throw InputError(std::string("dtype: '") + to_string(plan.dtype) +
                        "' is not supported by the cpu backend; valid: fp32, fp64");
     }
-    plan_ = &plan;
-    elem_ = dtype_bytes(plan.dtype);
-    buffers_.clear();
+    Prepared& p = prepared_[&plan];
+    p.elem = dtype_bytes(plan.dtype);
+    p.buffers.clear();
     for (const BufferSpec& b : plan.buffers) {
-      buffers_.push_back(std::make_unique<AlignedBuffer>(b.rows * b.cols * elem_));
+      p.buffers.push_back(std::make_unique<AlignedBuffer>(b.rows * b.cols * p.elem));
     }
     // Scratch for ring reduce-scatter: two blocks in flight.
     int64_t scratch = 0;
     for (const Task& t : plan.tasks) {
-      if (t.kind == TaskKind::collective) scratch = std::max(scratch, t.c.rows * cols(t.c.buffer));
-    }
-    for (auto& s : scratch_) s = std::make_unique<AlignedBuffer>(scratch * elem_);
-    fill_inputs();
-  }
-
-  void poison() override {
-    for (size_t i = 0; i < buffers_.size(); ++i) {
-      const int64_t count = plan_->buffers[i].rows * plan_->buffers[i].cols;
-      if (elem_ == 4) {
-        std::fill_n(static_cast<float*>(buffers_[i]->data), count, std::nanf(""));
-      } else {
-        std::fill_n(static_cast<double*>(buffers_[i]->data), count, std::nan(""));
+      if (t.kind == TaskKind::collective) {
+        scratch = std::max(scratch, t.c.rows * plan.buffers[t.c.buffer].cols);
       }
     }
-    fill_inputs();
+    for (auto& buffer : p.scratch) buffer = std::make_unique<AlignedBuffer>(scratch * p.elem);
+    fill_inputs(plan, p);
   }
 
-  std::vector<double> read(int buffer) override {
-    const int64_t count = plan_->buffers[buffer].rows * plan_->buffers[buffer].cols;
+  void release(const Plan& plan) override {
+    if (current_ == &prepared_[&plan]) current_ = nullptr;
+    prepared_.erase(&plan);
+  }
+
+  void poison(const Plan& plan) override {
+    Prepared& p = prepared(plan);
+    for (size_t i = 0; i < p.buffers.size(); ++i) {
+      const int64_t count = plan.buffers[i].rows * plan.buffers[i].cols;
+      if (p.elem == 4) {
+        std::fill_n(static_cast<float*>(p.buffers[i]->data), count, std::nanf(""));
+      } else {
+        std::fill_n(static_cast<double*>(p.buffers[i]->data), count, std::nan(""));
+      }
+    }
+    fill_inputs(plan, p);
+  }
+
+  std::vector<double> read(const Plan& plan, int buffer) override {
+    Prepared& p = prepared(plan);
+    const int64_t count = plan.buffers[buffer].rows * plan.buffers[buffer].cols;
     std::vector<double> out(count);
     for (int64_t i = 0; i < count; ++i) {
-      out[i] = elem_ == 4 ? static_cast<const float*>(buffers_[buffer]->data)[i]
-                          : static_cast<const double*>(buffers_[buffer]->data)[i];
+      out[i] = p.elem == 4 ? static_cast<const float*>(p.buffers[buffer]->data)[i]
+                           : static_cast<const double*>(p.buffers[buffer]->data)[i];
     }
     return out;
   }
 
   void begin(const Plan& plan) override {
     plan_ = &plan;
+    current_ = &prepared(plan);
     const size_t n = plan.tasks.size();
     const double nan = std::numeric_limits<double>::quiet_NaN();
     start_.assign(n, nan);
@@ -139,8 +159,10 @@ class CpuBackend : public Backend {
     bool ok =
         compute_->wait_idle(timeout_s) && comm_->wait_idle(std::max(0.0, deadline - now_seconds()));
     if (!ok) {
+      char limit[32];
+      std::snprintf(limit, sizeof limit, "%g", timeout_s);
       std::string message = "rank " + std::to_string(rank_) + ": iteration did not finish within " +
-                            std::to_string(timeout_s) + " s (--timeout);";
+                            limit + " s (--timeout):";
       for (int s = 0; s < kNumStreams; ++s) {
         message += describe_stream(s);
       }
@@ -183,7 +205,7 @@ class CpuBackend : public Backend {
     waiting_for_[s] = -1;
     if (abort_) return;
     start_[task.id] = now_seconds() - t0_;
-    if (elem_ == 4) {
+    if (current_->elem == 4) {
       execute<float>(task);
     } else {
       execute<double>(task);
@@ -201,7 +223,8 @@ class CpuBackend : public Backend {
 
   template <typename T>
   T* at(const View& v, int64_t extra_rows = 0) const {
-    return static_cast<T*>(buffers_[v.buffer]->data) + (v.row + extra_rows) * cols(v.buffer);
+    return static_cast<T*>(current_->buffers[v.buffer]->data) +
+           (v.row + extra_rows) * cols(v.buffer);
   }
 
   template <typename T>
@@ -229,7 +252,7 @@ class CpuBackend : public Backend {
         const int64_t recv_count = t.kind == TaskKind::send ? 0 : t.c.rows * cols(t.c.buffer);
         link_.transfer(t.kind == TaskKind::recv ? nullptr : at<T>(t.a), send_count, t.send_peer,
                        t.kind == TaskKind::send ? nullptr : at<T>(t.c), recv_count, t.recv_peer,
-                       t.tag, mpi_type(), elem_);
+                       t.tag, mpi_type(), current_->elem);
         break;
       }
       case TaskKind::collective:
@@ -255,7 +278,7 @@ class CpuBackend : public Backend {
     }
   }
 
-  MPI_Datatype mpi_type() const { return elem_ == 4 ? MPI_FLOAT : MPI_DOUBLE; }
+  MPI_Datatype mpi_type() const { return current_->elem == 4 ? MPI_FLOAT : MPI_DOUBLE; }
 
   // Ring all-gather, as NCCL runs it: N-1 steps, each passing on the block received last.
   template <typename T>
@@ -266,7 +289,8 @@ class CpuBackend : public Backend {
     };
     for (int s = 0; s < world_ - 1 && !abort_; ++s) {
       link_.transfer(block(rank_ - s), count, (rank_ + 1) % world_, block(rank_ - s - 1), count,
-                     (rank_ - 1 + world_) % world_, kCollectiveTagBase + s, mpi_type(), elem_);
+                     (rank_ - 1 + world_) % world_, kCollectiveTagBase + s, mpi_type(),
+                     current_->elem);
     }
   }
 
@@ -278,12 +302,14 @@ class CpuBackend : public Backend {
     auto local = [&](int j) {
       return at<T>(t.a, ((j % world_) + world_) % world_ * t.src_stride_rows);
     };
-    T* temp[2] = {static_cast<T*>(scratch_[0]->data), static_cast<T*>(scratch_[1]->data)};
+    T* temp[2] = {static_cast<T*>(current_->scratch[0]->data),
+                  static_cast<T*>(current_->scratch[1]->data)};
     const T* sending = local(rank_ - 1);
     for (int s = 0; s < world_ - 1 && !abort_; ++s) {
       T* received = temp[s % 2];
       link_.transfer(sending, count, (rank_ + 1) % world_, received, count,
-                     (rank_ - 1 + world_) % world_, kCollectiveTagBase + s, mpi_type(), elem_);
+                     (rank_ - 1 + world_) % world_, kCollectiveTagBase + s, mpi_type(),
+                     current_->elem);
       const T* mine = local(rank_ - s - 2);
       T* out = s == world_ - 2 ? at<T>(t.c) : received;
       for (int64_t i = 0; i < count; ++i) out[i] = received[i] + mine[i];
@@ -291,16 +317,16 @@ class CpuBackend : public Backend {
     }
   }
 
-  void fill_inputs() {
+  void fill_inputs(const Plan& plan, Prepared& p) {
     std::vector<double> values;
-    for (const InputRegion& region : plan_->inputs) {
-      const int64_t c = cols(region.buffer);
+    for (const InputRegion& region : plan.inputs) {
+      const int64_t c = plan.buffers[region.buffer].cols;
       values.resize(region.rows * c);
       fill_input(region, c, options_.seed, values.data());
-      void* base = buffers_[region.buffer]->data;
+      void* base = p.buffers[region.buffer]->data;
       for (size_t i = 0; i < values.size(); ++i) {
         const int64_t at_elem = region.row * c + static_cast<int64_t>(i);
-        if (elem_ == 4) {
+        if (p.elem == 4) {
           static_cast<float*>(base)[at_elem] = static_cast<float>(values[i]);
         } else {
           static_cast<double*>(base)[at_elem] = values[i];
@@ -309,15 +335,20 @@ class CpuBackend : public Backend {
     }
   }
 
+  Prepared& prepared(const Plan& plan) {
+    auto it = prepared_.find(&plan);
+    if (it == prepared_.end()) throw std::logic_error("plan used before setup()");
+    return it->second;
+  }
+
   BackendOptions options_;
   int rank_ = 0, world_ = 1;
   std::atomic<bool> abort_{false};
   Link link_;
   std::unique_ptr<CpuStream> compute_, comm_;
   const Plan* plan_ = nullptr;
-  int elem_ = 4;
-  std::vector<std::unique_ptr<AlignedBuffer>> buffers_;
-  std::unique_ptr<AlignedBuffer> scratch_[2];
+  std::map<const Plan*, Prepared> prepared_;
+  Prepared* current_ = nullptr;
 
   double t0_ = 0;
   std::vector<double> start_, end_;
