@@ -17,6 +17,7 @@
 #include <sstream>
 
 #include "commands.h"
+#include "core/gather.h"
 #include "fob/backend.h"
 #include "fob/executor.h"
 #include "fob/metrics.h"
@@ -166,28 +167,6 @@ uint64_t fnv1a(const std::string& text) {
   uint64_t h = 1469598103934665603ULL;
   for (char ch : text) h = (h ^ static_cast<unsigned char>(ch)) * 1099511628211ULL;
   return h;
-}
-
-std::vector<std::string> gather_strings(MPI_Comm comm, const std::string& mine) {
-  int rank = 0, world = 1;
-  MPI_Comm_rank(comm, &rank);
-  MPI_Comm_size(comm, &world);
-  int len = static_cast<int>(mine.size());
-  std::vector<int> lens(world), displs(world);
-  MPI_Gather(&len, 1, MPI_INT, lens.data(), 1, MPI_INT, 0, comm);
-  int total = 0;
-  for (int r = 0; r < world; ++r) {
-    displs[r] = total;
-    total += lens[r];
-  }
-  std::vector<char> all(std::max(total, 1));
-  MPI_Gatherv(mine.data(), len, MPI_CHAR, all.data(), lens.data(), displs.data(), MPI_CHAR, 0,
-              comm);
-  std::vector<std::string> out;
-  if (rank == 0) {
-    for (int r = 0; r < world; ++r) out.emplace_back(all.data() + displs[r], lens[r]);
-  }
-  return out;
 }
 
 std::string join(const std::vector<std::string>& items, const char* sep) {

@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "fob/reference.h"
+#include "gather.h"
 
 namespace fob {
 namespace {
@@ -22,31 +23,6 @@ struct PackedTask {
   double flops;
   char label[64];
 };
-
-// Gathers each rank's bytes to rank 0.
-std::vector<std::vector<char>> gather_bytes(MPI_Comm comm, const std::vector<char>& mine) {
-  int rank = 0, world = 1;
-  MPI_Comm_rank(comm, &rank);
-  MPI_Comm_size(comm, &world);
-  int count = static_cast<int>(mine.size());
-  std::vector<int> counts(world), displs(world);
-  MPI_Gather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, comm);
-  int total = 0;
-  for (int r = 0; r < world; ++r) {
-    displs[r] = total;
-    total += counts[r];
-  }
-  std::vector<char> all(rank == 0 ? std::max(total, 1) : 1);
-  MPI_Gatherv(mine.data(), count, MPI_CHAR, all.data(), counts.data(), displs.data(), MPI_CHAR, 0,
-              comm);
-  std::vector<std::vector<char>> out;
-  if (rank == 0) {
-    for (int r = 0; r < world; ++r) {
-      out.emplace_back(all.begin() + displs[r], all.begin() + displs[r] + counts[r]);
-    }
-  }
-  return out;
-}
 
 template <typename T>
 std::vector<char> as_bytes(const std::vector<T>& v) {

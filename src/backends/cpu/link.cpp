@@ -94,18 +94,25 @@ bool Link::transfer(const void* send, int64_t send_count, int send_peer, void* r
                     int64_t recv_count, int recv_peer, int tag, MPI_Datatype type, int elem_bytes) {
   const double posted = global_now();
   double peer_posted = posted;
-  MPI_Request requests[4];
-  int n = 0;
-  if (recv_peer >= 0) {
-    MPI_Irecv(&peer_posted, 1, MPI_DOUBLE, recv_peer, 2 * tag + 1, comm_, &requests[n++]);
-    MPI_Irecv(recv, static_cast<int>(recv_count), type, recv_peer, 2 * tag, comm_, &requests[n++]);
-  }
-  if (send_peer >= 0) {
-    MPI_Isend(&posted, 1, MPI_DOUBLE, send_peer, 2 * tag + 1, comm_, &requests[n++]);
-    MPI_Isend(send, static_cast<int>(send_count), type, send_peer, 2 * tag, comm_, &requests[n++]);
-  }
+  // An absent side talks to MPI_PROC_NULL, which completes at once.
+  const int from = recv_peer >= 0 ? recv_peer : MPI_PROC_NULL;
+  const int to = send_peer >= 0 ? send_peer : MPI_PROC_NULL;
+  constexpr int n = 4;
+  MPI_Request requests[n];
+  MPI_Irecv(&peer_posted, 1, MPI_DOUBLE, from, 2 * tag + 1, comm_, &requests[0]);
+  MPI_Irecv(recv, static_cast<int>(recv_count), type, from, 2 * tag, comm_, &requests[1]);
+  MPI_Isend(&posted, 1, MPI_DOUBLE, to, 2 * tag + 1, comm_, &requests[2]);
+  MPI_Isend(send, static_cast<int>(send_count), type, to, 2 * tag, comm_, &requests[3]);
   waiting_peer_ = recv_peer >= 0 ? recv_peer : send_peer;
   const bool ok = wait_all(n, requests);
+  if (!ok) {
+    // Aborting: withdraw what is pending so that no request outlives this frame's buffers.
+    for (int i = 0; i < n; ++i) {
+      if (requests[i] != MPI_REQUEST_NULL) MPI_Cancel(&requests[i]);
+    }
+  }
+  // Completed requests are already null, so this returns at once on the normal path.
+  MPI_Waitall(n, requests, MPI_STATUSES_IGNORE);
   waiting_peer_ = -1;
   if (!ok || !emulation_.enabled()) return ok;
 
