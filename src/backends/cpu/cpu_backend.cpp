@@ -17,15 +17,14 @@
 #include <stdexcept>
 #include <thread>
 
-#include "cpu_stream.h"
+#include "../host/cpu_stream.h"
+#include "../host/link.h"
+#include "../host/ring.h"
 #include "fob/backend.h"
 #include "fob/reference.h"
-#include "link.h"
 
 namespace fob {
 namespace {
-
-constexpr int kCollectiveTagBase = 1 << 20;
 
 double now_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -280,41 +279,22 @@ class CpuBackend : public Backend {
 
   MPI_Datatype mpi_type() const { return current_->elem == 4 ? MPI_FLOAT : MPI_DOUBLE; }
 
-  // Ring all-gather, as NCCL runs it: N-1 steps, each passing on the block received last.
   template <typename T>
   void ring_all_gather(const Task& t) {
     const int64_t count = t.c.rows * cols(t.c.buffer);
-    auto block = [&](int j) {
-      return at<T>(t.c, ((j % world_) + world_) % world_ * t.dst_stride_rows);
-    };
-    for (int s = 0; s < world_ - 1 && !abort_; ++s) {
-      link_.transfer(block(rank_ - s), count, (rank_ + 1) % world_, block(rank_ - s - 1), count,
-                     (rank_ - 1 + world_) % world_, kCollectiveTagBase + s, mpi_type(),
-                     current_->elem);
-    }
+    auto block = [&](int j) { return at<T>(t.c, j * t.dst_stride_rows); };
+    fob::ring_all_gather(link_, rank_, world_, count, block, mpi_type(), current_->elem, abort_);
   }
 
-  // Ring reduce-scatter: at step s pass the running sum of block r-s-1 on and add this rank's
-  // part of block r-s-2 to the sum received; after N-1 steps the sum of block r is complete.
   template <typename T>
   void ring_reduce_scatter(const Task& t) {
     const int64_t count = t.c.rows * cols(t.c.buffer);
-    auto local = [&](int j) {
-      return at<T>(t.a, ((j % world_) + world_) % world_ * t.src_stride_rows);
-    };
+    auto local = [&](int j) { return static_cast<const T*>(at<T>(t.a, j * t.src_stride_rows)); };
     T* temp[2] = {static_cast<T*>(current_->scratch[0]->data),
                   static_cast<T*>(current_->scratch[1]->data)};
-    const T* sending = local(rank_ - 1);
-    for (int s = 0; s < world_ - 1 && !abort_; ++s) {
-      T* received = temp[s % 2];
-      link_.transfer(sending, count, (rank_ + 1) % world_, received, count,
-                     (rank_ - 1 + world_) % world_, kCollectiveTagBase + s, mpi_type(),
-                     current_->elem);
-      const T* mine = local(rank_ - s - 2);
-      T* out = s == world_ - 2 ? at<T>(t.c) : received;
-      for (int64_t i = 0; i < count; ++i) out[i] = received[i] + mine[i];
-      sending = received;
-    }
+    fob::ring_reduce_scatter<T>(
+        link_, rank_, world_, count, local, at<T>(t.c), temp, [](T x, T y) { return x + y; },
+        mpi_type(), current_->elem, abort_);
   }
 
   void fill_inputs(const Plan& plan, Prepared& p) {

@@ -1,0 +1,52 @@
+// Ring collectives over host memory and a Link, as NCCL runs them: N-1 steps of one block
+// each, so an emulated link prices a collective exactly as it prices the strategies' P2P rings.
+// Shared by the CPU backend and the cuda backend's host-staged (--transport mpi) path.
+#pragma once
+
+#include <mpi.h>
+
+#include <atomic>
+#include <cstdint>
+
+#include "link.h"
+
+namespace fob {
+
+inline constexpr int kCollectiveTagBase = 1 << 20;
+
+inline int ring_index(int j, int world) {
+  return ((j % world) + world) % world;
+}
+
+// All-gather in place: block(j) is where rank j's block of `count` elements lies; this rank's
+// own block is already there. Each step passes on the block received in the previous one.
+template <typename Block>
+void ring_all_gather(Link& link, int rank, int world, int64_t count, Block block, MPI_Datatype type,
+                     int elem_bytes, const std::atomic<bool>& abort) {
+  for (int s = 0; s < world - 1 && !abort; ++s) {
+    link.transfer(block(ring_index(rank - s, world)), count, ring_index(rank + 1, world),
+                  block(ring_index(rank - s - 1, world)), count, ring_index(rank - 1, world),
+                  kCollectiveTagBase + s, type, elem_bytes);
+  }
+}
+
+// Reduce-scatter: local(j) is this rank's contribution to block j; `out` receives the sum of
+// block `rank` over all ranks. At step s the running sum of block r-s-1 goes on to r+1 and this
+// rank's part of block r-s-2 is added to the sum received. temp[0..1] hold `count` elements.
+template <typename T, typename Local, typename Add>
+void ring_reduce_scatter(Link& link, int rank, int world, int64_t count, Local local, T* out,
+                         T* temp[2], Add add, MPI_Datatype type, int elem_bytes,
+                         const std::atomic<bool>& abort) {
+  const T* sending = local(ring_index(rank - 1, world));
+  for (int s = 0; s < world - 1 && !abort; ++s) {
+    T* received = temp[s % 2];
+    link.transfer(sending, count, ring_index(rank + 1, world), received, count,
+                  ring_index(rank - 1, world), kCollectiveTagBase + s, type, elem_bytes);
+    const T* mine = local(ring_index(rank - s - 2, world));
+    T* sum = s == world - 2 ? out : received;
+    for (int64_t i = 0; i < count; ++i) sum[i] = add(received[i], mine[i]);
+    sending = received;
+  }
+}
+
+}  // namespace fob
