@@ -24,6 +24,10 @@ struct BackendOptions {
   LinkEmulation link;
   int blas_threads = 1;
   uint64_t seed = 1;
+  // cuda only.
+  std::string transport = "nccl";  // nccl, or mpi: host-staged transfers on a host thread
+  bool graphs = false;             // capture one iteration as a CUDA graph and replay it
+  int comm_sms = 0;                // SMs the compute handle leaves to communication
 };
 
 // Per-task times of one iteration, seconds from the iteration's start (NaN if not run).
@@ -39,6 +43,12 @@ class Backend {
   virtual std::string name() const = 0;
   virtual std::string device() const = 0;  // "cpu (x86_64, 2 cores)" or a GPU name and bus id
   virtual std::string blas() const = 0;
+  virtual std::string transport() const = 0;
+
+  // Device memory this backend needs for a plan, and what the device has free (-1: host memory,
+  // not checked). Checked for every case before anything is allocated.
+  virtual int64_t bytes_needed(const Plan& plan) const { return plan.buffer_bytes(); }
+  virtual int64_t bytes_free() const { return -1; }
 
   // Allocates and fills the plan's buffers. Several plans may be prepared at once (the executor
   // interleaves the cases of one shape); each keeps its buffers until release(). Throws
@@ -61,5 +71,14 @@ class Backend {
 };
 
 std::unique_ptr<Backend> make_cpu_backend(const BackendOptions& options);
+
+// The cuda backend, where it was built (see FOB_CUDA in CMakeLists.txt). Collective over
+// options.comm. Throws InputError when it cannot run (not built, no device, two NCCL ranks on
+// one GPU), before allocating anything.
+bool cuda_backend_built();
+int cuda_device_count();  // 0 when not built or no device is visible
+std::unique_ptr<Backend> make_cuda_backend(const BackendOptions& options);
+// CUDA runtime, driver, cuBLAS and NCCL versions, or why they are absent.
+std::string cuda_versions();
 
 }  // namespace fob

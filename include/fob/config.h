@@ -28,7 +28,9 @@ struct Config {
   double timeout = 300;
   uint64_t seed = 1;
   int blas_threads = 1;
-  std::string output;  // empty: results/fobench-<time>.h5
+  bool graphs = false;  // cuda: replay each iteration as a captured CUDA graph
+  int comm_sms = 0;     // cuda: SMs the compute handle leaves to communication
+  std::string output;   // empty: results/fobench-<time>.h5
 
   int64_t ffn() const { return shape.ffn > 0 ? shape.ffn : 4 * shape.hidden; }
   std::string to_yaml() const;  // the effective settings, as stored in the results file

@@ -13,10 +13,10 @@ struct RunArgs {
   std::string config_path;
   std::optional<std::string> workload, dtype, strategies, backend, transport, output;
   std::optional<int64_t> batch, seq, hidden, ffn;
-  std::optional<int> iters, warmup, rounds, blas_threads, world;
+  std::optional<int> iters, warmup, rounds, blas_threads, world, comm_sms;
   std::optional<double> link_gbps, link_latency_us, timeout;
   std::optional<uint64_t> seed;
-  std::optional<bool> verify;
+  std::optional<bool> verify, graphs;
   bool dry_run = false;
   bool force = false;
   std::string command_line;

@@ -52,6 +52,11 @@ int main(int argc, char** argv) {
   optional_option(run_cmd, "--timeout", run.timeout, "seconds allowed per iteration");
   optional_option(run_cmd, "--seed", run.seed, "input data seed");
   optional_option(run_cmd, "--blas-threads", run.blas_threads, "BLAS threads per rank");
+  run_cmd->add_flag_function(
+      "--graphs", [&run](int64_t n) { run.graphs = n > 0; },
+      "cuda: capture one iteration per rank as a CUDA graph and replay it");
+  optional_option(run_cmd, "--comm-sms", run.comm_sms,
+                  "cuda: SMs the GEMMs leave to communication (cublasSetSmCountTarget)");
   optional_option(run_cmd, "--world", run.world, "world size for --dry-run without mpirun");
   run_cmd->add_flag("--dry-run", run.dry_run, "print each rank's plan and exit");
   run_cmd->add_flag("--force", run.force, "overwrite an existing results file");

@@ -127,6 +127,8 @@ void apply_args(Config& c, const RunArgs& a) {
   if (a.seed) c.seed = *a.seed;
   if (a.blas_threads) c.blas_threads = *a.blas_threads;
   if (a.rounds) c.rounds = *a.rounds;
+  if (a.graphs) c.graphs = *a.graphs;
+  if (a.comm_sms) c.comm_sms = *a.comm_sms;
 }
 
 // Reference modes first (they give the bounds), then the strategies as asked, each once.
@@ -150,16 +152,41 @@ std::vector<CaseSpec> make_cases(const Config& c, int world) {
   return cases;
 }
 
-void check_backend(const Config& c) {
-  if (c.backend == "cuda") {
-    throw InputError("backend: 'cuda' is not built into this fobench; valid: auto, cpu");
+// Settles `auto` and checks that backend, transport, dtype and options fit together.
+void resolve_backend(Config& c) {
+  if (c.backend == "auto") {
+    c.backend = cuda_backend_built() && cuda_device_count() > 0 ? "cuda" : "cpu";
   }
-  if (c.transport == "nccl") {
+  if (c.backend == "cuda") {
+    if (!cuda_backend_built()) make_cuda_backend({});  // throws the message that says why
+    if (cuda_device_count() == 0) {
+      throw InputError(
+          "backend: 'cuda' but no CUDA device is visible to this rank; valid here: "
+          "auto, cpu");
+    }
+  }
+  const bool cuda = c.backend == "cuda";
+  if (c.transport == "auto") c.transport = cuda ? "nccl" : "mpi";
+  if (!cuda && c.transport == "nccl") {
     throw InputError("transport: 'nccl' needs the cuda backend; valid for cpu: auto, mpi");
   }
-  if (c.dtype != DType::fp32 && c.dtype != DType::fp64) {
+  if (!cuda && c.dtype != DType::fp32 && c.dtype != DType::fp64) {
     throw InputError(std::string("dtype: '") + to_string(c.dtype) +
                      "' is not supported by the cpu backend; valid: fp32, fp64");
+  }
+  if (c.graphs && !(cuda && c.transport == "nccl")) {
+    throw InputError(
+        "graphs: CUDA graphs need --backend cuda --transport nccl (host-staged "
+        "transfers cannot be captured)");
+  }
+  if (c.comm_sms > 0 && !cuda) {
+    throw InputError("comm_sms: " + std::to_string(c.comm_sms) +
+                     " is a cuda backend option; the cpu backend has no SMs to leave free");
+  }
+  if (c.link.enabled() && cuda && c.transport == "nccl") {
+    throw InputError(
+        "link_gbps/link_latency_us: link emulation needs host-staged transfers "
+        "(--transport mpi); NCCL's transfers cannot be held back");
   }
 }
 
@@ -187,8 +214,13 @@ std::string version_text() {
   H5get_libversion(&major, &minor, &release);
   std::ostringstream out;
   out << "fobench " << FOB_VERSION << " (git " << FOB_GIT_COMMIT << ")\n"
-      << "backends: cpu\n"
-      << "cuda: not built (configure with -DFOB_CUDA=AUTO|ON where the CUDA toolkit is found)\n"
+      << "backends: cpu" << (cuda_backend_built() ? ", cuda" : "") << "\n"
+      << "cuda: "
+      << (cuda_backend_built()
+              ? cuda_versions() + ", " + std::to_string(cuda_device_count()) + " device(s) visible"
+              : std::string("not built (configure with -DFOB_CUDA=AUTO|ON where "
+                            "the CUDA toolkit, cuBLAS and NCCL are found)"))
+      << "\n"
       << "MPI: " << mpi_library_version() << "\n"
       << "HDF5: " << major << "." << minor << "." << release << "\n"
       << "BLAS: OpenBLAS\n";
@@ -229,7 +261,7 @@ int run_command(const RunArgs& args) {
       }
       return finalize(kExitOk);
     }
-    check_backend(config);
+    resolve_backend(config);
 
     // Every rank must run the same cases; a mismatch would deadlock the first collective.
     const std::string effective = config.to_yaml();
@@ -257,15 +289,57 @@ int run_command(const RunArgs& args) {
   options.link = config.link;
   options.blas_threads = config.blas_threads;
   options.seed = config.seed;
-  std::unique_ptr<Backend> backend = make_cpu_backend(options);
+  options.transport = config.transport;
+  options.graphs = config.graphs;
+  options.comm_sms = config.comm_sms;
+  std::unique_ptr<Backend> backend;
+  std::vector<Plan> plans;
+  try {
+    backend = config.backend == "cuda" ? make_cuda_backend(options) : make_cpu_backend(options);
+    for (const CaseSpec& spec : cases) plans.push_back(make_plan(spec, rank));
+    // Interleaved rounds keep every case's buffers resident; one round holds one case at a time.
+    int64_t needed = 0;
+    for (const Plan& plan : plans) {
+      const int64_t bytes = backend->bytes_needed(plan);
+      needed = config.rounds > 1 ? needed + bytes : std::max(needed, bytes);
+    }
+    const int64_t available = backend->bytes_free();
+    std::string problem;
+    if (available >= 0 && needed > available) {
+      char text[256];
+      std::snprintf(text, sizeof text,
+                    "memory: rank %d needs %.2f GiB of device memory for these cases but %.2f GiB "
+                    "are free; lower batch/seq%s",
+                    rank, needed / 1073741824.0, available / 1073741824.0,
+                    config.rounds > 1 ? ", or pass --rounds 1 to hold one case at a time" : "");
+      problem = text;
+    }
+    int bad = problem.empty() ? 0 : 1, any = 0;
+    MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, comm);
+    if (bad) throw InputError(problem);
+    if (any) throw InputError("memory: another rank lacks device memory for these cases");
+  } catch (const InputError& e) {
+    if (rank == 0 || std::string(e.what()).rfind("memory: rank", 0) == 0) {
+      std::fprintf(stderr, "fobench: error: %s\n", e.what());
+    }
+    backend.reset();
+    return finalize(kExitBadInput);
+  } catch (const RuntimeFault& e) {
+    std::fprintf(stderr, "fobench: %s\n", e.what());
+    MPI_Abort(comm, kExitRuntimeFault);
+  }
 
   SystemInfo system;
   system.backend = backend->name();
-  system.transport = "mpi";
+  system.transport = backend->transport();
   system.world_size = world;
   system.mpi_version = mpi_library_version();
   system.nccl_version = "n/a";
   system.cuda_version = "n/a";
+  if (backend->name() == "cuda") {
+    system.cuda_version = cuda_versions();
+    system.nccl_version = system.transport == "nccl" ? cuda_versions() : "n/a (transport mpi)";
+  }
   system.blas = backend->blas();
   system.link_emulation = config.link.describe();
   system.env = recorded_env();
@@ -307,16 +381,13 @@ int run_command(const RunArgs& args) {
   bool all_verified = true;
   std::vector<CaseResult> done;
   try {
-    std::vector<Plan> plans;
     std::vector<const Plan*> plan_ptrs;
     std::vector<std::string> ids;
-    plans.reserve(cases.size());
-    for (size_t i = 0; i < cases.size(); ++i) {
+    for (size_t i = 0; i < plans.size(); ++i) {
       char id[32];
       std::snprintf(id, sizeof id, "%04zu", i);
       ids.push_back(id);
-      plans.push_back(make_plan(cases[i], rank));
-      plan_ptrs.push_back(&plans.back());
+      plan_ptrs.push_back(&plans[i]);
     }
     const auto start = std::chrono::steady_clock::now();
     // Rank 0 writes each case after each of its shares, so a stopped run keeps what it measured.

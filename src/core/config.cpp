@@ -9,10 +9,10 @@
 namespace fob {
 namespace {
 
-const char* const kKeys[] = {"workload", "batch",      "seq",          "hidden",          "ffn",
-                             "dtype",    "strategies", "iters",        "warmup",          "rounds",
-                             "backend",  "transport",  "link_gbps",    "link_latency_us", "verify",
-                             "timeout",  "seed",       "blas_threads", "output"};
+const char* const kKeys[] = {
+    "workload", "batch",   "seq",    "hidden",       "ffn",       "dtype",     "strategies",
+    "iters",    "warmup",  "rounds", "backend",      "transport", "link_gbps", "link_latency_us",
+    "verify",   "timeout", "seed",   "blas_threads", "graphs",    "comm_sms",  "output"};
 
 std::string key_list() {
   std::string text;
@@ -120,6 +120,10 @@ void apply_yaml(Config& c, const std::string& yaml_text, const std::string& sour
       c.seed = scalar<uint64_t>(v, key, source, "a non-negative integer");
     } else if (key == "blas_threads") {
       c.blas_threads = scalar<int>(v, key, source, "an integer");
+    } else if (key == "graphs") {
+      c.graphs = scalar<bool>(v, key, source, "true or false");
+    } else if (key == "comm_sms") {
+      c.comm_sms = scalar<int>(v, key, source, "an integer");
     } else if (key == "output") {
       c.output = scalar<std::string>(v, key, source, "a path");
     } else {
@@ -130,6 +134,9 @@ void apply_yaml(Config& c, const std::string& yaml_text, const std::string& sour
 
 void validate_config(const Config& c) {
   if (c.iters < 1) throw InputError("iters: " + std::to_string(c.iters) + " must be at least 1");
+  if (c.comm_sms < 0) {
+    throw InputError("comm_sms: " + std::to_string(c.comm_sms) + " must be 0 or more");
+  }
   if (c.rounds < 1) throw InputError("rounds: " + std::to_string(c.rounds) + " must be at least 1");
   if (c.warmup < 0) throw InputError("warmup: " + std::to_string(c.warmup) + " must be 0 or more");
   if (c.blas_threads < 1) {
@@ -180,6 +187,8 @@ std::string Config::to_yaml() const {
   out << YAML::Key << "timeout" << YAML::Value << timeout;
   out << YAML::Key << "seed" << YAML::Value << seed;
   out << YAML::Key << "blas_threads" << YAML::Value << blas_threads;
+  out << YAML::Key << "graphs" << YAML::Value << graphs;
+  out << YAML::Key << "comm_sms" << YAML::Value << comm_sms;
   out << YAML::Key << "output" << YAML::Value << output;
   out << YAML::EndMap;
   return out.c_str();

@@ -77,6 +77,7 @@ class CpuBackend : public Backend {
   }
 
   std::string name() const override { return "cpu"; }
+  std::string transport() const override { return "mpi"; }
   std::string device() const override { return "cpu: " + cpu_model(); }
   std::string blas() const override {
     return std::string("OpenBLAS ") + openblas_get_config() + " (" +

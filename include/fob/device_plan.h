@@ -1,0 +1,35 @@
+// Decisions the cuda backend takes from plain data, kept apart so that they are testable
+// without a GPU: which device a rank uses, whether two ranks share one, how much memory a plan
+// needs, and whether a plan can be captured as a CUDA graph.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "fob/plan.h"
+
+namespace fob {
+
+// The device for a rank: FOB_DEVICE when set (`override_text`, validated against the count),
+// else the local rank modulo the visible devices, which serves both "every rank sees every GPU"
+// (mpirun) and "one visible GPU per task" (srun --gpus-per-task=1). Throws InputError.
+int select_device(int local_rank, int device_count, const char* override_text);
+
+// Given each rank's "host/PCI bus id", the first two ranks that share a device, or {-1, -1}.
+std::pair<int, int> ranks_sharing_a_device(const std::vector<std::string>& host_bus_ids);
+
+// Device bytes a plan needs: its buffers plus the cuBLAS workspace.
+int64_t device_bytes_needed(const Plan& plan, int64_t workspace_bytes);
+
+// Whether one iteration of the plan can be captured as a CUDA graph; `why` says why not.
+// Host-staged transfers (transport mpi) run on a host thread and cannot be captured.
+bool graph_capture_eligible(const Plan& plan, const std::string& transport, std::string* why);
+
+// Verification tolerance for a dtype: 0 (bit-exact) for fp32/fp64; for bf16/fp16 a bound on
+// |got - want| relative to the largest |want| of the buffer, (world + 2) roundings' worth, as
+// each ring step and the final store may round once.
+double verify_tolerance(DType dtype, int world);
+
+}  // namespace fob

@@ -1,0 +1,59 @@
+#include "fob/device_plan.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <map>
+
+namespace fob {
+
+int select_device(int local_rank, int device_count, const char* override_text) {
+  if (device_count <= 0) throw InputError("backend: 'cuda' but no CUDA device is visible");
+  if (override_text && *override_text) {
+    char* end = nullptr;
+    long device = std::strtol(override_text, &end, 10);
+    if (*end != '\0' || device < 0 || device >= device_count) {
+      throw InputError(std::string("FOB_DEVICE: '") + override_text +
+                       "' is not a visible device; valid: 0.." + std::to_string(device_count - 1));
+    }
+    return static_cast<int>(device);
+  }
+  return local_rank % device_count;
+}
+
+std::pair<int, int> ranks_sharing_a_device(const std::vector<std::string>& host_bus_ids) {
+  std::map<std::string, int> first;
+  for (int r = 0; r < static_cast<int>(host_bus_ids.size()); ++r) {
+    auto [it, inserted] = first.emplace(host_bus_ids[r], r);
+    if (!inserted) return {it->second, r};
+  }
+  return {-1, -1};
+}
+
+int64_t device_bytes_needed(const Plan& plan, int64_t workspace_bytes) {
+  return plan.buffer_bytes() + workspace_bytes;
+}
+
+bool graph_capture_eligible(const Plan& plan, const std::string& transport, std::string* why) {
+  if (transport != "nccl") {
+    if (why) *why = "transport " + transport + " stages transfers through a host thread";
+    return false;
+  }
+  if (plan.tasks.empty()) {
+    if (why) *why = "the plan has no tasks";
+    return false;
+  }
+  return true;
+}
+
+double verify_tolerance(DType dtype, int world) {
+  switch (dtype) {
+    case DType::bf16:
+      return (world + 2) * std::ldexp(1.0, -8);
+    case DType::fp16:
+      return (world + 2) * std::ldexp(1.0, -11);
+    default:
+      return 0.0;
+  }
+}
+
+}  // namespace fob
