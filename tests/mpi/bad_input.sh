@@ -30,6 +30,13 @@ expect_bad unreadable_config "cannot read" 2 -c "$scratch/does-not-exist.yaml"
 expect_bad bad_dtype "bf16" 2 -c "$smoke" --dtype bf16
 expect_bad bad_workload "valid: ag_gemm, gemm_rs, mlp" 1 -c "$smoke" --workload attn
 expect_bad unknown_option "--frobnicate" 1 -c "$smoke" --frobnicate
+expect_bad nccl_on_cpu "transport: 'nccl'" 1 -c "$smoke" --backend cpu --transport nccl
+expect_bad graphs_on_cpu "graphs" 1 -c "$smoke" --backend cpu --graphs
+expect_bad comm_sms_on_cpu "comm_sms" 1 -c "$smoke" --backend cpu --comm-sms 8
+# Only meaningful where no GPU is visible (CI); on a GPU machine --backend cuda is valid.
+if "$FOBENCH" --version | grep -q -e "0 device(s) visible" -e "cuda: not built"; then
+  expect_bad cuda_without_device "backend: 'cuda'" 1 -c "$smoke" --backend cuda
+fi
 printf 'batch: [2\n' > "$scratch/broken.yaml"
 expect_bad broken_yaml "not valid YAML" 1 -c "$scratch/broken.yaml"
 

@@ -1,0 +1,81 @@
+// The cuda backend's decisions that need no GPU: device selection, shared-device detection,
+// memory sizing, graph-capture eligibility and the bf16/fp16 verification bound.
+#include <gtest/gtest.h>
+
+#include "fob/device_plan.h"
+#include "fob/workload.h"
+
+namespace fob {
+namespace {
+
+TEST(SelectDevice, LocalRankModuloVisibleDevices) {
+  // mpirun with every GPU visible: rank i on GPU i.
+  EXPECT_EQ(select_device(0, 8, nullptr), 0);
+  EXPECT_EQ(select_device(7, 8, nullptr), 7);
+  // srun --gpus-per-task=1: each rank sees one GPU, device 0, whatever its local rank.
+  EXPECT_EQ(select_device(5, 1, nullptr), 0);
+  // More ranks than GPUs wrap around (allowed with --transport mpi).
+  EXPECT_EQ(select_device(3, 2, ""), 1);
+}
+
+TEST(SelectDevice, OverrideAndErrors) {
+  EXPECT_EQ(select_device(3, 4, "2"), 2);
+  EXPECT_THROW(select_device(0, 4, "4"), InputError);
+  EXPECT_THROW(select_device(0, 4, "gpu1"), InputError);
+  EXPECT_THROW(select_device(0, 0, nullptr), InputError);
+  try {
+    select_device(0, 2, "9");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("FOB_DEVICE"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("0..1"), std::string::npos);
+  }
+}
+
+TEST(SharedDevice, NamesTheFirstTwoRanks) {
+  EXPECT_EQ(ranks_sharing_a_device({"a/0:1b", "a/0:1c", "b/0:1b"}), std::make_pair(-1, -1));
+  EXPECT_EQ(ranks_sharing_a_device({"a/0:1b", "a/0:1c", "a/0:1b", "a/0:1c"}), std::make_pair(0, 2));
+  EXPECT_EQ(ranks_sharing_a_device({}), std::make_pair(-1, -1));
+}
+
+Plan mlp_plan(const char* strategy, DType dtype, int world) {
+  CaseSpec spec;
+  spec.workload = Workload::mlp;
+  spec.shape = {2, 64, 32, 128};
+  spec.dtype = dtype;
+  spec.world = world;
+  spec.strategy = parse_strategy(strategy);
+  return make_plan(spec, 0);
+}
+
+TEST(MemorySizing, BuffersAtTheDtypePlusWorkspace) {
+  const Plan plan = mlp_plan("baseline", DType::bf16, 4);
+  int64_t expected = 0;
+  for (const BufferSpec& b : plan.buffers) expected += b.rows * b.cols * 2;
+  EXPECT_EQ(device_bytes_needed(plan, 0), expected);
+  EXPECT_EQ(device_bytes_needed(plan, 1 << 20), expected + (1 << 20));
+  // fp32 doubles it; flash_direct's per-peer buffers cost more than baseline's.
+  EXPECT_EQ(device_bytes_needed(mlp_plan("baseline", DType::fp32, 4), 0), 2 * expected);
+  EXPECT_GT(device_bytes_needed(mlp_plan("flash_direct", DType::bf16, 4), 0), 0);
+}
+
+TEST(GraphCapture, OnlyWithDeviceSideTransfers) {
+  const Plan plan = mlp_plan("flash", DType::fp32, 2);
+  std::string why;
+  EXPECT_TRUE(graph_capture_eligible(plan, "nccl", &why));
+  EXPECT_FALSE(graph_capture_eligible(plan, "mpi", &why));
+  EXPECT_NE(why.find("host"), std::string::npos);
+  Plan empty;
+  EXPECT_FALSE(graph_capture_eligible(empty, "nccl", &why));
+}
+
+TEST(VerifyTolerance, ExactForFp32AndFp64BoundedForHalfTypes) {
+  EXPECT_EQ(verify_tolerance(DType::fp32, 8), 0.0);
+  EXPECT_EQ(verify_tolerance(DType::fp64, 8), 0.0);
+  EXPECT_DOUBLE_EQ(verify_tolerance(DType::bf16, 2), 4.0 / 256);
+  EXPECT_DOUBLE_EQ(verify_tolerance(DType::fp16, 6), 8.0 / 2048);
+  EXPECT_GT(verify_tolerance(DType::bf16, 8), verify_tolerance(DType::bf16, 2));
+}
+
+}  // namespace
+}  // namespace fob
