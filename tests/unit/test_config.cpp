@@ -203,6 +203,24 @@ TEST(ValidateConfig, RejectsBadValues) {
   EXPECT_TRUE(contains(input_error([&] { validate_config(c); }), "seq"));
 }
 
+TEST(ApplyYaml, CudaAndRoundOptions) {
+  Config c;
+  apply_yaml(c, "graphs: true\ncomm_sms: 16\nrounds: 3\ntransport: mpi\n", "cfg.yaml");
+  EXPECT_TRUE(c.graphs);
+  EXPECT_EQ(c.comm_sms, 16);
+  EXPECT_EQ(c.rounds, 3);
+  EXPECT_EQ(c.transport, "mpi");
+  EXPECT_NO_THROW(validate_config(c));
+  c.comm_sms = -1;
+  EXPECT_TRUE(contains(input_error([&] { validate_config(c); }), "comm_sms"));
+  c = Config();
+  c.rounds = 0;
+  EXPECT_TRUE(contains(input_error([&] { validate_config(c); }), "rounds"));
+  Config bad;
+  EXPECT_TRUE(contains(input_error([&] { apply_yaml(bad, "graphs: maybe\n", "cfg.yaml"); }),
+                       "graphs"));
+}
+
 TEST(SplitList, TrimsAndDropsEmpty) {
   EXPECT_EQ(split_list(" a, b ,,c "), (std::vector<std::string>{"a", "b", "c"}));
   EXPECT_TRUE(split_list("").empty());
