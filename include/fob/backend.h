@@ -28,6 +28,7 @@ struct BackendOptions {
   std::string transport = "nccl";  // nccl, or mpi: host-staged transfers on a host thread
   bool graphs = false;             // capture one iteration as a CUDA graph and replay it
   int comm_sms = 0;                // SMs the compute handle leaves to communication
+  double timeout_s = 300;          // bounds waits that happen while launching (transport mpi)
 };
 
 // Per-task times of one iteration, seconds from the iteration's start (NaN if not run).
@@ -61,8 +62,9 @@ class Backend {
   virtual std::vector<double> read(const Plan& plan, int buffer) = 0;
 
   // One iteration: begin(), then launch() every task in plan order, then finish().
-  // launch() queues the task on its stream behind `wait_for` (tasks on the other stream);
-  // it returns at once, as a CUDA launch does.
+  // launch() queues the task on its stream behind `wait_for` (tasks on the other stream) and
+  // returns at once, as a CUDA launch does; only a task that needs a transfer run by a host
+  // thread (cuda with --transport mpi) may wait there for it, within options.timeout_s.
   virtual void begin(const Plan& plan) = 0;
   virtual void launch(const Task& task, const std::vector<int>& wait_for) = 0;
   // Waits for both streams. Throws RuntimeFault naming the task each stream was stuck on

@@ -292,6 +292,7 @@ int run_command(const RunArgs& args) {
   options.transport = config.transport;
   options.graphs = config.graphs;
   options.comm_sms = config.comm_sms;
+  options.timeout_s = config.timeout;
   std::unique_ptr<Backend> backend;
   std::vector<Plan> plans;
   try {

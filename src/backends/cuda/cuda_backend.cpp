@@ -3,6 +3,11 @@
 // `--transport mpi` stages transfers through host memory on a host thread instead, so that
 // several ranks can share one GPU and clusters without NCCL still run.
 //
+// With --transport mpi a compute task that needs a transfer is launched only once the host
+// thread has finished it (launch() waits, bounded by --timeout): nothing on the GPU ever waits
+// for host work, which CUDA forbids host functions to do and which could otherwise serialise
+// behind a blocked callback.
+//
 // Launch order and the cross-rank deadlock. Transformer Engine launches a tiny delay kernel so
 // that a GEMM queued before an exchange on another stream cannot starve the exchange of SMs
 // while the peer waits for it. Here every rank launches its tasks in plan order, which is the
@@ -147,6 +152,7 @@ struct Prepared {
   void* host_scratch[2] = {nullptr, nullptr};
   std::vector<cudaEvent_t> done, start, end;
   cudaGraphExec_t graph = nullptr;
+  int eager_runs = 0;  // iterations run before capturing a graph
 };
 
 class CudaBackend : public Backend {
@@ -166,6 +172,7 @@ class CudaBackend : public Backend {
     check_.cuda(cudaStreamCreateWithPriority(&comm_, cudaStreamNonBlocking, greatest),
                 "creating the comm stream");
     check_.cuda(cudaEventCreateWithFlags(&it0_, cudaEventBlockingSync), "creating an event");
+    check_.cuda(cudaEventCreateWithFlags(&fork_, cudaEventDisableTiming), "creating an event");
     check_.blas(cublasCreate(&blas_), "cublasCreate");
     check_.blas(cublasSetStream(blas_, compute_), "cublasSetStream");
     check_.cuda(cudaMalloc(&workspace_, kWorkspaceBytes), "allocating the cuBLAS workspace");
@@ -182,14 +189,22 @@ class CudaBackend : public Backend {
       const int device = device_;
       host_comm_ = std::make_unique<CpuStream>([device] { cudaSetDevice(device); });
     } else {
+      // Rank 0's result travels with the id, so a failure there cannot leave the others waiting.
       ncclUniqueId id;
-      if (rank_ == 0) check_.nccl(ncclGetUniqueId(&id), "ncclGetUniqueId");
+      int status = rank_ == 0 ? static_cast<int>(ncclGetUniqueId(&id)) : 0;
+      MPI_Bcast(&status, 1, MPI_INT, 0, options_.comm);
+      check_.nccl(static_cast<ncclResult_t>(status), "ncclGetUniqueId on rank 0");
       MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, options_.comm);
       check_.nccl(ncclCommInitRank(&nccl_, world_, id, rank_), "ncclCommInitRank");
     }
   }
 
   ~CudaBackend() override {
+    {
+      std::lock_guard<std::mutex> lock(flag_mu_);
+      abort_ = true;
+    }
+    flag_cv_.notify_all();
     if (host_comm_) host_comm_->wait_idle(5);
     cudaDeviceSynchronize();
     while (!prepared_.empty()) release_prepared(prepared_.begin()->second);
@@ -199,6 +214,7 @@ class CudaBackend : public Backend {
     if (blas_) cublasDestroy(blas_);
     cudaFree(workspace_);
     cudaEventDestroy(it0_);
+    cudaEventDestroy(fork_);
     cudaStreamDestroy(compute_);
     cudaStreamDestroy(comm_);
     if (copy_) cudaStreamDestroy(copy_);
@@ -212,7 +228,8 @@ class CudaBackend : public Backend {
   std::string blas() const override {
     int version = 0;
     cublasGetVersion(blas_, &version);
-    return "cuBLAS " + std::to_string(version) + " (cublasGemmEx, fp32 accumulation)";
+    return "cuBLAS " + std::to_string(version) +
+           " (cublasGemmEx; fp32 accumulation for fp32, bf16 and fp16)";
   }
 
   int64_t bytes_needed(const Plan& plan) const override { return device_bytes_needed(plan, 0); }
@@ -287,10 +304,17 @@ class CudaBackend : public Backend {
     {
       std::lock_guard<std::mutex> lock(flag_mu_);
       host_done_.assign(n, 0);
+      staged_error_.clear();
     }
+    // Graphs: the first iteration runs eagerly (NCCL connects its peers, cuBLAS loads its
+    // kernels), the second is captured and every later one replays it.
     replaying_ = options_.graphs && current_->graph != nullptr;
-    capturing_ = options_.graphs && !replaying_;
-    if (replaying_) return;
+    capturing_ = options_.graphs && !replaying_ && current_->eager_runs > 0;
+    if (options_.graphs && !replaying_ && !capturing_) ++current_->eager_runs;
+    if (replaying_) {
+      // The origin is recorded outside the graph, just before it is launched in finish().
+      return;
+    }
     if (capturing_) {
       std::string why;
       if (!graph_capture_eligible(plan, transport(), &why)) {
@@ -299,8 +323,9 @@ class CudaBackend : public Backend {
       check_.cuda(cudaStreamBeginCapture(compute_, cudaStreamCaptureModeThreadLocal),
                   "cudaStreamBeginCapture");
     }
-    check_.cuda(cudaEventRecord(it0_, compute_), "recording the iteration start");
-    check_.cuda(cudaStreamWaitEvent(comm_, it0_, 0), "joining the comm stream");
+    if (!capturing_) check_.cuda(cudaEventRecord(it0_, compute_), "recording the iteration start");
+    check_.cuda(cudaEventRecord(fork_, compute_), "forking the comm stream");
+    check_.cuda(cudaStreamWaitEvent(comm_, fork_, 0), "forking the comm stream");
     if (staged_) {
       // Host-timed transfers share the GPU's time origin: the stream is idle, so the event
       // completes at once and the host clock read right after it marks the same instant.
@@ -319,16 +344,14 @@ class CudaBackend : public Backend {
     Prepared& p = *current_;
     for (int dep : wait_for) {
       if (staged_ && plan_->tasks[dep].stream == StreamId::comm) {
-        // The transfer completes on the host thread: hold the stream until it says so.
-        check_.cuda(cudaLaunchHostFunc(stream, &CudaBackend::wait_host_flag, flag_arg(dep)),
-                    "waiting for a host-staged transfer");
+        wait_for_staged(dep, task);
       } else {
         check_.cuda(cudaStreamWaitEvent(stream, p.done[dep], 0), "cudaStreamWaitEvent");
       }
     }
-    check_.cuda(cudaEventRecord(p.start[task.id], stream), "recording a task start");
+    record_timing(p.start[task.id], stream);
     enqueue(task, stream);
-    check_.cuda(cudaEventRecord(p.end[task.id], stream), "recording a task end");
+    record_timing(p.end[task.id], stream);
     check_.cuda(cudaEventRecord(p.done[task.id], stream), "recording a task's completion");
   }
 
@@ -342,13 +365,18 @@ class CudaBackend : public Backend {
       check_.cuda(cudaStreamWaitEvent(compute_, joined, 0), "joining streams");
       cudaGraph_t graph = nullptr;
       check_.cuda(cudaStreamEndCapture(compute_, &graph), "cudaStreamEndCapture");
-      check_.cuda(cudaGraphInstantiate(&p.graph, graph, 0), "cudaGraphInstantiate");
+      // Keep the comm stream's higher priority for the nodes captured from it.
+      check_.cuda(cudaGraphInstantiate(&p.graph, graph, cudaGraphInstantiateFlagUseNodePriority),
+                  "cudaGraphInstantiate");
       cudaGraphDestroy(graph);
       cudaEventDestroy(joined);
       capturing_ = false;
       replaying_ = true;
     }
-    if (replaying_) check_.cuda(cudaGraphLaunch(p.graph, compute_), "cudaGraphLaunch");
+    if (replaying_) {
+      check_.cuda(cudaEventRecord(it0_, compute_), "recording the iteration start");
+      check_.cuda(cudaGraphLaunch(p.graph, compute_), "cudaGraphLaunch");
+    }
     wait_for_iteration(timeout_s);
 
     IterationTimes times;
@@ -588,10 +616,27 @@ class CudaBackend : public Backend {
 
   // --transport mpi: one transfer on the host thread, staged through pinned host memory.
   void run_staged(const Task& t, const std::vector<int>& wait_for) {
+    // A fault here must not end the process from this thread: it is handed to the thread that
+    // launches and finishes iterations, which names the case and exits 3.
+    try {
+      run_staged_unchecked(t, wait_for);
+    } catch (const std::exception& e) {
+      {
+        std::lock_guard<std::mutex> lock(flag_mu_);
+        if (staged_error_.empty()) staged_error_ = e.what();
+        abort_ = true;
+      }
+      flag_cv_.notify_all();
+    }
+  }
+
+  void run_staged_unchecked(const Task& t, const std::vector<int>& wait_for) {
     running_ = t.id;
     for (int dep : wait_for) {
       // Compute-stream events were recorded before this task was queued.
-      if (cudaEventSynchronize(current_->done[dep]) != cudaSuccess || abort_) return;
+      check_.cuda(cudaEventSynchronize(current_->done[dep]),
+                  "waiting for a GEMM before a transfer");
+      if (abort_) return;
     }
     host_start_[t.id] = now_seconds() - t0_host_;
     const MPI_Datatype type = elem() == 8 ? MPI_DOUBLE : elem() == 4 ? MPI_FLOAT : MPI_UINT16_T;
@@ -670,19 +715,34 @@ class CudaBackend : public Backend {
     check_.cuda(cudaStreamSynchronize(copy_), "staging to the device");
   }
 
-  struct FlagArg {
-    CudaBackend* self;
-    int task;
-  };
-  void* flag_arg(int task) {
-    flag_args_.push_back(std::make_unique<FlagArg>(FlagArg{this, task}));
-    return flag_args_.back().get();
+  // Timing events inside a capture must be external event nodes to be recorded when the graph
+  // runs (a plain record only marks a fork or join point).
+  void record_timing(cudaEvent_t event, cudaStream_t stream) {
+    check_.cuda(capturing_ ? cudaEventRecordWithFlags(event, stream, cudaEventRecordExternal)
+                           : cudaEventRecord(event, stream),
+                "recording a timing event");
   }
-  // Runs on CUDA's host-function thread: must not call CUDA, may block.
-  static void CUDART_CB wait_host_flag(void* arg) {
-    auto* f = static_cast<FlagArg*>(arg);
-    std::unique_lock<std::mutex> lock(f->self->flag_mu_);
-    f->self->flag_cv_.wait(lock, [f] { return f->self->host_done_[f->task] || f->self->abort_; });
+
+  // --transport mpi: hold the launch of `task` until the host thread has finished transfer
+  // `dep`, within the iteration's time limit.
+  void wait_for_staged(int dep, const Task& task) {
+    std::unique_lock<std::mutex> lock(flag_mu_);
+    const auto deadline = std::chrono::steady_clock::now() +
+                          std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                              std::chrono::duration<double>(options_.timeout_s));
+    const bool done = flag_cv_.wait_until(
+        lock, deadline, [&] { return host_done_[dep] || abort_ || !staged_error_.empty(); });
+    if (!staged_error_.empty()) throw RuntimeFault(staged_error_);
+    if (!done || abort_) {
+      lock.unlock();
+      const std::string where = stuck_tasks();
+      abort_comm();
+      char limit[32];
+      std::snprintf(limit, sizeof limit, "%g", options_.timeout_s);
+      throw RuntimeFault("rank " + std::to_string(rank_) + ": iteration did not finish within " +
+                         limit + " s (--timeout): task " + std::to_string(task.id) + " '" +
+                         task.label + "' waits for transfer " + std::to_string(dep) + ";" + where);
+    }
   }
 
   void wait_for_iteration(double timeout_s) {
@@ -699,6 +759,10 @@ class CudaBackend : public Backend {
         }
       }
       if (staged_ && !host_comm_->wait_idle(0)) idle = false;
+      if (staged_) {
+        std::lock_guard<std::mutex> lock(flag_mu_);
+        if (!staged_error_.empty()) throw RuntimeFault(staged_error_);
+      }
       if (nccl_) {
         ncclResult_t async = ncclSuccess;
         ncclCommGetAsyncError(nccl_, &async);
@@ -720,7 +784,6 @@ class CudaBackend : public Backend {
       std::this_thread::sleep_for(std::chrono::duration<double, std::micro>(backoff_us));
       backoff_us = std::min(backoff_us * 2, 1000.0);
     }
-    flag_args_.clear();
   }
 
   // The first unfinished task on each stream.
@@ -751,7 +814,10 @@ class CudaBackend : public Backend {
   }
 
   void abort_comm() {
-    abort_ = true;
+    {
+      std::lock_guard<std::mutex> lock(flag_mu_);
+      abort_ = true;
+    }
     flag_cv_.notify_all();
     // Aborting the communicator is what unblocks NCCL kernels waiting for a peer that will
     // never come; a hung rank then exits instead of holding its GPU.
@@ -769,7 +835,8 @@ class CudaBackend : public Backend {
   std::string device_name_, bus_id_;
   int sm_count_ = 0;
   cudaStream_t compute_ = nullptr, comm_ = nullptr, copy_ = nullptr;
-  cudaEvent_t it0_ = nullptr;
+  cudaEvent_t it0_ = nullptr;   // the iteration's time origin
+  cudaEvent_t fork_ = nullptr;  // orders the comm stream after the iteration's start
   cublasHandle_t blas_ = nullptr;
   void* workspace_ = nullptr;
   ncclComm_t nccl_ = nullptr;
@@ -786,7 +853,7 @@ class CudaBackend : public Backend {
   std::vector<char> host_done_;
   std::mutex flag_mu_;
   std::condition_variable flag_cv_;
-  std::vector<std::unique_ptr<FlagArg>> flag_args_;
+  std::string staged_error_;  // a fault on the host thread, rethrown on the launching thread
   std::atomic<int> running_{-1};
 };
 
