@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # Bad input: exit code 2, a message naming the culprit, and no output file.
+# shellcheck source=common.sh
 source "$(dirname "$0")/common.sh"
 smoke="$FOB_SOURCE_DIR/bench_configs/smoke.yaml"
 
@@ -15,7 +16,7 @@ expect_bad() {
     cat "$scratch/$name.err" >&2
     fail "$name: message does not name '$pattern'"
   }
-  [ ! -e "$out" ] && [ ! -e "$out.partial" ] || fail "$name: an output file was written"
+  if [ -e "$out" ] || [ -e "$out.partial" ]; then fail "$name: an output file was written"; fi
   echo "ok: $name: $(grep -m1 'error' "$scratch/$name.err")"
 }
 
@@ -59,6 +60,7 @@ rc=0
 [ "$rc" = 2 ] || fail "report on a missing file: exit $rc, expected 2"
 rc=0
 "$FOBENCH" report "$existing" --format xml 2> "$scratch/report.err" || rc=$?
-[ "$rc" = 2 ] && grep -q "md, csv, json\|md|csv|json" "$scratch/report.err" ||
+if [ "$rc" != 2 ] || ! grep -q "md, csv, json\|md|csv|json" "$scratch/report.err"; then
   fail "report --format xml: exit $rc or no list of formats"
+fi
 echo "ok: report rejects bad input"

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Shared by the MPI tests: how to launch fobench under mpirun, and a scratch directory.
 # Expects FOBENCH, FOB_SOURCE_DIR, FOB_PYTHON and MPIEXEC from CTest's environment.
 set -euo pipefail

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # A run's file reopens with h5py and matches DESIGN.md section 5; report reads it back in every
 # format, and CSV and JSON carry the same numbers.
+# shellcheck source=common.sh
 source "$(dirname "$0")/common.sh"
 out="$scratch/schema.h5"
 mpirun_np 2 run -c "$FOB_SOURCE_DIR/bench_configs/smoke.yaml" --strategies baseline,flash \

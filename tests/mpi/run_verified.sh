@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Every strategy of one workload at one world size, verified bit-exact against the reference.
 # usage: run_verified.sh NP WORKLOAD
+# shellcheck source=common.sh
 source "$(dirname "$0")/common.sh"
 np=$1
 workload=$2

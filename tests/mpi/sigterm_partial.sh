@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # A sweep stopped by SIGTERM (as Slurm does at its time limit) leaves a .partial file that holds
 # its finished cases and that report reads.
+# shellcheck source=common.sh
 source "$(dirname "$0")/common.sh"
 out="$scratch/sweep.h5"
 

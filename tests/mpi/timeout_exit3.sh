@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # A transfer that cannot finish within --timeout turns into exit 3 naming the rank and the task.
+# shellcheck source=common.sh
 source "$(dirname "$0")/common.sh"
 rc=0
 mpirun_np 2 run -c "$FOB_SOURCE_DIR/bench_configs/smoke.yaml" --strategies baseline \
