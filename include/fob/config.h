@@ -2,7 +2,9 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "fob/backend.h"
@@ -32,6 +34,12 @@ struct Config {
   int comm_sms = 0;     // cuda: SMs the compute handle leaves to communication
   std::string output;   // empty: results/fobench-<time>.h5
 
+  // A sweep: keys given as lists (workload, batch, seq, hidden, ffn, dtype), each value as
+  // written; the scalar fields above hold the first value. `cases` lists irregular points, each
+  // a set of key/value overrides.
+  std::map<std::string, std::vector<std::string>> sweep;
+  std::vector<std::vector<std::pair<std::string, std::string>>> cases;
+
   int64_t ffn() const { return shape.ffn > 0 ? shape.ffn : 4 * shape.hidden; }
   std::string to_yaml() const;  // the effective settings, as stored in the results file
 };
@@ -39,6 +47,10 @@ struct Config {
 // Applies the keys of a YAML document to `config`. Unknown keys and bad values throw
 // InputError naming the key, its line in `source` and the valid choices.
 void apply_yaml(Config& config, const std::string& yaml_text, const std::string& source);
+
+// Every point of the sweep: the Cartesian product of the listed keys, times the `cases` entries
+// when there are any. A config without lists is a single point.
+std::vector<Config> expand_sweep(const Config& config);
 
 // Checks values that do not depend on the world size (ranges, names).
 void validate_config(const Config& config);

@@ -79,6 +79,9 @@ struct ResultFile {
 class ResultWriter {
  public:
   ResultWriter(const std::string& path, bool force, const RunInfo& run, const SystemInfo& sys);
+  // Reopens an interrupted run's NAME.h5.partial to add cases to it (--resume).
+  explicit ResultWriter(const std::string& partial_path);
+  const std::vector<CaseResult>& cases() const { return cases_; }
   ~ResultWriter();
   ResultWriter(const ResultWriter&) = delete;
   ResultWriter& operator=(const ResultWriter&) = delete;

@@ -11,7 +11,7 @@ namespace fob {
 // Command-line values for `run`; a set optional overrides the config's value.
 struct RunArgs {
   std::string config_path;
-  std::optional<std::string> workload, dtype, strategies, backend, transport, output;
+  std::optional<std::string> workload, dtype, strategies, backend, transport, output, resume;
   std::optional<int64_t> batch, seq, hidden, ffn;
   std::optional<int> iters, warmup, rounds, blas_threads, world, comm_sms;
   std::optional<double> link_gbps, link_latency_us, timeout;

@@ -60,6 +60,8 @@ int main(int argc, char** argv) {
   optional_option(run_cmd, "--world", run.world, "world size for --dry-run without mpirun");
   run_cmd->add_flag("--dry-run", run.dry_run, "print each rank's plan and exit");
   run_cmd->add_flag("--force", run.force, "overwrite an existing results file");
+  optional_option(run_cmd, "--resume", run.resume,
+                  "continue an interrupted run in its NAME.h5.partial, skipping finished cases");
 
   fob::ReportArgs report;
   CLI::App* report_cmd = app.add_subcommand("report", "print the speedup table of a results file");

@@ -108,6 +108,15 @@ void agree_on_error(MPI_Comm comm, int rank, const std::function<void()>& rank0_
 }
 
 void apply_args(Config& c, const RunArgs& a) {
+  // A value on the command line replaces a list in the config.
+  for (const auto& [key, given] : {std::pair<const char*, bool>{"workload", a.workload.has_value()},
+                                   {"batch", a.batch.has_value()},
+                                   {"seq", a.seq.has_value()},
+                                   {"hidden", a.hidden.has_value()},
+                                   {"ffn", a.ffn.has_value()},
+                                   {"dtype", a.dtype.has_value()}}) {
+    if (given) c.sweep.erase(key);
+  }
   if (a.workload) c.workload = parse_workload(*a.workload);
   if (a.batch) c.shape.batch = *a.batch;
   if (a.seq) c.shape.seq = *a.seq;
@@ -190,6 +199,20 @@ void resolve_backend(Config& c) {
   }
 }
 
+std::string case_id(size_t index) {
+  char id[32];
+  std::snprintf(id, sizeof id, "%04zu", index);
+  return id;
+}
+
+// Whether a case already in a results file is this spec, measured to the end.
+bool finished(const CaseResult& c, const CaseSpec& spec, int iters) {
+  return c.workload == to_string(spec.workload) && c.strategy == spec.strategy.text &&
+         c.batch == spec.shape.batch && c.seq == spec.shape.seq && c.hidden == spec.shape.hidden &&
+         c.ffn == spec.shape.ffn && c.dtype == to_string(spec.dtype) && c.world == spec.world &&
+         c.iters == iters;
+}
+
 uint64_t fnv1a(const std::string& text) {
   uint64_t h = 1469598103934665603ULL;
   for (char ch : text) h = (h ^ static_cast<unsigned char>(ch)) * 1099511628211ULL;
@@ -237,7 +260,8 @@ int run_command(const RunArgs& args) {
   MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
 
   Config config;
-  std::vector<CaseSpec> cases;
+  // One group per point of the sweep; a group's cases run interleaved, groups one after another.
+  std::vector<std::vector<CaseSpec>> groups;
   std::unique_ptr<ResultWriter> writer;
   RunInfo run_info;
   try {
@@ -250,18 +274,29 @@ int run_command(const RunArgs& args) {
     apply_args(config, args);
     validate_config(config);
     const int plan_world = args.dry_run && args.world ? *args.world : world;
-    cases = make_cases(config, plan_world);
+    std::vector<Config> points = expand_sweep(config);
+    for (const Config& point : points) {
+      validate_config(point);
+      groups.push_back(make_cases(point, plan_world));
+    }
 
     if (args.dry_run) {
       if (rank == 0) {
-        for (const CaseSpec& spec : cases) {
-          for (int r = 0; r < plan_world; ++r) print_plan(std::cout, make_plan(spec, r));
-          std::cout << "\n";
+        for (const auto& group : groups) {
+          for (const CaseSpec& spec : group) {
+            for (int r = 0; r < plan_world; ++r) print_plan(std::cout, make_plan(spec, r));
+            std::cout << "\n";
+          }
         }
       }
       return finalize(kExitOk);
     }
     resolve_backend(config);
+    for (Config point : points) {
+      point.backend = config.backend;
+      point.transport = config.transport;
+      resolve_backend(point);  // each point's dtype must suit the backend
+    }
 
     // Every rank must run the same cases; a mismatch would deadlock the first collective.
     const std::string effective = config.to_yaml();
@@ -294,15 +329,19 @@ int run_command(const RunArgs& args) {
   options.comm_sms = config.comm_sms;
   options.timeout_s = config.timeout;
   std::unique_ptr<Backend> backend;
-  std::vector<Plan> plans;
+  std::vector<std::vector<Plan>> plans(groups.size());
   try {
     backend = config.backend == "cuda" ? make_cuda_backend(options) : make_cpu_backend(options);
-    for (const CaseSpec& spec : cases) plans.push_back(make_plan(spec, rank));
-    // Interleaved rounds keep every case's buffers resident; one round holds one case at a time.
+    // Interleaved rounds keep a group's buffers resident; one round holds one case at a time.
     int64_t needed = 0;
-    for (const Plan& plan : plans) {
-      const int64_t bytes = backend->bytes_needed(plan);
-      needed = config.rounds > 1 ? needed + bytes : std::max(needed, bytes);
+    for (size_t g = 0; g < groups.size(); ++g) {
+      int64_t group_bytes = 0;
+      for (const CaseSpec& spec : groups[g]) {
+        plans[g].push_back(make_plan(spec, rank));
+        const int64_t bytes = backend->bytes_needed(plans[g].back());
+        group_bytes = config.rounds > 1 ? group_bytes + bytes : std::max(group_bytes, bytes);
+      }
+      needed = std::max(needed, group_bytes);
     }
     const int64_t available = backend->bytes_free();
     std::string problem;
@@ -360,8 +399,26 @@ int run_command(const RunArgs& args) {
     std::fflush(stdout);
   }
 
+  // Case ids number the cases across the whole sweep; with --resume, a case already in the
+  // file with the same id, fields and iteration count is not run again.
+  size_t total = 0;
+  for (const auto& group : groups) total += group.size();
+  std::vector<int> skip(total, 0);
   try {
     agree_on_error(comm, rank, [&] {
+      if (args.resume) {
+        writer = std::make_unique<ResultWriter>(*args.resume);
+        size_t i = 0;
+        for (const auto& group : groups) {
+          for (const CaseSpec& spec : group) {
+            for (const CaseResult& c : writer->cases()) {
+              if (c.id == case_id(i) && finished(c, spec, config.iters)) skip[i] = 1;
+            }
+            ++i;
+          }
+        }
+        return;
+      }
       std::filesystem::path out(config.output);
       if (out.has_parent_path()) std::filesystem::create_directories(out.parent_path());
       writer = std::make_unique<ResultWriter>(config.output, args.force, run_info, system);
@@ -370,6 +427,7 @@ int run_command(const RunArgs& args) {
     if (rank == 0) std::fprintf(stderr, "fobench: error: %s\n", e.what());
     return finalize(kExitBadInput);
   }
+  MPI_Bcast(skip.data(), static_cast<int>(total), MPI_INT, 0, comm);
 
   ExecOptions exec;
   exec.iters = config.iters;
@@ -382,17 +440,15 @@ int run_command(const RunArgs& args) {
   bool all_verified = true;
   std::vector<CaseResult> done;
   try {
-    std::vector<const Plan*> plan_ptrs;
-    std::vector<std::string> ids;
-    for (size_t i = 0; i < plans.size(); ++i) {
-      char id[32];
-      std::snprintf(id, sizeof id, "%04zu", i);
-      ids.push_back(id);
-      plan_ptrs.push_back(&plans[i]);
-    }
     const auto start = std::chrono::steady_clock::now();
+    const int rounds = std::clamp(config.rounds, 1, config.iters);
+    size_t to_run = 0;
+    for (int s : skip) to_run += s ? 0 : 1;
+    const size_t slots_total = to_run * rounds;
+    size_t slots_done = 0;
     // Rank 0 writes each case after each of its shares, so a stopped run keeps what it measured.
-    auto flush = [&](const CaseResult& r, int round, int rounds) {
+    auto flush = [&](const CaseResult& r, int round, int rounds_total) {
+      ++slots_done;
       if (rank != 0) return;
       writer->add_case(r);
       std::vector<double> steps;
@@ -400,18 +456,34 @@ int run_command(const RunArgs& args) {
       std::sort(steps.begin(), steps.end());
       const double elapsed =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      std::fprintf(
-          stderr, "[fobench] %4.0f s  round %d/%d  case %s %-14s median %9.3f ms over %d%s\n",
-          elapsed, round + 1, rounds, r.id.c_str(), r.strategy.c_str(),
-          steps[steps.size() / 2] * 1e3, r.iters, r.verified == 0 ? "  VERIFICATION FAILED" : "");
+      const double left = elapsed / slots_done * (slots_total - slots_done);
+      std::fprintf(stderr,
+                   "[fobench] %5.0f s  case %s/%04zu %-14s round %d/%d  median %9.3f ms over %d"
+                   "  ~%.0f s left%s\n",
+                   elapsed, r.id.c_str(), total - 1, r.strategy.c_str(), round + 1, rounds_total,
+                   steps[steps.size() / 2] * 1e3, r.iters, left,
+                   r.verified == 0 ? "  VERIFICATION FAILED" : "");
     };
-    exec.progress_label = "[" + std::string(to_string(config.workload)) + "]";
-    done = executor.run_cases(plan_ptrs, ids, exec, flush);
-    for (const CaseResult& r : done) {
-      if (r.verified == 0) all_verified = false;
+    size_t index = 0;
+    for (size_t g = 0; g < groups.size(); ++g) {
+      std::vector<const Plan*> plan_ptrs;
+      std::vector<std::string> ids;
+      for (size_t c = 0; c < groups[g].size(); ++c, ++index) {
+        if (skip[index]) continue;
+        ids.push_back(case_id(index));
+        plan_ptrs.push_back(&plans[g][c]);
+      }
+      if (plan_ptrs.empty()) continue;
+      exec.progress_label = "[" + std::string(to_string(groups[g].front().workload)) + "]";
+      for (const CaseResult& r : executor.run_cases(plan_ptrs, ids, exec, flush)) {
+        if (r.verified == 0) all_verified = false;
+      }
     }
+    if (rank == 0) done = writer->cases();
     if (rank == 0) {
       writer->finish();
+      std::sort(done.begin(), done.end(),
+                [](const CaseResult& a, const CaseResult& b) { return a.id < b.id; });
       ResultFile file{run_info, system, done};
       std::cout << "\n";
       write_report(std::cout, file, ReportFormat::md);

@@ -50,6 +50,91 @@ std::vector<std::string> split_list(const std::string& text) {
   return out;
 }
 
+namespace {
+
+// The keys whose value may be a list: each list multiplies the cases (a sweep).
+const char* const kSweepKeys[] = {"workload", "batch", "seq", "hidden", "ffn", "dtype"};
+
+bool sweepable(const std::string& key) {
+  for (const char* k : kSweepKeys) {
+    if (key == k) return true;
+  }
+  return false;
+}
+
+// Sets one key from its YAML value; `at` locates the key for messages.
+void apply_key(Config& c, const std::string& key, const YAML::Node& v, const std::string& source,
+               const std::string& at) {
+  if (key == "workload") {
+    try {
+      c.workload = parse_workload(scalar<std::string>(v, key, source, "a string"));
+    } catch (const InputError& e) {
+      throw InputError(at + ": " + e.what());
+    }
+  } else if (key == "batch") {
+    c.shape.batch = scalar<int64_t>(v, key, source, "an integer");
+  } else if (key == "seq") {
+    c.shape.seq = scalar<int64_t>(v, key, source, "an integer");
+  } else if (key == "hidden") {
+    c.shape.hidden = scalar<int64_t>(v, key, source, "an integer");
+  } else if (key == "ffn") {
+    c.shape.ffn = scalar<int64_t>(v, key, source, "an integer");
+  } else if (key == "dtype") {
+    try {
+      c.dtype = parse_dtype(scalar<std::string>(v, key, source, "a string"));
+    } catch (const InputError& e) {
+      throw InputError(at + ": " + e.what());
+    }
+  } else if (key == "strategies") {
+    c.strategies.clear();
+    if (v.IsSequence()) {
+      for (const auto& s : v)
+        c.strategies.push_back(scalar<std::string>(s, key, source, "a strategy"));
+    } else {
+      c.strategies = split_list(scalar<std::string>(v, key, source, "a strategy list"));
+    }
+    for (const std::string& s : c.strategies) {
+      try {
+        parse_strategy(s);
+      } catch (const InputError& e) {
+        throw InputError(where(source, v) + ": " + e.what());
+      }
+    }
+  } else if (key == "iters") {
+    c.iters = scalar<int>(v, key, source, "an integer");
+  } else if (key == "rounds") {
+    c.rounds = scalar<int>(v, key, source, "an integer");
+  } else if (key == "warmup") {
+    c.warmup = scalar<int>(v, key, source, "an integer");
+  } else if (key == "backend") {
+    c.backend = scalar<std::string>(v, key, source, "a string");
+  } else if (key == "transport") {
+    c.transport = scalar<std::string>(v, key, source, "a string");
+  } else if (key == "link_gbps") {
+    c.link.gbps = scalar<double>(v, key, source, "a number");
+  } else if (key == "link_latency_us") {
+    c.link.latency_us = scalar<double>(v, key, source, "a number");
+  } else if (key == "verify") {
+    c.verify = scalar<bool>(v, key, source, "true or false");
+  } else if (key == "timeout") {
+    c.timeout = scalar<double>(v, key, source, "a number of seconds");
+  } else if (key == "seed") {
+    c.seed = scalar<uint64_t>(v, key, source, "a non-negative integer");
+  } else if (key == "blas_threads") {
+    c.blas_threads = scalar<int>(v, key, source, "an integer");
+  } else if (key == "graphs") {
+    c.graphs = scalar<bool>(v, key, source, "true or false");
+  } else if (key == "comm_sms") {
+    c.comm_sms = scalar<int>(v, key, source, "an integer");
+  } else if (key == "output") {
+    c.output = scalar<std::string>(v, key, source, "a path");
+  } else {
+    throw InputError(at + ": unknown key '" + key + "'; valid keys: " + key_list());
+  }
+}
+
+}  // namespace
+
 void apply_yaml(Config& c, const std::string& yaml_text, const std::string& source) {
   YAML::Node root;
   try {
@@ -63,73 +148,73 @@ void apply_yaml(Config& c, const std::string& yaml_text, const std::string& sour
     const std::string key = entry.first.as<std::string>();
     const YAML::Node& v = entry.second;
     const std::string at = where(source, entry.first);
-    if (key == "workload") {
-      try {
-        c.workload = parse_workload(scalar<std::string>(v, key, source, "a string"));
-      } catch (const InputError& e) {
-        throw InputError(at + ": " + e.what());
+    if (key == "cases") {
+      if (!v.IsSequence()) {
+        throw InputError(at + ": cases: must be a list of mappings, e.g. [{batch: 4, seq: 2048}]");
       }
-    } else if (key == "batch") {
-      c.shape.batch = scalar<int64_t>(v, key, source, "an integer");
-    } else if (key == "seq") {
-      c.shape.seq = scalar<int64_t>(v, key, source, "an integer");
-    } else if (key == "hidden") {
-      c.shape.hidden = scalar<int64_t>(v, key, source, "an integer");
-    } else if (key == "ffn") {
-      c.shape.ffn = scalar<int64_t>(v, key, source, "an integer");
-    } else if (key == "dtype") {
-      try {
-        c.dtype = parse_dtype(scalar<std::string>(v, key, source, "a string"));
-      } catch (const InputError& e) {
-        throw InputError(at + ": " + e.what());
-      }
-    } else if (key == "strategies") {
-      c.strategies.clear();
-      if (v.IsSequence()) {
-        for (const auto& s : v)
-          c.strategies.push_back(scalar<std::string>(s, key, source, "a strategy"));
-      } else {
-        c.strategies = split_list(scalar<std::string>(v, key, source, "a strategy list"));
-      }
-      for (const std::string& s : c.strategies) {
-        try {
-          parse_strategy(s);
-        } catch (const InputError& e) {
-          throw InputError(where(source, v) + ": " + e.what());
+      c.cases.clear();
+      for (const auto& item : v) {
+        if (!item.IsMap())
+          throw InputError(where(source, item) + ": cases: each entry is a mapping");
+        std::vector<std::pair<std::string, std::string>> fields;
+        for (const auto& f : item) {
+          const std::string k = f.first.as<std::string>();
+          if (!sweepable(k)) {
+            throw InputError(where(source, f.first) + ": cases: '" + k +
+                             "' cannot vary per case; valid: workload, batch, seq, hidden, ffn, "
+                             "dtype");
+          }
+          Config scratch = c;  // validates the value where it is written
+          apply_key(scratch, k, f.second, source, where(source, f.first));
+          fields.emplace_back(k, f.second.Scalar());
         }
+        c.cases.push_back(fields);
       }
-    } else if (key == "iters") {
-      c.iters = scalar<int>(v, key, source, "an integer");
-    } else if (key == "rounds") {
-      c.rounds = scalar<int>(v, key, source, "an integer");
-    } else if (key == "warmup") {
-      c.warmup = scalar<int>(v, key, source, "an integer");
-    } else if (key == "backend") {
-      c.backend = scalar<std::string>(v, key, source, "a string");
-    } else if (key == "transport") {
-      c.transport = scalar<std::string>(v, key, source, "a string");
-    } else if (key == "link_gbps") {
-      c.link.gbps = scalar<double>(v, key, source, "a number");
-    } else if (key == "link_latency_us") {
-      c.link.latency_us = scalar<double>(v, key, source, "a number");
-    } else if (key == "verify") {
-      c.verify = scalar<bool>(v, key, source, "true or false");
-    } else if (key == "timeout") {
-      c.timeout = scalar<double>(v, key, source, "a number of seconds");
-    } else if (key == "seed") {
-      c.seed = scalar<uint64_t>(v, key, source, "a non-negative integer");
-    } else if (key == "blas_threads") {
-      c.blas_threads = scalar<int>(v, key, source, "an integer");
-    } else if (key == "graphs") {
-      c.graphs = scalar<bool>(v, key, source, "true or false");
-    } else if (key == "comm_sms") {
-      c.comm_sms = scalar<int>(v, key, source, "an integer");
-    } else if (key == "output") {
-      c.output = scalar<std::string>(v, key, source, "a path");
-    } else {
-      throw InputError(at + ": unknown key '" + key + "'; valid keys: " + key_list());
+      continue;
+    }
+    if (v.IsSequence() && sweepable(key)) {
+      std::vector<std::string> values;
+      for (const auto& item : v) {
+        Config scratch = c;
+        apply_key(scratch, key, item, source, where(source, item));
+        values.push_back(item.Scalar());
+      }
+      if (values.empty()) throw InputError(at + ": " + key + ": an empty list sweeps nothing");
+      c.sweep[key] = values;
+      apply_key(c, key, v[0], source, at);  // the first value stands for the key elsewhere
+      continue;
+    }
+    c.sweep.erase(key);
+    apply_key(c, key, v, source, at);
+  }
+}
+
+std::vector<Config> expand_sweep(const Config& config) {
+  // Cartesian product of the swept keys, in a fixed key order so that case order is stable.
+  std::vector<Config> points = {config};
+  for (const char* key : kSweepKeys) {
+    auto it = config.sweep.find(key);
+    if (it == config.sweep.end()) continue;
+    std::vector<Config> next;
+    for (const Config& p : points) {
+      for (const std::string& value : it->second) {
+        Config c = p;
+        apply_key(c, key, YAML::Load(value), "sweep", key);
+        next.push_back(c);
+      }
+    }
+    points = next;
+  }
+  if (config.cases.empty()) return points;
+  std::vector<Config> out;
+  for (const auto& fields : config.cases) {
+    for (const Config& p : points) {
+      Config c = p;
+      for (const auto& [key, value] : fields) apply_key(c, key, YAML::Load(value), "cases", key);
+      out.push_back(c);
     }
   }
+  return out;
 }
 
 void validate_config(const Config& c) {
@@ -190,6 +275,18 @@ std::string Config::to_yaml() const {
   out << YAML::Key << "graphs" << YAML::Value << graphs;
   out << YAML::Key << "comm_sms" << YAML::Value << comm_sms;
   out << YAML::Key << "output" << YAML::Value << output;
+  for (const auto& [key, values] : sweep) {
+    out << YAML::Key << "sweep_" + key << YAML::Value << YAML::Flow << values;
+  }
+  if (!cases.empty()) {
+    out << YAML::Key << "cases" << YAML::Value << YAML::BeginSeq;
+    for (const auto& fields : cases) {
+      out << YAML::Flow << YAML::BeginMap;
+      for (const auto& [k, v] : fields) out << YAML::Key << k << YAML::Value << v;
+      out << YAML::EndMap;
+    }
+    out << YAML::EndSeq;
+  }
   out << YAML::EndMap;
   return out.c_str();
 }

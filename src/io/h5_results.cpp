@@ -646,6 +646,27 @@ ResultWriter::ResultWriter(const std::string& path, bool force, const RunInfo& r
   }
 }
 
+ResultWriter::ResultWriter(const std::string& partial_path) : partial_(partial_path) {
+  const std::string suffix = ".partial";
+  if (partial_.size() <= suffix.size() ||
+      partial_.compare(partial_.size() - suffix.size(), suffix.size(), suffix) != 0) {
+    throw InputError("--resume: '" + partial_ + "' is not a .h5.partial file");
+  }
+  path_ = partial_.substr(0, partial_.size() - suffix.size());
+  std::error_code ec;
+  if (std::filesystem::exists(path_, ec)) {
+    throw InputError("--resume: '" + path_ + "' already exists; the run it belongs to finished");
+  }
+  // Reading first checks the schema and gives the cases the summary is computed over.
+  cases_ = read_results(partial_).cases;
+  silence_hdf5();
+  H5Eclear2(H5E_DEFAULT);
+  file_ = H5Fopen(partial_.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+  if (file_ < 0) {
+    throw InputError("--resume: cannot open '" + partial_ + "' for writing: " + h5_error_text());
+  }
+}
+
 ResultWriter::~ResultWriter() {
   if (file_ >= 0) H5Fclose(static_cast<hid_t>(file_));
 }
