@@ -138,8 +138,44 @@ TEST(ApplyYaml, NonIntegerBatchNamesKey) {
   EXPECT_TRUE(contains(msg, "two")) << msg;
   msg = input_error([&] { apply_yaml(c, "batch: 2.5\n", "b.yaml"); });
   EXPECT_TRUE(contains(msg, "batch")) << msg;
-  msg = input_error([&] { apply_yaml(c, "batch: [1, 2]\n", "b.yaml"); });
+  // A list is a sweep; every value in it must still be an integer.
+  msg = input_error([&] { apply_yaml(c, "batch: [1, two]\n", "b.yaml"); });
   EXPECT_TRUE(contains(msg, "batch")) << msg;
+  EXPECT_TRUE(contains(msg, "two")) << msg;
+}
+
+TEST(Sweep, ListsMultiplyAndCasesAddIrregularPoints) {
+  Config c;
+  apply_yaml(c, "workload: [mlp, ag_gemm]\nbatch: 2\nseq: [128, 256, 512]\n", "s.yaml");
+  std::vector<Config> points = expand_sweep(c);
+  ASSERT_EQ(points.size(), 6u);
+  EXPECT_EQ(points[0].workload, Workload::mlp);
+  EXPECT_EQ(points[0].shape.seq, 128);
+  EXPECT_EQ(points[1].shape.seq, 256);
+  EXPECT_EQ(points[5].workload, Workload::ag_gemm);
+  EXPECT_EQ(points[5].shape.seq, 512);
+  for (const Config& p : points) EXPECT_EQ(p.shape.batch, 2);
+
+  Config irregular;
+  apply_yaml(irregular, "cases:\n  - {batch: 64, seq: 1024}\n  - {batch: 4, seq: 8192}\n",
+             "c.yaml");
+  points = expand_sweep(irregular);
+  ASSERT_EQ(points.size(), 2u);
+  EXPECT_EQ(points[1].shape.batch, 4);
+  EXPECT_EQ(points[1].shape.seq, 8192);
+
+  Config plain;
+  EXPECT_EQ(expand_sweep(plain).size(), 1u);
+}
+
+TEST(Sweep, BadListsAndCasesNameTheKey) {
+  Config c;
+  EXPECT_TRUE(contains(input_error([&] { apply_yaml(c, "iters: [1, 2]\n", "s.yaml"); }), "iters"));
+  EXPECT_TRUE(contains(input_error([&] { apply_yaml(c, "seq: []\n", "s.yaml"); }), "seq"));
+  EXPECT_TRUE(
+      contains(input_error([&] { apply_yaml(c, "cases:\n  - {iters: 3}\n", "s.yaml"); }), "iters"));
+  EXPECT_TRUE(
+      contains(input_error([&] { apply_yaml(c, "dtype: [fp32, int4]\n", "s.yaml"); }), "int4"));
 }
 
 TEST(ApplyYaml, BadValuesOfOtherKeys) {
@@ -217,8 +253,8 @@ TEST(ApplyYaml, CudaAndRoundOptions) {
   c.rounds = 0;
   EXPECT_TRUE(contains(input_error([&] { validate_config(c); }), "rounds"));
   Config bad;
-  EXPECT_TRUE(contains(input_error([&] { apply_yaml(bad, "graphs: maybe\n", "cfg.yaml"); }),
-                       "graphs"));
+  EXPECT_TRUE(
+      contains(input_error([&] { apply_yaml(bad, "graphs: maybe\n", "cfg.yaml"); }), "graphs"));
 }
 
 TEST(SplitList, TrimsAndDropsEmpty) {
