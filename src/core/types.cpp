@@ -46,15 +46,21 @@ const char* to_string(Workload workload) {
       return "gemm_rs";
     case Workload::mlp:
       return "mlp";
+    case Workload::ag_gemm_w:
+      return "ag_gemm_w";
+    case Workload::gemm_rs_grad:
+      return "gemm_rs_grad";
   }
   return "?";
 }
 
 Workload parse_workload(const std::string& text) {
-  for (Workload w : {Workload::ag_gemm, Workload::gemm_rs, Workload::mlp}) {
+  for (Workload w : {Workload::ag_gemm, Workload::gemm_rs, Workload::mlp, Workload::ag_gemm_w,
+                     Workload::gemm_rs_grad}) {
     if (text == to_string(w)) return w;
   }
-  throw InputError("workload: '" + text + "' is not a workload; valid: ag_gemm, gemm_rs, mlp");
+  throw InputError("workload: '" + text +
+                   "' is not a workload; valid: ag_gemm, gemm_rs, mlp, ag_gemm_w, gemm_rs_grad");
 }
 
 }  // namespace fob

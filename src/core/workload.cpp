@@ -19,6 +19,45 @@ std::string divisors_hint(int64_t value) {
 
 }  // namespace
 
+Geometry geometry(Workload workload, const Shape& shape) {
+  Geometry g;
+  g.m = shape.tokens();
+  g.d = shape.hidden;
+  g.f = shape.ffn;
+  switch (workload) {
+    case Workload::ag_gemm:
+      g.has_ag = true;
+      break;
+    case Workload::gemm_rs:
+      g.has_rs = true;
+      break;
+    case Workload::mlp:
+      g.has_ag = g.has_rs = true;
+      g.h_is_y = true;
+      break;
+    case Workload::ag_gemm_w:
+      g.has_ag = true;
+      g.m = shape.ffn;
+      g.f = shape.tokens();
+      g.m_key = "ffn";
+      g.f_key = "batch*seq";
+      g.x = "WT";
+      g.w1 = "XT";
+      break;
+    case Workload::gemm_rs_grad:
+      g.has_rs = true;
+      g.m = shape.hidden;
+      g.d = shape.ffn;
+      g.f = shape.tokens();
+      g.m_key = "hidden";
+      g.f_key = "batch*seq";
+      g.h = "XT";
+      g.w2 = "DY";
+      break;
+  }
+  return g;
+}
+
 void validate_case(const CaseSpec& spec) {
   const Shape& s = spec.shape;
   const std::string world = std::to_string(spec.world);
@@ -31,22 +70,28 @@ void validate_case(const CaseSpec& spec) {
       throw InputError(std::string(key) + ": " + std::to_string(value) + " must be at least 1");
     }
   }
-  if (s.tokens() % spec.world != 0) {
-    throw InputError("batch*seq: " + std::to_string(s.batch) + "*" + std::to_string(s.seq) + " = " +
-                     std::to_string(s.tokens()) + " tokens do not divide by the world size " +
-                     world + "; choose batch and seq so that batch*seq is a multiple of " + world);
+  const Geometry g = geometry(spec.workload, s);
+  auto value_text = [&](const char* key, int64_t value) {
+    return std::string(key) == "batch*seq" ? std::to_string(s.batch) + "*" + std::to_string(s.seq) +
+                                                 " = " + std::to_string(value) + " tokens"
+                                           : std::to_string(value);
+  };
+  for (auto [key, value] : {std::pair<const char*, int64_t>{g.m_key, g.m}, {g.f_key, g.f}}) {
+    if (value % spec.world != 0) {
+      throw InputError(std::string(key) + ": " + value_text(key, value) +
+                       " does not divide by the world size " + world + " (" +
+                       to_string(spec.workload) +
+                       " splits it across ranks); choose a multiple of " + world);
+    }
   }
-  if (s.ffn % spec.world != 0) {
-    throw InputError("ffn: " + std::to_string(s.ffn) + " does not divide by the world size " +
-                     world + "; choose a multiple of " + world);
-  }
-  const int64_t block = s.tokens() / spec.world;
+  const int64_t block = g.m / spec.world;
   const Strategy* strategy = spec.strategy.strategy;
   if (strategy && strategy->param_name && block % spec.strategy.param != 0) {
     throw InputError("strategies: '" + spec.strategy.text + "': " + strategy->param_name + " = " +
                      std::to_string(spec.strategy.param) + " must divide the " +
-                     std::to_string(block) + " rows each rank owns (batch*seq/world); valid " +
-                     strategy->param_name + ": " + divisors_hint(block) + ", ...");
+                     std::to_string(block) + " rows each rank owns (" + g.m_key +
+                     "/world); valid " + strategy->param_name + ": " + divisors_hint(block) +
+                     ", ...");
   }
 }
 
@@ -61,16 +106,15 @@ Plan make_plan(const CaseSpec& spec, int rank) {
   plan.rank = rank;
   PlanBuilder b(plan);
 
-  const int64_t m = spec.shape.tokens();
-  const int64_t d = spec.shape.hidden;
-  const int64_t f_local = spec.shape.ffn / spec.world;
+  const Geometry g = geometry(spec.workload, spec.shape);
+  const int64_t m = g.m;
+  const int64_t d = g.d;
+  const int64_t f_local = g.f / spec.world;
   const int64_t block = m / spec.world;
   const Strategy& strategy = *spec.strategy.strategy;
-  const bool has_ag = spec.workload != Workload::gemm_rs;
-  const bool has_rs = spec.workload != Workload::ag_gemm;
 
   int y = -1;
-  if (has_ag) {
+  if (g.has_ag) {
     AgProblem ag;
     ag.x = b.buffer("x", m, d);
     ag.w = b.buffer("w1", d, f_local);
@@ -79,18 +123,19 @@ Plan make_plan(const CaseSpec& spec, int rank) {
     ag.hidden = d;
     ag.ffn_local = f_local;
     ag.block = block;
-    b.input({ag.x, rank * block, block, "X", rank * block, 0});
-    b.input({ag.w, 0, d, "W1", 0, rank * f_local});
+    ag.x_tensor = g.x;
+    b.input({ag.x, rank * block, block, g.x, rank * block, 0});
+    b.input({ag.w, 0, d, g.w1, 0, rank * f_local});
     strategy.all_gather_gemm(b, ag, spec.strategy.param);
     if (!strategy.is_reference) b.check(ag.y, CheckKind::ag_out);
   }
-  if (has_rs) {
+  if (g.has_rs) {
     RsProblem rs;
-    if (has_ag) {
+    if (g.h_is_y) {
       rs.h = y;  // the MLP's second GEMM consumes the first one's output
     } else {
       rs.h = b.buffer("h", m, f_local);
-      b.input({rs.h, 0, m, "H", 0, rank * f_local});
+      b.input({rs.h, 0, m, g.h, 0, rank * f_local});
     }
     rs.w = b.buffer("w2", f_local, d);
     rs.z = b.buffer("z", block, d);
@@ -98,7 +143,7 @@ Plan make_plan(const CaseSpec& spec, int rank) {
     rs.hidden = d;
     rs.ffn_local = f_local;
     rs.block = block;
-    b.input({rs.w, 0, f_local, "W2", rank * f_local, 0});
+    b.input({rs.w, 0, f_local, g.w2, rank * f_local, 0});
     strategy.gemm_reduce_scatter(b, rs, spec.strategy.param);
     if (!strategy.is_reference) b.check(rs.z, CheckKind::rs_out);
   }

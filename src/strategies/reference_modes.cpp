@@ -8,7 +8,7 @@ namespace {
 
 void compute_ag(PlanBuilder& b, const AgProblem& p, int /*param*/) {
   // No all-gather runs, so the whole X is input data rather than garbage.
-  b.input({p.x, 0, p.tokens, "X", 0, 0});
+  b.input({p.x, 0, p.tokens, p.x_tensor, 0, 0});
   b.gemm({p.x, 0, p.tokens}, {p.w, 0, p.hidden}, {p.y, 0, p.tokens}, false, "Y = X*W1");
   b.check(p.y, CheckKind::ag_out);
 }

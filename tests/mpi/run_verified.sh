@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # Every strategy of one workload at one world size, verified bit-exact against the reference.
-# usage: run_verified.sh NP WORKLOAD
+# usage: run_verified.sh NP WORKLOAD [more fobench run arguments]
 # shellcheck source=common.sh
 source "$(dirname "$0")/common.sh"
 np=$1
 workload=$2
+shift 2
 out="$scratch/run.h5"
 
 mpirun_np "$np" run -c "$FOB_SOURCE_DIR/bench_configs/smoke.yaml" --workload "$workload" \
   --strategies baseline,slicing:2,slicing:3,decompose,flash,flash:2,flash_direct,flash_direct:3 \
-  -o "$out" || fail "fobench run exited $?"
+  -o "$out" "$@" || fail "fobench run exited $?"
 [ -f "$out" ] || fail "no results file $out"
 
 # Every case must say it was checked and passed: exit 0 alone would also hold if nothing

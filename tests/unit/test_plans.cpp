@@ -25,14 +25,16 @@ const char* const kSpecs[] = {"baseline",       "slicing:1",    "slicing:2", "sl
                               "decompose",      "flash",        "flash:2",   "flash_direct",
                               "flash_direct:2", "compute_only", "comm_only"};
 constexpr int kMaxWorld = 8;
-constexpr int64_t kHidden = 8;
+// Per-rank rows are 8 in every role: tokens (ag_gemm, gemm_rs, mlp), ffn (ag_gemm_w) and hidden
+// (gemm_rs_grad) all grow with the world size.
+constexpr int64_t kRowsPerRank = 8;
 
 // Tokens M = 8N so one rank's block (8 rows) divides by every parameter above; ffn = 8N.
 Shape shape_for(int world) {
   Shape s;
   s.batch = 2;
   s.seq = 4 * world;
-  s.hidden = kHidden;
+  s.hidden = kRowsPerRank * world;
   s.ffn = 8 * world;
   return s;
 }
@@ -137,21 +139,20 @@ class PlanInvariants : public ::testing::TestWithParam<Param> {
     spec_ = case_for(workload_, spec_text_, world_);
     plans_.clear();
     for (int r = 0; r < world_; ++r) plans_.push_back(make_plan(spec_, r));
-    tokens_ = spec_.shape.tokens();
+    geometry_ = geometry(workload_, spec_.shape);
+    tokens_ = geometry_.m;
     block_ = tokens_ / world_;
-    ffn_local_ = spec_.shape.ffn / world_;
+    ffn_local_ = geometry_.f / world_;
     const std::string name = spec_.strategy.strategy->name;
     reference_ = spec_.strategy.strategy->is_reference;
     param_ = spec_.strategy.param;
     is_ = [name](const char* n) { return name == n; };
   }
 
-  bool has_ag() const { return workload_ != Workload::gemm_rs; }
-  bool has_rs() const { return workload_ != Workload::ag_gemm; }
-  // The RS half's input H: its own buffer for gemm_rs, the AG half's output for the MLP.
-  int h_buffer(const Plan& p) const {
-    return p.buffer_id(workload_ == Workload::gemm_rs ? "h" : "y");
-  }
+  bool has_ag() const { return geometry_.has_ag; }
+  bool has_rs() const { return geometry_.has_rs; }
+  // The RS half's input H: its own buffer, or the AG half's output for the MLP.
+  int h_buffer(const Plan& p) const { return p.buffer_id(geometry_.h_is_y ? "y" : "h"); }
   // A task of the AG half: reads or writes X, or writes Y with a GEMM from X.
   bool in_ag(const Plan& p, const Task& t) const {
     if (!has_ag()) return false;
@@ -164,6 +165,7 @@ class PlanInvariants : public ::testing::TestWithParam<Param> {
   int world_ = 1;
   CaseSpec spec_;
   std::vector<Plan> plans_;
+  Geometry geometry_;
   int64_t tokens_ = 0, block_ = 0, ffn_local_ = 0;
   bool reference_ = false;
   int param_ = 1;
@@ -438,8 +440,8 @@ TEST_P(PlanInvariants, OutputsComputedExactlyOnce) {
 TEST_P(PlanInvariants, GemmFlopsPerHalf) {
   for_each_world([&] {
     if (is_("comm_only")) return;
-    const double expected =
-        2.0 * static_cast<double>(tokens_) * kHidden * static_cast<double>(ffn_local_);
+    const double expected = 2.0 * static_cast<double>(tokens_) * static_cast<double>(geometry_.d) *
+                            static_cast<double>(ffn_local_);
     for (const Plan& p : plans_) {
       const int x = p.buffer_id("x");
       const int h = has_rs() ? h_buffer(p) : -1;
@@ -532,7 +534,7 @@ TEST_P(PlanInvariants, FlashFirstAndLastComputation) {
         EXPECT_TRUE(p.tasks[static_cast<size_t>(first_ag)].deps.empty()) << describe(p, first_ag);
         EXPECT_FALSE(waits_for_transfer(p, closure, first_ag)) << describe(p, first_ag);
       }
-      if (workload_ == Workload::gemm_rs) {
+      if (has_rs() && !has_ag()) {
         ASSERT_GE(first_rs, 0);
         EXPECT_TRUE(p.tasks[static_cast<size_t>(first_rs)].deps.empty()) << describe(p, first_rs);
         EXPECT_FALSE(waits_for_transfer(p, closure, first_rs)) << describe(p, first_rs);
@@ -549,7 +551,7 @@ TEST_P(PlanInvariants, FlashFirstAndLastComputation) {
               << describe(p, last_transfer);
         }
       }
-      if (is_("flash_direct") && workload_ == Workload::gemm_rs) {
+      if (is_("flash_direct") && has_rs() && !has_ag()) {
         for (const Task& t : p.tasks) {
           if (t.kind == TaskKind::gemm) {
             EXPECT_FALSE(waits_for_transfer(p, closure, t.id)) << describe(p, t.id);
@@ -613,7 +615,8 @@ TEST_P(PlanInvariants, ReferenceModes) {
 
 std::vector<Param> all_params() {
   std::vector<Param> out;
-  for (Workload w : {Workload::ag_gemm, Workload::gemm_rs, Workload::mlp}) {
+  for (Workload w : {Workload::ag_gemm, Workload::gemm_rs, Workload::mlp, Workload::ag_gemm_w,
+                     Workload::gemm_rs_grad}) {
     for (const char* s : kSpecs) {
       out.emplace_back(w, s);
     }
