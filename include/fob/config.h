@@ -30,9 +30,10 @@ struct Config {
   double timeout = 300;
   uint64_t seed = 1;
   int blas_threads = 1;
-  bool graphs = false;  // cuda: replay each iteration as a captured CUDA graph
-  int comm_sms = 0;     // cuda: SMs the compute handle leaves to communication
-  std::string output;   // empty: results/fobench-<time>.h5
+  bool auto_slices = false;  // tune slicing:C and flash:m per case with a short sweep
+  bool graphs = false;       // cuda: replay each iteration as a captured CUDA graph
+  int comm_sms = 0;          // cuda: SMs the compute handle leaves to communication
+  std::string output;        // empty: results/fobench-<time>.h5
 
   // A sweep: keys given as lists (workload, batch, seq, hidden, ffn, dtype), each value as
   // written; the scalar fields above hold the first value. `cases` lists irregular points, each

@@ -43,6 +43,8 @@ struct CaseResult {
   int32_t warmup = 0;
   int32_t verified = -1;  // 1 passed, 0 failed, -1 not checked
   double max_abs_err = 0;
+  // --auto-slices: the counts tried and their medians, when this case's count was chosen so.
+  std::string auto_slices;
 
   int32_t max_tasks = 0;          // task dimension of the arrays below
   std::vector<TaskRecord> tasks;  // [world * max_tasks]

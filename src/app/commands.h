@@ -16,7 +16,7 @@ struct RunArgs {
   std::optional<int> iters, warmup, rounds, blas_threads, world, comm_sms;
   std::optional<double> link_gbps, link_latency_us, timeout;
   std::optional<uint64_t> seed;
-  std::optional<bool> verify, graphs;
+  std::optional<bool> verify, graphs, auto_slices;
   bool dry_run = false;
   bool force = false;
   std::string command_line;

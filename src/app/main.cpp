@@ -53,6 +53,9 @@ int main(int argc, char** argv) {
   optional_option(run_cmd, "--seed", run.seed, "input data seed");
   optional_option(run_cmd, "--blas-threads", run.blas_threads, "BLAS threads per rank");
   run_cmd->add_flag_function(
+      "--auto-slices", [&run](int64_t n) { run.auto_slices = n > 0; },
+      "for slicing and flash, time a short sweep of counts per case and keep the best");
+  run_cmd->add_flag_function(
       "--graphs", [&run](int64_t n) { run.graphs = n > 0; },
       "cuda: capture one iteration per rank as a CUDA graph and replay it");
   optional_option(run_cmd, "--comm-sms", run.comm_sms,

@@ -13,6 +13,7 @@
 #include <fstream>
 #include <functional>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <sstream>
 
@@ -137,6 +138,7 @@ void apply_args(Config& c, const RunArgs& a) {
   if (a.blas_threads) c.blas_threads = *a.blas_threads;
   if (a.rounds) c.rounds = *a.rounds;
   if (a.graphs) c.graphs = *a.graphs;
+  if (a.auto_slices) c.auto_slices = *a.auto_slices;
   if (a.comm_sms) c.comm_sms = *a.comm_sms;
 }
 
@@ -211,6 +213,50 @@ bool finished(const CaseResult& c, const CaseSpec& spec, int iters) {
          c.batch == spec.shape.batch && c.seq == spec.shape.seq && c.hidden == spec.shape.hidden &&
          c.ffn == spec.shape.ffn && c.dtype == to_string(spec.dtype) && c.world == spec.world &&
          c.iters == iters;
+}
+
+// --auto-slices: for a slicing or flash case, time each count that divides the rows per rank
+// for a few iterations and return the fastest spec, with what was measured. Collective.
+std::string tune_slices(Executor& executor, CaseSpec& spec, const ExecOptions& base, int rank) {
+  const std::string name = spec.strategy.strategy->name;
+  if (name != "slicing" && name != "flash") return "";
+  const int64_t block = geometry(spec.workload, spec.shape).m / spec.world;
+  std::vector<int> counts =
+      name == "slicing" ? std::vector<int>{1, 2, 4, 8, 16} : std::vector<int>{1, 2, 4, 8};
+  ExecOptions quick = base;
+  quick.iters = 3;
+  quick.warmup = 1;
+  quick.rounds = 1;
+  quick.verify = false;  // the chosen count is verified when it runs as the case
+  quick.progress_label.clear();
+  std::string record;
+  double best = 0;
+  int best_count = spec.strategy.param;
+  for (int count : counts) {
+    if (block % count != 0) continue;
+    CaseSpec trial = spec;
+    trial.strategy = parse_strategy(name + ":" + std::to_string(count));
+    Plan plan = make_plan(trial, rank);
+    CaseResult r = executor.run_case(plan, quick, "tune");
+    double median = 0;
+    if (rank == 0) {
+      std::vector<double> steps;
+      for (int it = 0; it < r.iters; ++it) steps.push_back(r.step(it));
+      std::sort(steps.begin(), steps.end());
+      median = steps[steps.size() / 2];
+    }
+    MPI_Bcast(&median, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    char text[64];
+    std::snprintf(text, sizeof text, "%s%s:%d %.3f ms", record.empty() ? "" : ", ", name.c_str(),
+                  count, median * 1e3);
+    record += text;
+    if (best == 0 || median < best) {
+      best = median;
+      best_count = count;
+    }
+  }
+  spec.strategy = parse_strategy(name + ":" + std::to_string(best_count));
+  return record + "; chose " + spec.strategy.text;
 }
 
 uint64_t fnv1a(const std::string& text) {
@@ -468,14 +514,33 @@ int run_command(const RunArgs& args) {
     for (size_t g = 0; g < groups.size(); ++g) {
       std::vector<const Plan*> plan_ptrs;
       std::vector<std::string> ids;
+      std::map<std::string, std::string> tuned;  // case id -> what --auto-slices measured
       for (size_t c = 0; c < groups[g].size(); ++c, ++index) {
         if (skip[index]) continue;
+        if (config.auto_slices) {
+          const std::string record = tune_slices(executor, groups[g][c], exec, rank);
+          if (!record.empty()) {
+            plans[g][c] = make_plan(groups[g][c], rank);
+            tuned[case_id(index)] = record;
+            if (rank == 0) {
+              std::fprintf(stderr, "[fobench] --auto-slices case %s: %s\n", case_id(index).c_str(),
+                           record.c_str());
+            }
+          }
+        }
         ids.push_back(case_id(index));
         plan_ptrs.push_back(&plans[g][c]);
       }
       if (plan_ptrs.empty()) continue;
       exec.progress_label = "[" + std::string(to_string(groups[g].front().workload)) + "]";
-      for (const CaseResult& r : executor.run_cases(plan_ptrs, ids, exec, flush)) {
+      auto flush_tuned = [&](const CaseResult& r, int round, int rounds_total) {
+        auto it = tuned.find(r.id);
+        if (it == tuned.end()) return flush(r, round, rounds_total);
+        CaseResult noted = r;
+        noted.auto_slices = it->second;
+        flush(noted, round, rounds_total);
+      };
+      for (const CaseResult& r : executor.run_cases(plan_ptrs, ids, exec, flush_tuned)) {
         if (r.verified == 0) all_verified = false;
       }
     }

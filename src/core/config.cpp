@@ -10,9 +10,10 @@ namespace fob {
 namespace {
 
 const char* const kKeys[] = {
-    "workload", "batch",   "seq",    "hidden",       "ffn",       "dtype",     "strategies",
-    "iters",    "warmup",  "rounds", "backend",      "transport", "link_gbps", "link_latency_us",
-    "verify",   "timeout", "seed",   "blas_threads", "graphs",    "comm_sms",  "output"};
+    "workload",   "batch",           "seq",         "hidden",  "ffn",     "dtype",
+    "strategies", "iters",           "warmup",      "rounds",  "backend", "transport",
+    "link_gbps",  "link_latency_us", "verify",      "timeout", "seed",    "blas_threads",
+    "graphs",     "comm_sms",        "auto_slices", "output",  "cases"};
 
 std::string key_list() {
   std::string text;
@@ -122,6 +123,8 @@ void apply_key(Config& c, const std::string& key, const YAML::Node& v, const std
     c.seed = scalar<uint64_t>(v, key, source, "a non-negative integer");
   } else if (key == "blas_threads") {
     c.blas_threads = scalar<int>(v, key, source, "an integer");
+  } else if (key == "auto_slices") {
+    c.auto_slices = scalar<bool>(v, key, source, "true or false");
   } else if (key == "graphs") {
     c.graphs = scalar<bool>(v, key, source, "true or false");
   } else if (key == "comm_sms") {
@@ -273,6 +276,7 @@ std::string Config::to_yaml() const {
   out << YAML::Key << "seed" << YAML::Value << seed;
   out << YAML::Key << "blas_threads" << YAML::Value << blas_threads;
   out << YAML::Key << "graphs" << YAML::Value << graphs;
+  out << YAML::Key << "auto_slices" << YAML::Value << auto_slices;
   out << YAML::Key << "comm_sms" << YAML::Value << comm_sms;
   out << YAML::Key << "output" << YAML::Value << output;
   for (const auto& [key, values] : sweep) {

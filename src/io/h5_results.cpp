@@ -473,6 +473,7 @@ void write_case(hid_t cases_group, const CaseResult& c, const std::string& path)
   write_attr_i32(group, "warmup", c.warmup, w);
   write_attr_i32(group, "verified", c.verified, w);
   write_attr_f64(group, "max_abs_err", c.max_abs_err, w);
+  if (!c.auto_slices.empty()) write_attr_str(group, "auto_slices", c.auto_slices, w);
 
   const hsize_t world = static_cast<hsize_t>(c.world);
   const hsize_t iters = static_cast<hsize_t>(c.iters);
@@ -533,6 +534,7 @@ CaseResult read_case(hid_t cases_group, const std::string& id, const std::string
   c.warmup = static_cast<int32_t>(read_attr_i64(group, "warmup", w));
   c.verified = static_cast<int32_t>(read_attr_i64(group, "verified", w));
   c.max_abs_err = read_attr_f64(group, "max_abs_err", w);
+  if (has_attr(group, "auto_slices")) c.auto_slices = read_attr_str(group, "auto_slices", w);
   if (c.world < 0 || c.iters < 0) {
     throw InputError("'" + path + "': " + w.what + " has negative world or iters");
   }
