@@ -54,11 +54,13 @@ struct InputRegion {
 
 // What an output buffer must hold after an iteration, for verification.
 enum class CheckKind : uint8_t {
-  gathered,       // the full global X (all-gather result)
-  ag_out,         // Y_r = X * W1_r            [M, F/N]
-  rs_out,         // Z_r = rows r of sum_j H_j * W2_j   [M/N, D]
-  local_product,  // P_r = H_r * W2_r          [M, D]
-  reduced_input,  // rows r of sum_j P_j       [M/N, D]
+  gathered,          // the full global X (all-gather result)
+  ag_out,            // Y_r = X * W1_r            [M, F/N]
+  rs_out,            // Z_r = rows r of sum_j H_j * W2_j   [M/N, D]
+  local_product,     // P_r = H_r * W2_r          [M, D]
+  reduced_input,     // rows r of sum_j P_j       [M/N, D]
+  ar_out,            // sum_j H_j * W2_j, every row   [M, D]
+  allreduced_input,  // sum_j P_j, every row      [M, D]
 };
 const char* to_string(CheckKind kind);
 

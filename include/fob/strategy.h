@@ -23,7 +23,11 @@ struct RsProblem {
   int h = -1, w = -1, z = -1;
   int64_t tokens = 0, hidden = 0, ffn_local = 0;
   int64_t block = 0;  // rows per rank: M / N
+  int64_t z_row = 0;  // where this rank's block starts in z (gemm_ar's z holds every block)
 };
+
+// Tags of an all-reduce's all-gather half, apart from its reduce-scatter half's.
+inline constexpr int kAllGatherTag = 1 << 16;
 
 struct Strategy {
   const char* name;
@@ -35,6 +39,9 @@ struct Strategy {
   bool is_reference;
   void (*all_gather_gemm)(PlanBuilder& builder, const AgProblem& problem, int param);
   void (*gemm_reduce_scatter)(PlanBuilder& builder, const RsProblem& problem, int param);
+  // All-gather of the blocks of `x` in place, no GEMM: the second half of an all-reduce
+  // decomposed as reduce-scatter + all-gather (gemm_ar).
+  void (*all_gather_blocks)(PlanBuilder& builder, const AgProblem& problem, int param);
 };
 
 // Every strategy built in, reference modes included, in the order reports list them.

@@ -32,7 +32,8 @@ int dtype_bytes(DType dtype);
 
 // ag_gemm_w: FSDP/ZeRO-3 weight all-gather; gemm_rs_grad: data-parallel weight-gradient
 // reduce-scatter.
-enum class Workload : uint8_t { ag_gemm, gemm_rs, mlp, ag_gemm_w, gemm_rs_grad };
+// gemm_ar: tensor-parallel GEMM + all-reduce.
+enum class Workload : uint8_t { ag_gemm, gemm_rs, mlp, ag_gemm_w, gemm_rs_grad, gemm_ar };
 const char* to_string(Workload workload);
 Workload parse_workload(const std::string& text);
 

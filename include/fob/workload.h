@@ -23,6 +23,8 @@ struct CaseSpec {
 // transposed where that makes them row blocks:
 //   ag_gemm_w     Yt[F, M/N] = AllGather(Wt)[F, D] * Xt_r[D, M/N]   (Y_r = X_r * W)
 //   gemm_rs_grad  dW[D/N, F] = rows r of sum_j Xt_j[D, M/N] * dY_j[M/N, F]   (dW = X^T dY)
+//   gemm_ar       Z[M, D] = sum_j H_j * W2_j: the reduce-scatter half, then an all-gather of
+//                 the reduced blocks (an all-reduce decomposed as NCCL's ring runs it)
 struct Geometry {
   int64_t m = 0, d = 0, f = 0;
   const char* m_key = "batch*seq";  // the config keys behind m and f, for messages
@@ -32,7 +34,8 @@ struct Geometry {
   const char* h = "H";    // the reduce-scatter GEMM's input [m, f], rank r holding columns r
   const char* w2 = "W2";  // its weight [f, d], rank r holding rows r
   bool has_ag = false, has_rs = false;
-  bool h_is_y = false;  // mlp: the second GEMM consumes the first one's output
+  bool h_is_y = false;      // mlp: the second GEMM consumes the first one's output
+  bool all_reduce = false;  // gemm_ar: every rank ends with every reduced block
 };
 Geometry geometry(Workload workload, const Shape& shape);
 

@@ -55,6 +55,10 @@ const char* to_string(CheckKind kind) {
       return "H*W2";
     case CheckKind::reduced_input:
       return "reduce-scatter of P";
+    case CheckKind::ar_out:
+      return "all-reduce of H*W2";
+    case CheckKind::allreduced_input:
+      return "all-reduce of P";
   }
   return "?";
 }

@@ -102,10 +102,17 @@ std::vector<double> expected_output(const Plan& plan, const OutputCheck& check, 
       return multiply(h_slice(0, m, r * f_local, f_local),
                       global_slice(seed, g.w2, r * f_local, f_local, 0, d))
           .v;
-    case CheckKind::reduced_input: {
-      Matrix sum(block, d);
+    case CheckKind::ar_out:
+      return multiply(h_slice(0, m, 0, f), global_slice(seed, g.w2, 0, f, 0, d)).v;
+    case CheckKind::reduced_input:
+    case CheckKind::allreduced_input: {
+      // Rank r's block, or every row for the all-reduce.
+      const bool all = check.kind == CheckKind::allreduced_input;
+      const int64_t row0 = all ? 0 : r * block;
+      const int64_t rows = all ? m : block;
+      Matrix sum(rows, d);
       for (int64_t j = 0; j < n; ++j) {
-        Matrix part = global_slice(seed, "P", r * block, block, j * d, d);
+        Matrix part = global_slice(seed, "P", row0, rows, j * d, d);
         for (size_t e = 0; e < sum.v.size(); ++e) sum.v[e] += part.v[e];
       }
       return sum.v;

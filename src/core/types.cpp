@@ -50,17 +50,20 @@ const char* to_string(Workload workload) {
       return "ag_gemm_w";
     case Workload::gemm_rs_grad:
       return "gemm_rs_grad";
+    case Workload::gemm_ar:
+      return "gemm_ar";
   }
   return "?";
 }
 
 Workload parse_workload(const std::string& text) {
   for (Workload w : {Workload::ag_gemm, Workload::gemm_rs, Workload::mlp, Workload::ag_gemm_w,
-                     Workload::gemm_rs_grad}) {
+                     Workload::gemm_rs_grad, Workload::gemm_ar}) {
     if (text == to_string(w)) return w;
   }
-  throw InputError("workload: '" + text +
-                   "' is not a workload; valid: ag_gemm, gemm_rs, mlp, ag_gemm_w, gemm_rs_grad");
+  throw InputError(
+      "workload: '" + text +
+      "' is not a workload; valid: ag_gemm, gemm_rs, mlp, ag_gemm_w, gemm_rs_grad, gemm_ar");
 }
 
 }  // namespace fob

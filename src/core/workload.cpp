@@ -35,6 +35,10 @@ Geometry geometry(Workload workload, const Shape& shape) {
       g.has_ag = g.has_rs = true;
       g.h_is_y = true;
       break;
+    case Workload::gemm_ar:
+      g.has_rs = true;
+      g.all_reduce = true;
+      break;
     case Workload::ag_gemm_w:
       g.has_ag = true;
       g.m = shape.ffn;
@@ -112,6 +116,8 @@ Plan make_plan(const CaseSpec& spec, int rank) {
   const int64_t f_local = g.f / spec.world;
   const int64_t block = m / spec.world;
   const Strategy& strategy = *spec.strategy.strategy;
+  const bool is_compute_only = std::string(strategy.name) == "compute_only";
+  const bool is_comm_only = std::string(strategy.name) == "comm_only";
 
   int y = -1;
   if (g.has_ag) {
@@ -127,7 +133,8 @@ Plan make_plan(const CaseSpec& spec, int rank) {
     b.input({ag.x, rank * block, block, g.x, rank * block, 0});
     b.input({ag.w, 0, d, g.w1, 0, rank * f_local});
     strategy.all_gather_gemm(b, ag, spec.strategy.param);
-    if (!strategy.is_reference) b.check(ag.y, CheckKind::ag_out);
+    // What each output must hold; comm_only has no GEMM, so its gathered X is what it makes.
+    b.check(is_comm_only ? ag.x : ag.y, is_comm_only ? CheckKind::gathered : CheckKind::ag_out);
   }
   if (g.has_rs) {
     RsProblem rs;
@@ -138,14 +145,30 @@ Plan make_plan(const CaseSpec& spec, int rank) {
       b.input({rs.h, 0, m, g.h, 0, rank * f_local});
     }
     rs.w = b.buffer("w2", f_local, d);
-    rs.z = b.buffer("z", block, d);
+    // An all-reduce leaves every block on every rank: this rank's reduced block sits in place.
+    rs.z = b.buffer("z", g.all_reduce ? m : block, d);
+    rs.z_row = g.all_reduce ? rank * block : 0;
     rs.tokens = m;
     rs.hidden = d;
     rs.ffn_local = f_local;
     rs.block = block;
     b.input({rs.w, 0, f_local, g.w2, rank * f_local, 0});
     strategy.gemm_reduce_scatter(b, rs, spec.strategy.param);
-    if (!strategy.is_reference) b.check(rs.z, CheckKind::rs_out);
+    if (g.all_reduce) {
+      AgProblem blocks;
+      blocks.x = rs.z;
+      blocks.tokens = m;
+      blocks.hidden = d;
+      blocks.block = block;
+      strategy.all_gather_blocks(b, blocks, spec.strategy.param);
+    }
+    if (is_compute_only) {
+      b.check(plan.buffer_id("p"), CheckKind::local_product);
+    } else if (is_comm_only) {
+      b.check(rs.z, g.all_reduce ? CheckKind::allreduced_input : CheckKind::reduced_input);
+    } else {
+      b.check(rs.z, g.all_reduce ? CheckKind::ar_out : CheckKind::rs_out);
+    }
   }
   return plan;
 }

@@ -11,12 +11,17 @@ void all_gather_gemm(PlanBuilder& b, const AgProblem& p, int /*param*/) {
 
 void gemm_reduce_scatter(PlanBuilder& b, const RsProblem& p, int /*param*/) {
   if (b.world() == 1) {
-    b.gemm({p.h, 0, p.tokens}, {p.w, 0, p.ffn_local}, {p.z, 0, p.block}, false, "Z = H*W2");
+    b.gemm({p.h, 0, p.tokens}, {p.w, 0, p.ffn_local}, {p.z, p.z_row, p.block}, false, "Z = H*W2");
     return;
   }
   int partial = b.buffer("p", p.tokens, p.hidden);
   b.gemm({p.h, 0, p.tokens}, {p.w, 0, p.ffn_local}, {partial, 0, p.tokens}, false, "P = H*W2");
-  b.reduce_scatter(partial, 0, p.block, {p.z, 0, p.block}, "reduce-scatter P");
+  b.reduce_scatter(partial, 0, p.block, {p.z, p.z_row, p.block}, "reduce-scatter P");
+}
+
+// The all-reduce's second half as one blocking all-gather.
+void all_gather_blocks(PlanBuilder& b, const AgProblem& p, int /*param*/) {
+  if (b.world() > 1) b.all_gather(p.x, 0, p.block, p.block, "all-gather Z");
 }
 
 }  // namespace
@@ -27,6 +32,7 @@ extern const Strategy kBaseline = {"baseline",
                                    1,
                                    false,
                                    all_gather_gemm,
-                                   gemm_reduce_scatter};
+                                   gemm_reduce_scatter,
+                                   all_gather_blocks};
 
 }  // namespace fob

@@ -27,7 +27,7 @@ void all_gather_gemm(PlanBuilder& b, const AgProblem& p, int /*param*/) {
 void gemm_reduce_scatter(PlanBuilder& b, const RsProblem& p, int /*param*/) {
   const int n = b.world();
   if (n == 1) {
-    b.gemm({p.h, 0, p.tokens}, {p.w, 0, p.ffn_local}, {p.z, 0, p.block}, false, "Z = H*W2");
+    b.gemm({p.h, 0, p.tokens}, {p.w, 0, p.ffn_local}, {p.z, p.z_row, p.block}, false, "Z = H*W2");
     return;
   }
   // Step 0 sends zeros, so every step is the same: send the running sum, compute, add.
@@ -37,13 +37,24 @@ void gemm_reduce_scatter(PlanBuilder& b, const RsProblem& p, int /*param*/) {
   View sent{zeros, 0, p.block};
   for (int k = 0; k < n; ++k) {
     const int slice = b.peer(-1 - k);
-    View received = k == n - 1 ? View{p.z, 0, p.block} : View{acc[k % 2], 0, p.block};
+    View received = k == n - 1 ? View{p.z, p.z_row, p.block} : View{acc[k % 2], 0, p.block};
     b.exchange(sent, b.peer(1), received, b.peer(-1), k,
                "pass sum (step " + std::to_string(k) + ")");
     b.gemm({p.h, slice * p.block, p.block}, {p.w, 0, p.ffn_local}, {part, 0, p.block}, false,
            "partial for block " + std::to_string(slice));
     b.add(received, {part, 0, p.block}, "sum += partial " + std::to_string(slice));
     sent = received;
+  }
+}
+
+// The lock-stepped ring passing each reduced block on; with no compute between steps the
+// lock-step is the comm stream's own order.
+void all_gather_blocks(PlanBuilder& b, const AgProblem& p, int /*param*/) {
+  const int n = b.world();
+  for (int k = 0; k < n - 1; ++k) {
+    b.exchange({p.x, b.peer(-k) * p.block, p.block}, b.peer(1),
+               {p.x, b.peer(-k - 1) * p.block, p.block}, b.peer(-1), kAllGatherTag + k,
+               "pass Z block " + std::to_string(b.peer(-k)));
   }
 }
 
@@ -55,6 +66,7 @@ extern const Strategy kDecompose = {"decompose",
                                     1,
                                     false,
                                     all_gather_gemm,
-                                    gemm_reduce_scatter};
+                                    gemm_reduce_scatter,
+                                    all_gather_blocks};
 
 }  // namespace fob

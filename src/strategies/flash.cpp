@@ -39,7 +39,7 @@ void gemm_reduce_scatter(PlanBuilder& b, const RsProblem& p, int m) {
       const std::string piece = piece_name(slice, i, m);
       const View h{p.h, slice * p.block + i * sub, sub};
       const View w{p.w, 0, p.ffn_local};
-      const View out{p.z, i * sub, sub};
+      const View out{p.z, p.z_row + i * sub, sub};
       if (n == 1) {
         b.gemm(h, w, out, false, "Z block " + piece);
         continue;
@@ -65,6 +65,19 @@ void gemm_reduce_scatter(PlanBuilder& b, const RsProblem& p, int m) {
   }
 }
 
+// As DESIGN.md has it for GEMM + all-reduce: the reduced blocks go straight to every other rank,
+// sub-slice by sub-slice as they complete.
+void all_gather_blocks(PlanBuilder& b, const AgProblem& p, int m) {
+  const int64_t sub = p.block / m;
+  for (int i = 0; i < m; ++i) {
+    for (int k = 1; k < b.world(); ++k) {
+      b.exchange({p.x, b.rank() * p.block + i * sub, sub}, b.peer(k),
+                 {p.x, b.peer(-k) * p.block + i * sub, sub}, b.peer(-k), kAllGatherTag + k * m + i,
+                 "Z block " + piece_name(b.peer(-k), i, m) + " from its owner");
+    }
+  }
+}
+
 }  // namespace
 
 extern const Strategy kFlash = {"flash",
@@ -73,6 +86,7 @@ extern const Strategy kFlash = {"flash",
                                 1,
                                 false,
                                 all_gather_gemm,
-                                gemm_reduce_scatter};
+                                gemm_reduce_scatter,
+                                all_gather_blocks};
 
 }  // namespace fob

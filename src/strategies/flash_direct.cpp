@@ -44,21 +44,38 @@ void gemm_reduce_scatter(PlanBuilder& b, const RsProblem& p, int m) {
     }
   }
   for (int i = 0; i < m; ++i) {
-    b.gemm({p.h, b.rank() * p.block + i * sub, sub}, w, {p.z, i * sub, sub}, false,
+    b.gemm({p.h, b.rank() * p.block + i * sub, sub}, w, {p.z, p.z_row + i * sub, sub}, false,
            "own partial " + piece_name(b.rank(), i, m));
   }
   for (int k = 1; k < n; ++k) {
     for (int i = 0; i < m; ++i) {
-      b.add({p.z, i * sub, sub}, {received[k], i * sub, sub},
+      b.add({p.z, p.z_row + i * sub, sub}, {received[k], i * sub, sub},
             "Z += partial from " + std::to_string(b.peer(-k)));
+    }
+  }
+}
+
+// The reduced blocks go straight to every other rank, sub-slice by sub-slice as they complete.
+void all_gather_blocks(PlanBuilder& b, const AgProblem& p, int m) {
+  const int64_t sub = p.block / m;
+  for (int i = 0; i < m; ++i) {
+    for (int k = 1; k < b.world(); ++k) {
+      b.exchange({p.x, b.rank() * p.block + i * sub, sub}, b.peer(k),
+                 {p.x, b.peer(-k) * p.block + i * sub, sub}, b.peer(-k), kAllGatherTag + k * m + i,
+                 "Z block " + piece_name(b.peer(-k), i, m) + " from its owner");
     }
   }
 }
 
 }  // namespace
 
-extern const Strategy kFlashDirect = {
-    "flash_direct",     "direct-to-owner pairwise exchanges", "m", 1, false, all_gather_gemm,
-    gemm_reduce_scatter};
+extern const Strategy kFlashDirect = {"flash_direct",
+                                      "direct-to-owner pairwise exchanges",
+                                      "m",
+                                      1,
+                                      false,
+                                      all_gather_gemm,
+                                      gemm_reduce_scatter,
+                                      all_gather_blocks};
 
 }  // namespace fob

@@ -27,13 +27,23 @@ void gemm_reduce_scatter(PlanBuilder& b, const RsProblem& p, int chunks) {
     const std::string n = std::to_string(c);
     const int64_t base = c * piece * b.world();
     if (b.world() == 1) {
-      b.gemm({p.h, c * piece, piece}, {p.w, 0, p.ffn_local}, {p.z, c * piece, piece}, false,
-             "Z chunk " + n);
+      b.gemm({p.h, c * piece, piece}, {p.w, 0, p.ffn_local}, {p.z, p.z_row + c * piece, piece},
+             false, "Z chunk " + n);
       continue;
     }
     b.gemm({p.h, c * piece, piece}, {p.w, 0, p.ffn_local}, {partial, base, piece}, false,
            "P chunk " + n, b.world(), p.block, piece);
-    b.reduce_scatter(partial, base, piece, {p.z, c * piece, piece}, "reduce-scatter chunk " + n);
+    b.reduce_scatter(partial, base, piece, {p.z, p.z_row + c * piece, piece},
+                     "reduce-scatter chunk " + n);
+  }
+}
+
+// Chunk by chunk, as the reduce-scatter produced them.
+void all_gather_blocks(PlanBuilder& b, const AgProblem& p, int chunks) {
+  if (b.world() == 1) return;
+  const int64_t piece = p.block / chunks;
+  for (int c = 0; c < chunks; ++c) {
+    b.all_gather(p.x, c * piece, piece, p.block, "all-gather Z chunk " + std::to_string(c));
   }
 }
 
@@ -45,6 +55,7 @@ extern const Strategy kSlicing = {"slicing",
                                   4,
                                   false,
                                   all_gather_gemm,
-                                  gemm_reduce_scatter};
+                                  gemm_reduce_scatter,
+                                  all_gather_blocks};
 
 }  // namespace fob

@@ -406,7 +406,10 @@ TEST_P(PlanInvariants, OutputsComputedExactlyOnce) {
         const int z = p.buffer_id("z");
         ASSERT_GE(h, 0);
         ASSERT_GE(z, 0);
-        EXPECT_EQ(p.buffers[static_cast<size_t>(z)].rows, block_);
+        // gemm_ar's Z holds every reduced block: its own from the reduce-scatter, the others
+        // from the all-gather.
+        const int64_t z_rows = geometry_.all_reduce ? tokens_ : block_;
+        EXPECT_EQ(p.buffers[static_cast<size_t>(z)].rows, z_rows);
         // Every row of this rank's H shard feeds exactly one GEMM: one partial per row.
         std::vector<Rows> read;
         for (const Task& t : p.tasks) {
@@ -418,17 +421,22 @@ TEST_P(PlanInvariants, OutputsComputedExactlyOnce) {
           }
         }
         EXPECT_TRUE(covers_exactly_once(read, tokens_)) << "H rows read on rank " << p.rank;
-        std::vector<char> z_written(static_cast<size_t>(block_), 0);
+        std::vector<char> z_written(static_cast<size_t>(z_rows), 0);
         for (const Task& t : p.tasks) {
           if (t.c.buffer != z) continue;
           if (t.kind == TaskKind::send) continue;
-          for (int64_t i = t.c.row; i < t.c.row + t.c.rows; ++i) {
-            ASSERT_GE(i, 0);
-            ASSERT_LT(i, block_) << describe(p, t.id);
-            z_written[static_cast<size_t>(i)] = 1;
+          // An all-gather writes every rank's block at its stride.
+          const bool gather = t.kind == TaskKind::collective && t.op == CollectiveOp::all_gather;
+          for (int j = 0; j < (gather ? world_ : 1); ++j) {
+            const int64_t first = t.c.row + (gather ? j * t.dst_stride_rows : 0);
+            for (int64_t i = first; i < first + t.c.rows; ++i) {
+              ASSERT_GE(i, 0);
+              ASSERT_LT(i, z_rows) << describe(p, t.id);
+              z_written[static_cast<size_t>(i)] = 1;
+            }
           }
         }
-        for (int64_t i = 0; i < block_; ++i) {
+        for (int64_t i = 0; i < z_rows; ++i) {
           EXPECT_TRUE(z_written[static_cast<size_t>(i)]) << "Z row " << i << " on rank " << p.rank;
         }
       }
@@ -468,7 +476,8 @@ TEST_P(PlanInvariants, GemmFlopsPerHalf) {
 TEST_P(PlanInvariants, TransferCounts) {
   for_each_world([&] {
     const int n = world_;
-    const int halves = (has_ag() ? 1 : 0) + (has_rs() ? 1 : 0);
+    // gemm_ar's all-reduce counts as two collectives: its reduce-scatter and its all-gather.
+    const int halves = (has_ag() ? 1 : 0) + (has_rs() ? 1 : 0) + (geometry_.all_reduce ? 1 : 0);
     for (const Plan& p : plans_) {
       int exchanges = 0, collectives = 0, p2p_other = 0, gemms = 0, ag_exchanges = 0;
       for (const Task& t : p.tasks) {
@@ -490,7 +499,8 @@ TEST_P(PlanInvariants, TransferCounts) {
         EXPECT_EQ(collectives, 0) << where;
         const int ag = has_ag() ? n - 1 : 0;
         const int rs = has_rs() && n > 1 ? n : 0;
-        EXPECT_EQ(exchanges, ag + rs) << where;
+        const int ar = geometry_.all_reduce ? n - 1 : 0;
+        EXPECT_EQ(exchanges, ag + rs + ar) << where;
         EXPECT_EQ(ag_exchanges, ag) << where;
       } else if (is_("slicing") || is_("baseline") || is_("comm_only")) {
         EXPECT_EQ(exchanges, 0) << where;
@@ -616,7 +626,7 @@ TEST_P(PlanInvariants, ReferenceModes) {
 std::vector<Param> all_params() {
   std::vector<Param> out;
   for (Workload w : {Workload::ag_gemm, Workload::gemm_rs, Workload::mlp, Workload::ag_gemm_w,
-                     Workload::gemm_rs_grad}) {
+                     Workload::gemm_rs_grad, Workload::gemm_ar}) {
     for (const char* s : kSpecs) {
       out.emplace_back(w, s);
     }
