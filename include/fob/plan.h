@@ -61,6 +61,9 @@ enum class CheckKind : uint8_t {
   reduced_input,     // rows r of sum_j P_j       [M/N, D]
   ar_out,            // sum_j H_j * W2_j, every row   [M, D]
   allreduced_input,  // sum_j P_j, every row      [M, D]
+  gathered_forward,  // the forward input X, gathered again in the backward pass
+  grad_w2,           // mlp_bwd: dW2_r = Y_r^T * dZ          [F/N, D]
+  grad_w1,           // mlp_bwd: dW1_r = X^T * dY_r          [D, F/N]
 };
 const char* to_string(CheckKind kind);
 
@@ -84,6 +87,8 @@ struct Task {
   int64_t a_stride_rows = 0;
   int64_t c_stride_rows = 0;
   bool accumulate = false;
+  // c = a^T * b: `a` holds k rows of m columns (a weight gradient from stored activations).
+  bool transpose_a = false;
 
   // send / recv / exchange: send `a` to send_peer, receive into `c` from recv_peer.
   int send_peer = -1;

@@ -31,6 +31,8 @@ class PlanBuilder {
   // c[i] (=|+=) a[i] * b, i in [0, batch): a and c advance by their strides (in rows).
   int gemm(const View& a, const View& b, const View& c, bool accumulate, const std::string& label,
            int batch = 1, int64_t a_stride_rows = 0, int64_t c_stride_rows = 0);
+  // c = a^T * b, where `a` is the k rows of a buffer m columns wide.
+  int gemm_transposed_a(const View& a, const View& b, const View& c, const std::string& label);
   int add(const View& dst, const View& src, const std::string& label);  // dst += src
   int copy(const View& dst, const View& src, const std::string& label);
   int exchange(const View& send, int send_peer, const View& recv, int recv_peer, int tag,

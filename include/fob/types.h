@@ -33,7 +33,8 @@ int dtype_bytes(DType dtype);
 // ag_gemm_w: FSDP/ZeRO-3 weight all-gather; gemm_rs_grad: data-parallel weight-gradient
 // reduce-scatter.
 // gemm_ar: tensor-parallel GEMM + all-reduce.
-enum class Workload : uint8_t { ag_gemm, gemm_rs, mlp, ag_gemm_w, gemm_rs_grad, gemm_ar };
+// mlp_bwd: the backward pass of the TPSP MLP.
+enum class Workload : uint8_t { ag_gemm, gemm_rs, mlp, ag_gemm_w, gemm_rs_grad, gemm_ar, mlp_bwd };
 const char* to_string(Workload workload);
 Workload parse_workload(const std::string& text);
 

@@ -25,6 +25,8 @@ struct CaseSpec {
 //   gemm_rs_grad  dW[D/N, F] = rows r of sum_j Xt_j[D, M/N] * dY_j[M/N, F]   (dW = X^T dY)
 //   gemm_ar       Z[M, D] = sum_j H_j * W2_j: the reduce-scatter half, then an all-gather of
 //                 the reduced blocks (an all-reduce decomposed as NCCL's ring runs it)
+//   mlp_bwd       dY = AllGather(dZ) * W2^T, dW2 = Y^T * dZ, X gathered again while
+//                 dX = ReduceScatter(dY * W1^T) computes, then dW1 = X^T * dY: Megatron's order
 struct Geometry {
   int64_t m = 0, d = 0, f = 0;
   const char* m_key = "batch*seq";  // the config keys behind m and f, for messages
@@ -36,6 +38,7 @@ struct Geometry {
   bool has_ag = false, has_rs = false;
   bool h_is_y = false;      // mlp: the second GEMM consumes the first one's output
   bool all_reduce = false;  // gemm_ar: every rank ends with every reduced block
+  bool backward = false;    // mlp_bwd: weight gradients and a second gather of X as well
 };
 Geometry geometry(Workload workload, const Shape& shape);
 

@@ -59,6 +59,12 @@ const char* to_string(CheckKind kind) {
       return "all-reduce of H*W2";
     case CheckKind::allreduced_input:
       return "all-reduce of P";
+    case CheckKind::gathered_forward:
+      return "gathered forward X";
+    case CheckKind::grad_w2:
+      return "Y^T * dZ";
+    case CheckKind::grad_w1:
+      return "X^T * dY";
   }
   return "?";
 }
@@ -98,7 +104,8 @@ void print_plan(std::ostream& out, const Plan& plan) {
     out << "  " << std::setw(3) << t.id << " " << std::left << std::setw(8) << to_string(t.stream)
         << std::setw(11) << to_string(t.kind) << std::right << t.label;
     if (t.kind == TaskKind::gemm) {
-      out << "  " << view_text(plan, t.c) << (t.accumulate ? " += " : " = ") << view_text(plan, t.a)
+      out << "  " << view_text(plan, t.c) << (t.accumulate ? " += " : " = ")
+          << (t.transpose_a ? "T(" : "") << view_text(plan, t.a) << (t.transpose_a ? ")" : "")
           << " * " << view_text(plan, t.b);
       if (t.batch > 1) out << " x" << t.batch << " (stride " << t.a_stride_rows << ")";
     }

@@ -63,6 +63,29 @@ int PlanBuilder::gemm(const View& a, const View& b, const View& c, bool accumula
   return add_task(std::move(t), std::move(access));
 }
 
+int PlanBuilder::gemm_transposed_a(const View& a, const View& b, const View& c,
+                                   const std::string& label) {
+  Task t;
+  t.stream = StreamId::compute;
+  t.kind = TaskKind::gemm;
+  t.label = label;
+  t.a = a;
+  t.b = b;
+  t.c = c;
+  t.transpose_a = true;
+  t.m = cols(a.buffer);
+  t.k = a.rows;
+  t.n = cols(c.buffer);
+  if (b.rows != t.k || cols(b.buffer) != t.n || c.rows != t.m) {
+    throw std::logic_error("gemm " + label + ": operand shapes disagree");
+  }
+  t.flops = 2.0 * static_cast<double>(t.m) * static_cast<double>(t.n) * static_cast<double>(t.k);
+  Access access;
+  access.reads = {{a.buffer, a.row, a.row + a.rows}, {b.buffer, b.row, b.row + b.rows}};
+  access.writes = {{c.buffer, c.row, c.row + c.rows}};
+  return add_task(std::move(t), std::move(access));
+}
+
 int PlanBuilder::add(const View& dst, const View& src, const std::string& label) {
   Task t;
   t.kind = TaskKind::add;

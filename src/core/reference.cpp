@@ -102,6 +102,21 @@ std::vector<double> expected_output(const Plan& plan, const OutputCheck& check, 
       return multiply(h_slice(0, m, r * f_local, f_local),
                       global_slice(seed, g.w2, r * f_local, f_local, 0, d))
           .v;
+    case CheckKind::gathered_forward:
+      return global_slice(seed, "X", 0, m, 0, d).v;
+    case CheckKind::grad_w2:
+      return multiply(global_slice(seed, "YT", r * f_local, f_local, 0, m),
+                      global_slice(seed, g.x, 0, m, 0, d))
+          .v;
+    case CheckKind::grad_w1: {
+      // X^T [d, m] times dY_r = dZ * W2T[:, cols r] [m, f/N].
+      const Matrix x = global_slice(seed, "X", 0, m, 0, d);
+      Matrix xt(d, m);
+      for (int64_t i = 0; i < m; ++i) {
+        for (int64_t j = 0; j < d; ++j) xt.at(j, i) = x.v[static_cast<size_t>(i * d + j)];
+      }
+      return multiply(xt, h_slice(0, m, r * f_local, f_local)).v;
+    }
     case CheckKind::ar_out:
       return multiply(h_slice(0, m, 0, f), global_slice(seed, g.w2, 0, f, 0, d)).v;
     case CheckKind::reduced_input:

@@ -52,18 +52,21 @@ const char* to_string(Workload workload) {
       return "gemm_rs_grad";
     case Workload::gemm_ar:
       return "gemm_ar";
+    case Workload::mlp_bwd:
+      return "mlp_bwd";
   }
   return "?";
 }
 
 Workload parse_workload(const std::string& text) {
   for (Workload w : {Workload::ag_gemm, Workload::gemm_rs, Workload::mlp, Workload::ag_gemm_w,
-                     Workload::gemm_rs_grad, Workload::gemm_ar}) {
+                     Workload::gemm_rs_grad, Workload::gemm_ar, Workload::mlp_bwd}) {
     if (text == to_string(w)) return w;
   }
   throw InputError(
       "workload: '" + text +
-      "' is not a workload; valid: ag_gemm, gemm_rs, mlp, ag_gemm_w, gemm_rs_grad, gemm_ar");
+      "' is not a workload; valid: ag_gemm, gemm_rs, mlp, ag_gemm_w, gemm_rs_grad, gemm_ar, "
+      "mlp_bwd");
 }
 
 }  // namespace fob

@@ -35,6 +35,14 @@ Geometry geometry(Workload workload, const Shape& shape) {
       g.has_ag = g.has_rs = true;
       g.h_is_y = true;
       break;
+    case Workload::mlp_bwd:
+      g.has_ag = g.has_rs = true;
+      g.h_is_y = true;
+      g.backward = true;
+      g.x = "DZ";
+      g.w1 = "W2T";
+      g.w2 = "W1T";
+      break;
     case Workload::gemm_ar:
       g.has_rs = true;
       g.all_reduce = true;
@@ -136,6 +144,30 @@ Plan make_plan(const CaseSpec& spec, int rank) {
     // What each output must hold; comm_only has no GEMM, so its gathered X is what it makes.
     b.check(is_comm_only ? ag.x : ag.y, is_comm_only ? CheckKind::gathered : CheckKind::ag_out);
   }
+  int forward_x = -1;
+  if (g.backward) {
+    // dW2 = Y^T * dZ needs every row of the gathered dZ; Y is stored transposed, as saved by
+    // the forward pass for this GEMM.
+    if (!is_comm_only) {
+      const int yt = b.buffer("yt", f_local, m);
+      const int dw2 = b.buffer("dw2", f_local, d);
+      b.input({yt, 0, f_local, "YT", rank * f_local, 0});
+      b.gemm({yt, 0, f_local}, {b.buffer("x", m, d), 0, m}, {dw2, 0, f_local}, false,
+             "dW2 = Y^T * dZ");
+      b.check(dw2, CheckKind::grad_w2);
+    }
+    // The forward input X is gathered again for dW1, on the comm stream while dX computes.
+    forward_x = b.buffer("xf", m, d);
+    b.input({forward_x, is_compute_only ? 0 : rank * block, is_compute_only ? m : block, "X",
+             is_compute_only ? 0 : rank * block, 0});
+    AgProblem gather;
+    gather.x = forward_x;
+    gather.tokens = m;
+    gather.hidden = d;
+    gather.block = block;
+    strategy.all_gather_blocks(b, gather, spec.strategy.param);
+    if (is_comm_only) b.check(forward_x, CheckKind::gathered_forward);
+  }
   if (g.has_rs) {
     RsProblem rs;
     if (g.h_is_y) {
@@ -168,6 +200,11 @@ Plan make_plan(const CaseSpec& spec, int rank) {
       b.check(rs.z, g.all_reduce ? CheckKind::allreduced_input : CheckKind::reduced_input);
     } else {
       b.check(rs.z, g.all_reduce ? CheckKind::ar_out : CheckKind::rs_out);
+    }
+    if (g.backward && !is_comm_only) {
+      const int dw1 = b.buffer("dw1", d, f_local);
+      b.gemm_transposed_a({forward_x, 0, m}, {y, 0, m}, {dw1, 0, d}, "dW1 = X^T * dY");
+      b.check(dw1, CheckKind::grad_w1);
     }
   }
   return plan;

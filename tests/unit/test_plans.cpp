@@ -150,6 +150,10 @@ class PlanInvariants : public ::testing::TestWithParam<Param> {
   }
 
   bool has_ag() const { return geometry_.has_ag; }
+  bool is_weight_gradient(const Plan& p, const Task& t) const {
+    return geometry_.backward &&
+           (t.c.buffer == p.buffer_id("dw1") || t.c.buffer == p.buffer_id("dw2"));
+  }
   bool has_rs() const { return geometry_.has_rs; }
   // The RS half's input H: its own buffer, or the AG half's output for the MLP.
   int h_buffer(const Plan& p) const { return p.buffer_id(geometry_.h_is_y ? "y" : "h"); }
@@ -453,12 +457,14 @@ TEST_P(PlanInvariants, GemmFlopsPerHalf) {
     for (const Plan& p : plans_) {
       const int x = p.buffer_id("x");
       const int h = has_rs() ? h_buffer(p) : -1;
-      double ag = 0, rs = 0;
+      double ag = 0, rs = 0, grads = 0;
       for (const Task& t : p.tasks) {
         if (t.kind != TaskKind::gemm) continue;
         EXPECT_DOUBLE_EQ(t.flops, 2.0 * static_cast<double>(t.m * t.n * t.k) * t.batch)
             << describe(p, t.id);
-        if (has_ag() && t.a.buffer == x) {
+        if (is_weight_gradient(p, t)) {
+          grads += t.flops;  // mlp_bwd's dW1 and dW2: each as large as one half
+        } else if (has_ag() && t.a.buffer == x) {
           ag += t.flops;
         } else if (has_rs() && t.a.buffer == h) {
           rs += t.flops;
@@ -468,6 +474,7 @@ TEST_P(PlanInvariants, GemmFlopsPerHalf) {
       }
       EXPECT_DOUBLE_EQ(ag, has_ag() ? expected : 0.0) << "AG flops on rank " << p.rank;
       EXPECT_DOUBLE_EQ(rs, has_rs() ? expected : 0.0) << "RS flops on rank " << p.rank;
+      EXPECT_DOUBLE_EQ(grads, geometry_.backward ? 2 * expected : 0.0) << "on rank " << p.rank;
     }
   });
 }
@@ -477,7 +484,10 @@ TEST_P(PlanInvariants, TransferCounts) {
   for_each_world([&] {
     const int n = world_;
     // gemm_ar's all-reduce counts as two collectives: its reduce-scatter and its all-gather.
-    const int halves = (has_ag() ? 1 : 0) + (has_rs() ? 1 : 0) + (geometry_.all_reduce ? 1 : 0);
+    // gemm_ar's all-reduce counts as two collectives (reduce-scatter and all-gather), and so
+    // does mlp_bwd's second gather of X.
+    const int halves = (has_ag() ? 1 : 0) + (has_rs() ? 1 : 0) +
+                       (geometry_.all_reduce || geometry_.backward ? 1 : 0);
     for (const Plan& p : plans_) {
       int exchanges = 0, collectives = 0, p2p_other = 0, gemms = 0, ag_exchanges = 0;
       for (const Task& t : p.tasks) {
@@ -499,7 +509,7 @@ TEST_P(PlanInvariants, TransferCounts) {
         EXPECT_EQ(collectives, 0) << where;
         const int ag = has_ag() ? n - 1 : 0;
         const int rs = has_rs() && n > 1 ? n : 0;
-        const int ar = geometry_.all_reduce ? n - 1 : 0;
+        const int ar = geometry_.all_reduce || geometry_.backward ? n - 1 : 0;
         EXPECT_EQ(exchanges, ag + rs + ar) << where;
         EXPECT_EQ(ag_exchanges, ag) << where;
       } else if (is_("slicing") || is_("baseline") || is_("comm_only")) {
@@ -532,7 +542,8 @@ TEST_P(PlanInvariants, FlashFirstAndLastComputation) {
       const int x = p.buffer_id("x");
       const int h = has_rs() ? h_buffer(p) : -1;
       for (const Task& t : p.tasks) {
-        if (t.kind == TaskKind::gemm) {
+        // The weight gradients follow the collectives they need; the property is the halves'.
+        if (t.kind == TaskKind::gemm && !is_weight_gradient(p, t)) {
           last_gemm = t.id;
           if (has_ag() && t.a.buffer == x && first_ag < 0) first_ag = t.id;
           if (has_rs() && t.a.buffer == h && first_rs < 0) first_rs = t.id;
@@ -626,7 +637,7 @@ TEST_P(PlanInvariants, ReferenceModes) {
 std::vector<Param> all_params() {
   std::vector<Param> out;
   for (Workload w : {Workload::ag_gemm, Workload::gemm_rs, Workload::mlp, Workload::ag_gemm_w,
-                     Workload::gemm_rs_grad, Workload::gemm_ar}) {
+                     Workload::gemm_rs_grad, Workload::gemm_ar, Workload::mlp_bwd}) {
     for (const char* s : kSpecs) {
       out.emplace_back(w, s);
     }

@@ -233,7 +233,7 @@ class CpuBackend : public Backend {
       case TaskKind::gemm:
         for (int i = 0; i < t.batch; ++i) {
           gemm<T>(t.m, t.n, t.k, at<T>(t.a, i * t.a_stride_rows), at<T>(t.b),
-                  at<T>(t.c, i * t.c_stride_rows), t.accumulate);
+                  at<T>(t.c, i * t.c_stride_rows), t.accumulate, t.transpose_a);
         }
         break;
       case TaskKind::add: {
@@ -269,12 +269,16 @@ class CpuBackend : public Backend {
   }
 
   template <typename T>
-  static void gemm(int64_t m, int64_t n, int64_t k, const T* a, const T* b, T* c, bool accumulate) {
+  static void gemm(int64_t m, int64_t n, int64_t k, const T* a, const T* b, T* c, bool accumulate,
+                   bool transpose_a) {
     const T beta = accumulate ? T(1) : T(0);
+    // A stored as k rows of m (transposed) has leading dimension m, else k.
+    const CBLAS_TRANSPOSE op_a = transpose_a ? CblasTrans : CblasNoTrans;
+    const int64_t lda = transpose_a ? m : k;
     if constexpr (sizeof(T) == 4) {
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f, a, k, b, n, beta, c, n);
+      cblas_sgemm(CblasRowMajor, op_a, CblasNoTrans, m, n, k, 1.0f, a, lda, b, n, beta, c, n);
     } else {
-      cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0, a, k, b, n, beta, c, n);
+      cblas_dgemm(CblasRowMajor, op_a, CblasNoTrans, m, n, k, 1.0, a, lda, b, n, beta, c, n);
     }
   }
 

@@ -568,9 +568,12 @@ class CudaBackend : public Backend {
     const void* beta = fp64 ? static_cast<const void*>(&beta64) : &beta32;
     const int m = static_cast<int>(t.m), n = static_cast<int>(t.n), k = static_cast<int>(t.k);
     if (t.batch == 1) {
-      check_.blas(cublasGemmEx(blas_, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, alpha, device_at(t.b),
-                               type, n, device_at(t.a), type, k, beta, device_at(t.c), type, n,
-                               compute, CUBLAS_GEMM_DEFAULT),
+      // A stored transposed (k rows of m) is, read column-major, A itself: op T gives A^T.
+      const cublasOperation_t op_a = t.transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N;
+      const int lda = t.transpose_a ? m : k;
+      check_.blas(cublasGemmEx(blas_, CUBLAS_OP_N, op_a, n, m, k, alpha, device_at(t.b), type, n,
+                               device_at(t.a), type, lda, beta, device_at(t.c), type, n, compute,
+                               CUBLAS_GEMM_DEFAULT),
                   "cublasGemmEx");
       return;
     }
