@@ -44,6 +44,10 @@ struct Strategy {
   void (*all_gather_blocks)(PlanBuilder& builder, const AgProblem& problem, int param);
 };
 
+// All-gather of blocks as direct exchanges with every other rank, sub-slice by sub-slice (m):
+// flash_direct's own, and flash's for an all-reduce's second half.
+void all_gather_blocks_direct(PlanBuilder& builder, const AgProblem& problem, int m);
+
 // Every strategy built in, reference modes included, in the order reports list them.
 const std::vector<const Strategy*>& all_strategies();
 

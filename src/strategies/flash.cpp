@@ -65,28 +65,11 @@ void gemm_reduce_scatter(PlanBuilder& b, const RsProblem& p, int m) {
   }
 }
 
-// As DESIGN.md has it for GEMM + all-reduce: the reduced blocks go straight to every other rank,
-// sub-slice by sub-slice as they complete.
-void all_gather_blocks(PlanBuilder& b, const AgProblem& p, int m) {
-  const int64_t sub = p.block / m;
-  for (int i = 0; i < m; ++i) {
-    for (int k = 1; k < b.world(); ++k) {
-      b.exchange({p.x, b.rank() * p.block + i * sub, sub}, b.peer(k),
-                 {p.x, b.peer(-k) * p.block + i * sub, sub}, b.peer(-k), kAllGatherTag + k * m + i,
-                 "Z block " + piece_name(b.peer(-k), i, m) + " from its owner");
-    }
-  }
-}
-
 }  // namespace
 
-extern const Strategy kFlash = {"flash",
-                                "Flash-Overlap free-running ring, rank-adaptive order",
-                                "m",
-                                1,
-                                false,
-                                all_gather_gemm,
-                                gemm_reduce_scatter,
-                                all_gather_blocks};
+extern const Strategy kFlash = {"flash", "Flash-Overlap free-running ring, rank-adaptive order",
+                                "m", 1, false, all_gather_gemm, gemm_reduce_scatter,
+                                // As DESIGN.md has it for GEMM + all-reduce.
+                                all_gather_blocks_direct};
 
 }  // namespace fob

@@ -55,8 +55,10 @@ void gemm_reduce_scatter(PlanBuilder& b, const RsProblem& p, int m) {
   }
 }
 
+}  // namespace
+
 // The reduced blocks go straight to every other rank, sub-slice by sub-slice as they complete.
-void all_gather_blocks(PlanBuilder& b, const AgProblem& p, int m) {
+void all_gather_blocks_direct(PlanBuilder& b, const AgProblem& p, int m) {
   const int64_t sub = p.block / m;
   for (int i = 0; i < m; ++i) {
     for (int k = 1; k < b.world(); ++k) {
@@ -67,8 +69,6 @@ void all_gather_blocks(PlanBuilder& b, const AgProblem& p, int m) {
   }
 }
 
-}  // namespace
-
 extern const Strategy kFlashDirect = {"flash_direct",
                                       "direct-to-owner pairwise exchanges",
                                       "m",
@@ -76,6 +76,6 @@ extern const Strategy kFlashDirect = {"flash_direct",
                                       false,
                                       all_gather_gemm,
                                       gemm_reduce_scatter,
-                                      all_gather_blocks};
+                                      all_gather_blocks_direct};
 
 }  // namespace fob
