@@ -64,6 +64,7 @@ struct SystemInfo {
   std::string mpi_version, nccl_version, cuda_version, blas;
   std::string link_emulation;  // "none" or "emulated: 10 Gbit/s, 5 us latency"
   std::string env;             // KEY=VALUE lines
+  std::string notes;           // caveats about how the numbers were taken, e.g. oversubscription
 };
 
 struct RunInfo {

@@ -452,6 +452,7 @@ void write_system(hid_t file, const SystemInfo& sys, const std::string& path) {
   write_attr_str(group, "cuda_version", sys.cuda_version, w);
   write_attr_str(group, "blas", sys.blas, w);
   write_attr_str(group, "link_emulation", sys.link_emulation, w);
+  if (!sys.notes.empty()) write_attr_str(group, "notes", sys.notes, w);
   write_attr_str(group, "env", sys.env, w);
 }
 
@@ -764,6 +765,7 @@ ResultFile read_results_unchecked(const std::string& path) {
     s.cuda_version = opt_str(sys, "cuda_version", ws);
     s.blas = opt_str(sys, "blas", ws);
     s.link_emulation = opt_str(sys, "link_emulation", ws);
+    s.notes = opt_str(sys, "notes", ws);
     s.env = opt_str(sys, "env", ws);
   }
 

@@ -101,6 +101,7 @@ std::vector<std::pair<std::string, std::string>> header_pairs(const ResultFile& 
           {"cuda_version", s.cuda_version},
           {"blas", s.blas},
           {"link_emulation", s.link_emulation.empty() ? "none" : s.link_emulation},
+          {"notes", s.notes},
           {"overlap_pct", kOverlapNote},
           {"t", kStepNote}};
 }
@@ -355,6 +356,7 @@ void write_md(std::ostream& out, const ResultFile& file, const std::vector<Summa
   if (!r.command_line.empty()) out << "- command: `" << one_line(r.command_line) << "`\n";
   out << "- " << kStepNote << "\n";
   out << "- " << kOverlapNote << "\n";
+  if (!s.notes.empty()) out << "- **note:** " << one_line(s.notes) << "\n";
 
   // One table per shape, in the order the shapes first appear in the file.
   using Key = std::tuple<std::string, int64_t, int64_t, int64_t, int64_t, std::string, int32_t>;
