@@ -434,18 +434,19 @@ int run_command(const RunArgs& args) {
   auto devices = gather_strings(comm, backend->device());
   auto pids = gather_strings(comm, std::to_string(getpid()));
   if (rank == 0) {
-    // More ranks than cores on a host: the ranks time-share the cores, so compute_only (every
-    // rank computing at once) is slower than in a strategy where ranks take turns waiting.
+    // More ranks than cores on a host: the ranks time-share the cores, one compute task per
+    // core at a time (the CPU backend's core slots), which a reader must know.
     std::map<std::string, int> per_host;
     for (const std::string& h : hosts) ++per_host[h];
     const unsigned cores = std::thread::hardware_concurrency();
     for (const auto& [host, ranks] : per_host) {
       const unsigned threads = config.backend == "cpu" ? 1u * config.blas_threads : 0u;
       if (threads > 0 && cores > 0 && ranks * threads > cores) {
-        system.notes =
-            std::to_string(ranks) + " ranks shared " + std::to_string(cores) + " cores on " + host +
-            ": T_comp (all ranks computing at once) is pessimistic there and exposed_comm "
-            "can come out below zero; compare strategies with each other";
+        system.notes = std::to_string(ranks) + " ranks shared " + std::to_string(cores) +
+                       " cores on " + host +
+                       ": compute tasks took turns on the cores, so every time is that of " +
+                       std::to_string(cores) + " cores serving " + std::to_string(ranks) +
+                       " ranks and run-to-run noise is larger; compare strategies with each other";
       }
     }
     system.hostnames = join(hosts, ",");

@@ -20,6 +20,7 @@
 #include "../host/cpu_stream.h"
 #include "../host/link.h"
 #include "../host/ring.h"
+#include "core_slots.h"
 #include "fob/backend.h"
 #include "fob/reference.h"
 
@@ -65,7 +66,9 @@ struct Prepared {
 class CpuBackend : public Backend {
  public:
   explicit CpuBackend(const BackendOptions& options)
-      : options_(options), link_(options.comm, options.link, abort_) {
+      : options_(options),
+        link_(options.comm, options.link, abort_),
+        slots_(options.comm, options.blas_threads) {
     MPI_Comm_rank(options_.comm, &rank_);
     MPI_Comm_size(options_.comm, &world_);
     const int threads = options_.blas_threads;
@@ -204,6 +207,10 @@ class CpuBackend : public Backend {
     }
     waiting_for_[s] = -1;
     if (abort_) return;
+    // Compute tasks take a core slot when the host has more ranks than cores; the wait shows
+    // as a gap before the task, as a GPU kernel waiting for SMs would.
+    const bool compute = task.stream == StreamId::compute;
+    if (compute && !slots_.acquire(abort_)) return;
     start_[task.id] = now_seconds() - t0_;
     if (current_->elem == 4) {
       execute<float>(task);
@@ -211,6 +218,7 @@ class CpuBackend : public Backend {
       execute<double>(task);
     }
     end_[task.id] = now_seconds() - t0_;
+    if (compute) slots_.release();
     {
       std::lock_guard<std::mutex> lock(done_mu_);
       done_[task.id] = 1;
@@ -330,6 +338,7 @@ class CpuBackend : public Backend {
   int rank_ = 0, world_ = 1;
   std::atomic<bool> abort_{false};
   Link link_;
+  CoreSlots slots_;
   std::unique_ptr<CpuStream> compute_, comm_;
   const Plan* plan_ = nullptr;
   std::map<const Plan*, Prepared> prepared_;
