@@ -33,8 +33,8 @@ cudaError_t launch_add(void* dst, const void* src, int64_t count, cudaStream_t s
   // Enough blocks to fill any current GPU; the grid-stride loop covers the rest.
   const int64_t wanted = (count + kThreads - 1) / kThreads;
   const int blocks = static_cast<int>(wanted < 4096 ? wanted : 4096);
-  add_kernel<T><<<blocks, kThreads, 0, stream>>>(static_cast<T*>(dst),
-                                                 static_cast<const T*>(src), count);
+  add_kernel<T>
+      <<<blocks, kThreads, 0, stream>>>(static_cast<T*>(dst), static_cast<const T*>(src), count);
   return cudaGetLastError();
 }
 
@@ -42,10 +42,14 @@ cudaError_t launch_add(void* dst, const void* src, int64_t count, cudaStream_t s
 
 cudaError_t add(DType dtype, void* dst, const void* src, int64_t count, cudaStream_t stream) {
   switch (dtype) {
-    case DType::fp32: return launch_add<float>(dst, src, count, stream);
-    case DType::fp64: return launch_add<double>(dst, src, count, stream);
-    case DType::bf16: return launch_add<__nv_bfloat16>(dst, src, count, stream);
-    case DType::fp16: return launch_add<__half>(dst, src, count, stream);
+    case DType::fp32:
+      return launch_add<float>(dst, src, count, stream);
+    case DType::fp64:
+      return launch_add<double>(dst, src, count, stream);
+    case DType::bf16:
+      return launch_add<__nv_bfloat16>(dst, src, count, stream);
+    case DType::fp16:
+      return launch_add<__half>(dst, src, count, stream);
   }
   return cudaErrorInvalidValue;
 }
