@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "../common/mpi_gtest.h"
 #include "fob/backend.h"
 #include "fob/executor.h"
 #include "fob/workload.h"
@@ -122,12 +123,7 @@ int main(int argc, char** argv) {
     MPI_Finalize();
     return fob::kSkip;
   }
-  if (rank != 0) {
-    auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
-    delete listeners.Release(listeners.default_result_printer());
-  }
-  int failed = RUN_ALL_TESTS();
-  MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  const int failed = fob::run_tests_on_every_rank();
   MPI_Finalize();
   return failed;
 }

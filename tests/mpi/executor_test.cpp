@@ -7,6 +7,7 @@
 #include <cmath>
 #include <vector>
 
+#include "../common/mpi_gtest.h"
 #include "fob/backend.h"
 #include "fob/executor.h"
 #include "fob/workload.h"
@@ -153,15 +154,7 @@ int main(int argc, char** argv) {
   int provided = 0;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
   ::testing::InitGoogleTest(&argc, argv);
-  int rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  // Only rank 0 prints gtest's progress; every rank's failures still reach stderr.
-  if (rank != 0) {
-    auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
-    delete listeners.Release(listeners.default_result_printer());
-  }
-  int failed = RUN_ALL_TESTS();
-  MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  const int failed = fob::run_tests_on_every_rank();
   MPI_Finalize();
   return failed;
 }
