@@ -59,6 +59,15 @@ struct StrategySpec {
 
 // "slicing:4" -> slicing with param 4. Throws InputError naming the valid choices.
 StrategySpec parse_strategy(const std::string& text);
+// Piece i of `parts` near-equal pieces of `rows` rows (sizes differ by at most one row), so a
+// slice count need not divide the rows each rank owns.
+inline int64_t piece_begin(int64_t rows, int parts, int i) {
+  return rows * i / parts;
+}
+inline int64_t piece_rows(int64_t rows, int parts, int i) {
+  return piece_begin(rows, parts, i + 1) - piece_begin(rows, parts, i);
+}
+
 // "3" or, when a block is split into several sub-slices, "3.1": for task labels.
 std::string piece_name(int block, int sub, int subs);
 

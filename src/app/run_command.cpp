@@ -234,7 +234,7 @@ std::string tune_slices(Executor& executor, CaseSpec& spec, const ExecOptions& b
   double best = 0;
   int best_count = spec.strategy.param;
   for (int count : counts) {
-    if (block % count != 0) continue;
+    if (count > block) continue;
     CaseSpec trial = spec;
     trial.strategy = parse_strategy(name + ":" + std::to_string(count));
     Plan plan = make_plan(trial, rank);

@@ -4,8 +4,12 @@
 // switched off and its error stack is turned into the exception message instead.
 #include <hdf5.h>
 
+#include <signal.h>
+
 #include <algorithm>
+#include <atomic>
 #include <cmath>
+#include <csignal>
 #include <cstring>
 #include <filesystem>
 #include <limits>
@@ -609,9 +613,56 @@ std::vector<std::string> group_members(hid_t group, const Where& w) {
 
 // ---- ResultWriter ---------------------------------------------------------------------------
 
+namespace {
+
+// Slurm's time limit and Ctrl-C must not land in the middle of an HDF5 write: a file cut off
+// mid-write may not reopen. While a write is in progress, SIGTERM and SIGINT are held and
+// delivered, with their default action, as soon as the file is consistent on disk again.
+std::atomic<int> g_writing{0};
+std::atomic<int> g_held_signal{0};
+
+extern "C" void hold_or_stop(int sig) {
+  if (g_writing.load()) {
+    g_held_signal.store(sig);
+    return;
+  }
+  std::signal(sig, SIG_DFL);
+  std::raise(sig);
+}
+
+void hold_stop_signals_during_writes() {
+  static const bool installed = [] {
+    struct sigaction action = {};
+    action.sa_handler = hold_or_stop;
+    sigemptyset(&action.sa_mask);
+    sigaction(SIGTERM, &action, nullptr);
+    sigaction(SIGINT, &action, nullptr);
+    return true;
+  }();
+  (void)installed;
+}
+
+class WriteSection {
+ public:
+  WriteSection() { g_writing.store(1); }
+  ~WriteSection() {
+    g_writing.store(0);
+    if (const int sig = g_held_signal.exchange(0)) {
+      std::signal(sig, SIG_DFL);
+      std::raise(sig);
+    }
+  }
+  WriteSection(const WriteSection&) = delete;
+  WriteSection& operator=(const WriteSection&) = delete;
+};
+
+}  // namespace
+
 ResultWriter::ResultWriter(const std::string& path, bool force, const RunInfo& run,
                            const SystemInfo& sys)
     : path_(path), partial_(path + ".partial") {
+  hold_stop_signals_during_writes();
+  const WriteSection section;
   namespace fs = std::filesystem;
   std::error_code ec;
   if (!force && fs::exists(path_, ec)) {
@@ -660,6 +711,7 @@ ResultWriter::ResultWriter(const std::string& partial_path) : partial_(partial_p
   if (std::filesystem::exists(path_, ec)) {
     throw InputError("--resume: '" + path_ + "' already exists; the run it belongs to finished");
   }
+  hold_stop_signals_during_writes();
   // Reading first checks the schema and gives the cases the summary is computed over.
   cases_ = read_results(partial_).cases;
   silence_hdf5();
@@ -676,6 +728,7 @@ ResultWriter::~ResultWriter() {
 
 void ResultWriter::add_case(const CaseResult& result) {
   if (file_ < 0) throw RuntimeFault("'" + partial_ + "' is already closed; cannot add a case");
+  const WriteSection section;
   const hid_t file = static_cast<hid_t>(file_);
   Where w{partial_, "/cases"};
   H5Id cases(check_id(H5Gopen2(file, "cases", H5P_DEFAULT), w, "opening group"), H5Gclose);
@@ -694,6 +747,7 @@ void ResultWriter::add_case(const CaseResult& result) {
 
 void ResultWriter::finish() {
   if (file_ < 0) throw RuntimeFault("'" + partial_ + "' is already closed");
+  const WriteSection section;
   const herr_t status = H5Fclose(static_cast<hid_t>(file_));
   file_ = -1;
   if (status < 0) {

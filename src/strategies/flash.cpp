@@ -11,14 +11,15 @@ namespace {
 // Flash-AG: compute blocks r, r-1, ..., r-N+1, forwarding each one as it is computed.
 void all_gather_gemm(PlanBuilder& b, const AgProblem& p, int m) {
   const int n = b.world();
-  const int64_t sub = p.block / m;
   for (int k = 0; k < n; ++k) {
     const int held = b.peer(-k);
     for (int i = 0; i < m; ++i) {
-      const int64_t row = held * p.block + i * sub;
+      const int64_t off = piece_begin(p.block, m, i);
+      const int64_t sub = piece_rows(p.block, m, i);
+      const int64_t row = held * p.block + off;
       const std::string piece = piece_name(held, i, m);
       if (k < n - 1) {
-        b.exchange({p.x, row, sub}, b.peer(1), {p.x, b.peer(-k - 1) * p.block + i * sub, sub},
+        b.exchange({p.x, row, sub}, b.peer(1), {p.x, b.peer(-k - 1) * p.block + off, sub},
                    b.peer(-1), k * m + i, "forward X block " + piece);
       }
       b.gemm({p.x, row, sub}, {p.w, 0, p.hidden}, {p.y, row, sub}, false, "Y block " + piece);
@@ -31,15 +32,16 @@ void all_gather_gemm(PlanBuilder& b, const AgProblem& p, int m) {
 // block is this rank's own, so only a local add follows the last GEMM.
 void gemm_reduce_scatter(PlanBuilder& b, const RsProblem& p, int m) {
   const int n = b.world();
-  const int64_t sub = p.block / m;
-  const int part = n > 1 ? b.buffer("part", sub, p.hidden) : -1;
+  const int part = n > 1 ? b.buffer("part", (p.block + m - 1) / m, p.hidden) : -1;
   for (int k = 0; k < n; ++k) {
     const int slice = b.peer(-1 - k);
     for (int i = 0; i < m; ++i) {
+      const int64_t off = piece_begin(p.block, m, i);
+      const int64_t sub = piece_rows(p.block, m, i);
       const std::string piece = piece_name(slice, i, m);
-      const View h{p.h, slice * p.block + i * sub, sub};
+      const View h{p.h, slice * p.block + off, sub};
       const View w{p.w, 0, p.ffn_local};
-      const View out{p.z, p.z_row + i * sub, sub};
+      const View out{p.z, p.z_row + off, sub};
       if (n == 1) {
         b.gemm(h, w, out, false, "Z block " + piece);
         continue;

@@ -9,13 +9,14 @@ namespace {
 
 // Own block first, then block r-k as exchange k lands.
 void all_gather_gemm(PlanBuilder& b, const AgProblem& p, int m) {
-  const int64_t sub = p.block / m;
   for (int k = 0; k < b.world(); ++k) {
     const int from = b.peer(-k);
     for (int i = 0; i < m; ++i) {
-      const int64_t row = from * p.block + i * sub;
+      const int64_t off = piece_begin(p.block, m, i);
+      const int64_t sub = piece_rows(p.block, m, i);
+      const int64_t row = from * p.block + off;
       if (k > 0) {
-        b.exchange({p.x, b.rank() * p.block + i * sub, sub}, b.peer(k), {p.x, row, sub}, from,
+        b.exchange({p.x, b.rank() * p.block + off, sub}, b.peer(k), {p.x, row, sub}, from,
                    k * m + i, "X block " + piece_name(from, i, m) + " from its owner");
       }
       b.gemm({p.x, row, sub}, {p.w, 0, p.hidden}, {p.y, row, sub}, false,
@@ -29,7 +30,6 @@ void all_gather_gemm(PlanBuilder& b, const AgProblem& p, int m) {
 // transfer.
 void gemm_reduce_scatter(PlanBuilder& b, const RsProblem& p, int m) {
   const int n = b.world();
-  const int64_t sub = p.block / m;
   const View w{p.w, 0, p.ffn_local};
   std::vector<int> received(n, -1);
   for (int k = 1; k < n; ++k) {
@@ -37,19 +37,25 @@ void gemm_reduce_scatter(PlanBuilder& b, const RsProblem& p, int m) {
     const int part = b.buffer("part" + std::to_string(k), p.block, p.hidden);
     received[k] = b.buffer("recv" + std::to_string(k), p.block, p.hidden);
     for (int i = 0; i < m; ++i) {
-      b.gemm({p.h, owner * p.block + i * sub, sub}, w, {part, i * sub, sub}, false,
+      const int64_t off = piece_begin(p.block, m, i);
+      const int64_t sub = piece_rows(p.block, m, i);
+      b.gemm({p.h, owner * p.block + off, sub}, w, {part, off, sub}, false,
              "partial " + piece_name(owner, i, m));
-      b.exchange({part, i * sub, sub}, owner, {received[k], i * sub, sub}, b.peer(-k), k * m + i,
+      b.exchange({part, off, sub}, owner, {received[k], off, sub}, b.peer(-k), k * m + i,
                  "partial " + piece_name(owner, i, m) + " to its owner");
     }
   }
   for (int i = 0; i < m; ++i) {
-    b.gemm({p.h, b.rank() * p.block + i * sub, sub}, w, {p.z, p.z_row + i * sub, sub}, false,
+    const int64_t off = piece_begin(p.block, m, i);
+    const int64_t sub = piece_rows(p.block, m, i);
+    b.gemm({p.h, b.rank() * p.block + off, sub}, w, {p.z, p.z_row + off, sub}, false,
            "own partial " + piece_name(b.rank(), i, m));
   }
   for (int k = 1; k < n; ++k) {
     for (int i = 0; i < m; ++i) {
-      b.add({p.z, p.z_row + i * sub, sub}, {received[k], i * sub, sub},
+      const int64_t off = piece_begin(p.block, m, i);
+      const int64_t sub = piece_rows(p.block, m, i);
+      b.add({p.z, p.z_row + off, sub}, {received[k], off, sub},
             "Z += partial from " + std::to_string(b.peer(-k)));
     }
   }
@@ -59,11 +65,12 @@ void gemm_reduce_scatter(PlanBuilder& b, const RsProblem& p, int m) {
 
 // The reduced blocks go straight to every other rank, sub-slice by sub-slice as they complete.
 void all_gather_blocks_direct(PlanBuilder& b, const AgProblem& p, int m) {
-  const int64_t sub = p.block / m;
   for (int i = 0; i < m; ++i) {
+    const int64_t off = piece_begin(p.block, m, i);
+    const int64_t sub = piece_rows(p.block, m, i);
     for (int k = 1; k < b.world(); ++k) {
-      b.exchange({p.x, b.rank() * p.block + i * sub, sub}, b.peer(k),
-                 {p.x, b.peer(-k) * p.block + i * sub, sub}, b.peer(-k), kAllGatherTag + k * m + i,
+      b.exchange({p.x, b.rank() * p.block + off, sub}, b.peer(k),
+                 {p.x, b.peer(-k) * p.block + off, sub}, b.peer(-k), kAllGatherTag + k * m + i,
                  "Z block " + piece_name(b.peer(-k), i, m) + " from its owner");
     }
   }

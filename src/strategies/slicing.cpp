@@ -10,30 +10,32 @@ namespace fob {
 namespace {
 
 void all_gather_gemm(PlanBuilder& b, const AgProblem& p, int chunks) {
-  const int64_t piece = p.block / chunks;
   for (int c = 0; c < chunks; ++c) {
+    const int64_t begin = piece_begin(p.block, chunks, c);
+    const int64_t piece = piece_rows(p.block, chunks, c);
     const std::string n = std::to_string(c);
-    if (b.world() > 1) b.all_gather(p.x, c * piece, piece, p.block, "all-gather chunk " + n);
-    b.gemm({p.x, c * piece, piece}, {p.w, 0, p.hidden}, {p.y, c * piece, piece}, false,
-           "Y chunk " + n, b.world(), p.block, p.block);
+    if (b.world() > 1) b.all_gather(p.x, begin, piece, p.block, "all-gather chunk " + n);
+    b.gemm({p.x, begin, piece}, {p.w, 0, p.hidden}, {p.y, begin, piece}, false, "Y chunk " + n,
+           b.world(), p.block, p.block);
   }
 }
 
 void gemm_reduce_scatter(PlanBuilder& b, const RsProblem& p, int chunks) {
-  const int64_t piece = p.block / chunks;
   // Chunk c's partials lie together, owner by owner, so each reduce-scatter reads one range.
   int partial = b.buffer("p", p.tokens, p.hidden);
   for (int c = 0; c < chunks; ++c) {
+    const int64_t begin = piece_begin(p.block, chunks, c);
+    const int64_t piece = piece_rows(p.block, chunks, c);
     const std::string n = std::to_string(c);
-    const int64_t base = c * piece * b.world();
+    const int64_t base = begin * b.world();
     if (b.world() == 1) {
-      b.gemm({p.h, c * piece, piece}, {p.w, 0, p.ffn_local}, {p.z, p.z_row + c * piece, piece},
-             false, "Z chunk " + n);
+      b.gemm({p.h, begin, piece}, {p.w, 0, p.ffn_local}, {p.z, p.z_row + begin, piece}, false,
+             "Z chunk " + n);
       continue;
     }
-    b.gemm({p.h, c * piece, piece}, {p.w, 0, p.ffn_local}, {partial, base, piece}, false,
+    b.gemm({p.h, begin, piece}, {p.w, 0, p.ffn_local}, {partial, base, piece}, false,
            "P chunk " + n, b.world(), p.block, piece);
-    b.reduce_scatter(partial, base, piece, {p.z, p.z_row + c * piece, piece},
+    b.reduce_scatter(partial, base, piece, {p.z, p.z_row + begin, piece},
                      "reduce-scatter chunk " + n);
   }
 }
@@ -41,9 +43,10 @@ void gemm_reduce_scatter(PlanBuilder& b, const RsProblem& p, int chunks) {
 // Chunk by chunk, as the reduce-scatter produced them.
 void all_gather_blocks(PlanBuilder& b, const AgProblem& p, int chunks) {
   if (b.world() == 1) return;
-  const int64_t piece = p.block / chunks;
   for (int c = 0; c < chunks; ++c) {
-    b.all_gather(p.x, c * piece, piece, p.block, "all-gather Z chunk " + std::to_string(c));
+    const int64_t begin = piece_begin(p.block, chunks, c);
+    const int64_t piece = piece_rows(p.block, chunks, c);
+    b.all_gather(p.x, begin, piece, p.block, "all-gather Z chunk " + std::to_string(c));
   }
 }
 

@@ -26,7 +26,7 @@ expect_bad unknown_key_line "unknown_key.yaml:3" 2 -c "$scratch/unknown_key.yaml
 expect_bad unknown_strategy "nope" 2 -c "$smoke" --strategies baseline,nope
 expect_bad strategy_choices "flash_direct" 2 -c "$smoke" --strategies nope
 expect_bad indivisible_tokens "batch\*seq" 3 -c "$smoke" --batch 1 --seq 10
-expect_bad indivisible_slices "slicing:5" 2 -c "$smoke" --strategies slicing:5
+expect_bad too_many_slices "slicing:1000" 2 -c "$smoke" --strategies slicing:1000
 expect_bad unreadable_config "cannot read" 2 -c "$scratch/does-not-exist.yaml"
 expect_bad bad_dtype "bf16" 2 -c "$smoke" --dtype bf16
 expect_bad bad_workload "valid: ag_gemm, gemm_rs, mlp" 1 -c "$smoke" --workload attn

@@ -21,9 +21,11 @@
 namespace fob {
 namespace {
 
-const char* const kSpecs[] = {"baseline",       "slicing:1",    "slicing:2", "slicing:4",
-                              "decompose",      "flash",        "flash:2",   "flash_direct",
-                              "flash_direct:2", "compute_only", "comm_only"};
+// slicing:3, flash:3 and flash_direct:3 cut 8 rows into uneven pieces (3, 3, 2).
+const char* const kSpecs[] = {"baseline",     "slicing:1",    "slicing:2",      "slicing:3",
+                              "slicing:4",    "decompose",    "flash",          "flash:2",
+                              "flash:3",      "flash_direct", "flash_direct:2", "flash_direct:3",
+                              "compute_only", "comm_only"};
 constexpr int kMaxWorld = 8;
 // Per-rank rows are 8 in every role: tokens (ag_gemm, gemm_rs, mlp), ffn (ag_gemm_w) and hidden
 // (gemm_rs_grad) all grow with the world size.
@@ -697,14 +699,18 @@ TEST(ValidateCase, FfnMustDivideByWorld) {
   EXPECT_NE(msg.find("4"), std::string::npos) << msg;
 }
 
-TEST(ValidateCase, ParameterMustDivideBlock) {
-  CaseSpec c = case_for(Workload::ag_gemm, "slicing:3", 2);  // 8 rows per rank
+TEST(ValidateCase, ParameterMayNotExceedTheRowsPerRank) {
+  // Pieces need not be equal (they differ by at most a row), but there cannot be more than rows.
+  CaseSpec c = case_for(Workload::ag_gemm, "slicing:9", 2);  // 8 rows per rank
   const std::string msg = input_error([&] { validate_case(c); });
-  EXPECT_NE(msg.find("slicing:3"), std::string::npos) << msg;
-  c = case_for(Workload::ag_gemm, "flash:3", 2);
+  EXPECT_NE(msg.find("slicing:9"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("1..8"), std::string::npos) << msg;
+  c = case_for(Workload::ag_gemm, "flash:9", 2);
   EXPECT_THROW(validate_case(c), InputError);
-  c = case_for(Workload::ag_gemm, "slicing:8", 2);
-  EXPECT_NO_THROW(validate_case(c));
+  for (const char* ok : {"slicing:3", "flash:3", "slicing:8", "flash_direct:5"}) {
+    c = case_for(Workload::ag_gemm, ok, 2);
+    EXPECT_NO_THROW(validate_case(c)) << ok;
+  }
 }
 
 TEST(ValidateCase, NonPositiveDimensions) {
