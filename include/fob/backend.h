@@ -62,9 +62,10 @@ class Backend {
   virtual std::vector<double> read(const Plan& plan, int buffer) = 0;
 
   // One iteration: begin(), then launch() every task in plan order, then finish().
-  // launch() queues the task on its stream behind `wait_for` (tasks on the other stream) and
-  // returns at once, as a CUDA launch does; only a task that needs a transfer run by a host
-  // thread (cuda with --transport mpi) may wait there for it, within options.timeout_s.
+  // launch() queues the task on its stream behind `wait_for` (tasks on the other stream; the
+  // vector stays valid until finish()) and returns at once, as a CUDA launch does; only a task that
+  // needs a transfer run by a host thread (cuda with --transport mpi) may wait there for it, within
+  // options.timeout_s.
   virtual void begin(const Plan& plan) = 0;
   virtual void launch(const Task& task, const std::vector<int>& wait_for) = 0;
   // Waits for both streams. Throws RuntimeFault naming the task each stream was stuck on

@@ -65,6 +65,7 @@ class Executor {
   MPI_Comm comm_;
   int rank_ = 0, world_ = 1;
   std::map<std::string, std::vector<double>> reference_cache_;
+  std::map<const Plan*, std::vector<std::vector<int>>> waits_;  // per task, other-stream deps
 };
 
 }  // namespace fob

@@ -113,7 +113,8 @@ TEST_F(Fixture, VerificationCatchesAMissingTransfer) {
 TEST_F(Fixture, TimingsRespectDependenciesAndOverlapOnAnEmulatedLink) {
   BackendOptions bo;
   bo.link.gbps = 2;
-  bo.link.latency_us = 100;
+  // Transfers of several milliseconds: a loaded machine may delay a thread by about one.
+  bo.link.latency_us = 5000;
   auto backend = make_cpu_backend(bo);
   Executor executor(*backend, MPI_COMM_WORLD);
   Plan plan = make_plan(spec_for("flash", world), rank);

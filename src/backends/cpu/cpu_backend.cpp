@@ -154,7 +154,7 @@ class CpuBackend : public Backend {
 
   void launch(const Task& task, const std::vector<int>& wait_for) override {
     CpuStream& stream = task.stream == StreamId::compute ? *compute_ : *comm_;
-    stream.push([this, &task, wait_for] { run_task(task, wait_for); });
+    stream.push([this, &task, &wait_for] { run_task(task, wait_for); });
   }
 
   IterationTimes finish(double timeout_s) override {

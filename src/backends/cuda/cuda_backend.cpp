@@ -337,7 +337,7 @@ class CudaBackend : public Backend {
   void launch(const Task& task, const std::vector<int>& wait_for) override {
     if (replaying_) return;  // the captured graph holds every task
     if (staged_ && task.stream == StreamId::comm) {
-      host_comm_->push([this, &task, wait_for] { run_staged(task, wait_for); });
+      host_comm_->push([this, &task, &wait_for] { run_staged(task, wait_for); });
       return;
     }
     cudaStream_t stream = task.stream == StreamId::compute ? compute_ : comm_;
@@ -634,7 +634,6 @@ class CudaBackend : public Backend {
   }
 
   void run_staged_unchecked(const Task& t, const std::vector<int>& wait_for) {
-    running_ = t.id;
     for (int dep : wait_for) {
       // Compute-stream events were recorded before this task was queued.
       check_.cuda(cudaEventSynchronize(current_->done[dep]),
@@ -659,7 +658,6 @@ class CudaBackend : public Backend {
       host_done_[t.id] = 1;
     }
     flag_cv_.notify_all();
-    running_ = -1;
   }
 
   void staged_collective(const Task& t, MPI_Datatype type) {
@@ -857,7 +855,6 @@ class CudaBackend : public Backend {
   std::mutex flag_mu_;
   std::condition_variable flag_cv_;
   std::string staged_error_;  // a fault on the host thread, rethrown on the launching thread
-  std::atomic<int> running_{-1};
 };
 
 }  // namespace
