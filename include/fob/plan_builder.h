@@ -62,6 +62,9 @@ class PlanBuilder {
     std::vector<Region> writes;
   };
   int add_task(Task task, Access access);
+  // A point-to-point task; a side with peer -1 is absent.
+  int transfer(TaskKind kind, const View& send, int send_peer, const View& recv, int recv_peer,
+               int tag, const std::string& label);
   int64_t elem_bytes() const { return dtype_bytes(plan_.dtype); }
 
   Plan& plan_;

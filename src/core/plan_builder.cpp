@@ -116,49 +116,37 @@ int PlanBuilder::copy(const View& dst, const View& src, const std::string& label
   return add_task(std::move(t), std::move(access));
 }
 
-int PlanBuilder::exchange(const View& send, int send_peer, const View& recv, int recv_peer, int tag,
-                          const std::string& label) {
+int PlanBuilder::transfer(TaskKind kind, const View& send, int send_peer, const View& recv,
+                          int recv_peer, int tag, const std::string& label) {
   Task t;
   t.stream = StreamId::comm;
-  t.kind = TaskKind::exchange;
+  t.kind = kind;
   t.label = label;
   t.a = send;
   t.c = recv;
   t.send_peer = send_peer;
   t.recv_peer = recv_peer;
   t.tag = tag;
-  t.bytes = send.rows * cols(send.buffer) * elem_bytes();
   Access access;
-  access.reads = {{send.buffer, send.row, send.row + send.rows}};
-  access.writes = {{recv.buffer, recv.row, recv.row + recv.rows}};
+  if (send_peer >= 0) {
+    t.bytes = send.rows * cols(send.buffer) * elem_bytes();
+    access.reads = {{send.buffer, send.row, send.row + send.rows}};
+  }
+  if (recv_peer >= 0) access.writes = {{recv.buffer, recv.row, recv.row + recv.rows}};
   return add_task(std::move(t), std::move(access));
+}
+
+int PlanBuilder::exchange(const View& send, int send_peer, const View& recv, int recv_peer, int tag,
+                          const std::string& label) {
+  return transfer(TaskKind::exchange, send, send_peer, recv, recv_peer, tag, label);
 }
 
 int PlanBuilder::send(const View& src, int peer, int tag, const std::string& label) {
-  Task t;
-  t.stream = StreamId::comm;
-  t.kind = TaskKind::send;
-  t.label = label;
-  t.a = src;
-  t.send_peer = peer;
-  t.tag = tag;
-  t.bytes = src.rows * cols(src.buffer) * elem_bytes();
-  Access access;
-  access.reads = {{src.buffer, src.row, src.row + src.rows}};
-  return add_task(std::move(t), std::move(access));
+  return transfer(TaskKind::send, src, peer, View{}, -1, tag, label);
 }
 
 int PlanBuilder::recv(const View& dst, int peer, int tag, const std::string& label) {
-  Task t;
-  t.stream = StreamId::comm;
-  t.kind = TaskKind::recv;
-  t.label = label;
-  t.c = dst;
-  t.recv_peer = peer;
-  t.tag = tag;
-  Access access;
-  access.writes = {{dst.buffer, dst.row, dst.row + dst.rows}};
-  return add_task(std::move(t), std::move(access));
+  return transfer(TaskKind::recv, View{}, -1, dst, peer, tag, label);
 }
 
 int PlanBuilder::all_gather(int buffer, int64_t dst_row, int64_t block_rows, int64_t dst_stride,
