@@ -10,7 +10,7 @@ namespace fob {
 
 struct Summary {
   std::string case_id, workload, strategy, dtype;
-  int64_t batch = 0, seq = 0, hidden = 0, ffn = 0;
+  int64_t batch = 0, seq = 0, hidden = 0, ffn = 0, heads = 0;
   int32_t world = 0;
   int32_t iters = 0;
   int32_t verified = -1;
@@ -28,7 +28,7 @@ struct Summary {
   double algbw = 0, busbw = 0;  // GB/s, comm_only cases only (NaN elsewhere)
 };
 
-// Cases match their references by (workload, batch, seq, hidden, ffn, dtype, world).
+// Cases match their references by (workload, batch, seq, hidden, ffn, heads, dtype, world).
 std::vector<Summary> summarize(const std::vector<CaseResult>& cases);
 
 }  // namespace fob

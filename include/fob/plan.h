@@ -15,7 +15,7 @@ enum class StreamId : uint8_t { compute = 0, comm = 1 };
 inline constexpr int kNumStreams = 2;
 const char* to_string(StreamId stream);
 
-enum class TaskKind : uint8_t { gemm, send, recv, exchange, collective, add, copy };
+enum class TaskKind : uint8_t { gemm, send, recv, exchange, collective, add, copy, softmax };
 const char* to_string(TaskKind kind);
 
 enum class CollectiveOp : uint8_t { none, all_gather, reduce_scatter, all_reduce };
@@ -34,11 +34,21 @@ struct BufferSpec {
   int64_t cols = 0;
 };
 
-// Rows [row, row + rows) of a buffer; every row is `cols` of the buffer wide.
+// Rows [row, row + rows) of a buffer and, within them, columns [col, col + cols); cols 0 means
+// every column from `col` on. Rows are always the buffer's full width apart (its leading
+// dimension), so a column slice, such as one attention head, is a strided view.
 struct View {
   int buffer = -1;
   int64_t row = 0;
   int64_t rows = 0;
+  int64_t col = 0;
+  int64_t cols = 0;
+};
+
+// How far a batched GEMM's operand moves from one batch entry to the next.
+struct Step {
+  int64_t rows = 0;
+  int64_t cols = 0;
 };
 
 // A region of a buffer filled from a global tensor: rows [row, row+rows) of the buffer hold
@@ -50,6 +60,8 @@ struct InputRegion {
   std::string tensor;  // "X", "W1", "H", "W2", "P"
   int64_t global_row = 0;
   int64_t global_col = 0;
+  // > 0: the tensor is a signed selection matrix, one +-1 per column in a row below this.
+  int64_t select_from = 0;
 };
 
 // What an output buffer must hold after an iteration, for verification.
@@ -64,6 +76,7 @@ enum class CheckKind : uint8_t {
   gathered_forward,  // the forward input X, gathered again in the backward pass
   grad_w2,           // mlp_bwd: dW2_r = Y_r^T * dZ          [F/N, D]
   grad_w1,           // mlp_bwd: dW1_r = X^T * dY_r          [D, F/N]
+  attn_out,          // attn: O_r, attention of this rank's heads over all tokens   [M, D/N]
 };
 const char* to_string(CheckKind kind);
 
@@ -79,16 +92,19 @@ struct Task {
   std::vector<int> deps;  // ids of earlier tasks (either stream) this one waits for
   std::string label;
 
-  // gemm: c[i] (=|+=) a[i] * b for i in [0, batch); a and c advance by their strides per batch.
-  // add: c += a (element-wise, c.rows x cols). copy: c = a.
+  // gemm: c[i] (=|+=) op(a[i]) * op(b[i]) for i in [0, batch); each operand's view moves by its
+  // step per batch entry. add: c += a (element-wise, c.rows x cols). copy: c = a.
+  // softmax: every row of c becomes softmax(scale * row), in place.
   View a, b, c;
   int64_t m = 0, n = 0, k = 0;
   int batch = 1;
-  int64_t a_stride_rows = 0;
-  int64_t c_stride_rows = 0;
+  Step a_step, b_step, c_step;
   bool accumulate = false;
-  // c = a^T * b: `a` holds k rows of m columns (a weight gradient from stored activations).
+  // op(a) = a^T: `a` holds k rows of m columns (a weight gradient from stored activations).
   bool transpose_a = false;
+  // op(b) = b^T: `b` holds n rows of k columns (attention scores Q * K^T).
+  bool transpose_b = false;
+  double scale = 1;
 
   // send / recv / exchange: send `a` to send_peer, receive into `c` from recv_peer.
   int send_peer = -1;
@@ -125,6 +141,12 @@ struct Plan {
   int buffer_id(const std::string& name) const;  // -1 when absent
   int64_t buffer_bytes() const;                  // all buffers, at this plan's dtype
 };
+
+// A view's column count, resolving cols 0 to "the rest of the row".
+int64_t view_cols(const Plan& plan, const View& v);
+// Offset of a view's first element from its buffer's start, in elements, after `steps` batch
+// steps.
+int64_t view_offset(const Plan& plan, const View& v, const Step& step = {}, int steps = 0);
 
 // Readable listing for --dry-run.
 void print_plan(std::ostream& out, const Plan& plan);

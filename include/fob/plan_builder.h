@@ -10,6 +10,16 @@
 
 namespace fob {
 
+// One GEMM task, possibly batched: c[i] (=|+=) op(a[i]) * op(b[i]).
+struct GemmArgs {
+  View a, b, c;
+  bool accumulate = false;
+  bool transpose_a = false;
+  bool transpose_b = false;
+  int batch = 1;
+  Step a_step, b_step, c_step;
+};
+
 class PlanBuilder {
  public:
   explicit PlanBuilder(Plan& plan) : plan_(plan) {}
@@ -28,11 +38,14 @@ class PlanBuilder {
   void input(const InputRegion& region);
   void check(int buffer, CheckKind kind);
 
+  int gemm(const GemmArgs& args, const std::string& label);
   // c[i] (=|+=) a[i] * b, i in [0, batch): a and c advance by their strides (in rows).
   int gemm(const View& a, const View& b, const View& c, bool accumulate, const std::string& label,
            int batch = 1, int64_t a_stride_rows = 0, int64_t c_stride_rows = 0);
   // c = a^T * b, where `a` is the k rows of a buffer m columns wide.
   int gemm_transposed_a(const View& a, const View& b, const View& c, const std::string& label);
+  // Every row of `rows` becomes softmax(scale * row), in place.
+  int softmax(const View& rows, double scale, const std::string& label);
   int add(const View& dst, const View& src, const std::string& label);  // dst += src
   int copy(const View& dst, const View& src, const std::string& label);
   int exchange(const View& send, int send_peer, const View& recv, int recv_peer, int tag,
@@ -62,6 +75,9 @@ class PlanBuilder {
     std::vector<Region> writes;
   };
   int add_task(Task task, Access access);
+  int64_t view_cols(const View& v) const { return fob::view_cols(plan_, v); }
+  // Element-wise tasks and transfers move whole rows.
+  void require_full_rows(const View& v, const std::string& label) const;
   // A point-to-point task; a side with peer -1 is absent.
   int transfer(TaskKind kind, const View& send, int send_peer, const View& recv, int recv_peer,
                int tag, const std::string& label);

@@ -11,8 +11,13 @@
 
 namespace fob {
 
-// Element (row, col) of a global input tensor ("X", "W1", "H", "W2", "P"; "zeros" is 0).
-double input_value(uint64_t seed, const std::string& tensor, int64_t row, int64_t col);
+// Element (row, col) of a global input tensor ("X", "W1", "H", "W2", "P"; "zeros" is 0). With
+// select_from > 0 the tensor is a signed selection matrix: column col holds one +-1, in a row
+// below select_from. attn projects Q, K and V that way, so that Q K^T / sqrt(dh) is of order
+// one, as trained attention's logits are, instead of saturating the softmax; a dense GEMM does
+// the same work whatever the values.
+double input_value(uint64_t seed, const std::string& tensor, int64_t row, int64_t col,
+                   int64_t select_from = 0);
 
 // Fills region.rows x cols values, row-major, for the plan's input region.
 void fill_input(const InputRegion& region, int64_t cols, uint64_t seed, double* out);

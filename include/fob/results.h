@@ -37,6 +37,7 @@ struct CaseResult {
   std::string workload;
   std::string strategy;  // the spec as written
   int64_t batch = 0, seq = 0, hidden = 0, ffn = 0;
+  int64_t heads = 0;  // attention heads (every workload records the shape's count)
   std::string dtype;
   int32_t world = 0;
   int32_t iters = 0;

@@ -2,6 +2,7 @@
 // lives in one file under src/strategies/ and knows nothing of backends.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,10 @@ struct RsProblem {
   int64_t tokens = 0, hidden = 0, ffn_local = 0;
   int64_t block = 0;  // rows per rank: M / N
   int64_t z_row = 0;  // where this rank's block starts in z (gemm_ar's z holds every block)
+  // Set for query-split strategies when the rows of `h` are computed, not input (attention's
+  // output O): emits the tasks that compute rows [row, row + rows) of h. A strategy that
+  // splits queries calls it just before the GEMM that consumes those rows.
+  std::function<void(PlanBuilder& builder, int64_t row, int64_t rows)> produce_h;
 };
 
 // Tags of an all-reduce's all-gather half, apart from its reduce-scatter half's.
@@ -42,7 +47,13 @@ struct Strategy {
   // All-gather of the blocks of `x` in place, no GEMM: the second half of an all-reduce
   // decomposed as reduce-scatter + all-gather (gemm_ar).
   void (*all_gather_blocks)(PlanBuilder& builder, const AgProblem& problem, int param);
+  // Query split (the paper's Algorithm 4): the strategy interleaves the computation of H
+  // (RsProblem::produce_h) with its reduce-scatter, so it applies only where H is computed.
+  bool query_split;
 };
+
+// Whether `strategy` can run `workload` (query split needs a computed H: attention).
+bool strategy_applies(const Strategy& strategy, Workload workload);
 
 // All-gather of blocks as direct exchanges with every other rank, sub-slice by sub-slice (m):
 // flash_direct's own, and flash's for an all-reduce's second half.

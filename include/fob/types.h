@@ -34,17 +34,36 @@ int dtype_bytes(DType dtype);
 // reduce-scatter.
 // gemm_ar: tensor-parallel GEMM + all-reduce.
 // mlp_bwd: the backward pass of the TPSP MLP.
-enum class Workload : uint8_t { ag_gemm, gemm_rs, mlp, ag_gemm_w, gemm_rs_grad, gemm_ar, mlp_bwd };
+// attn: the TPSP attention block (all-gather, QKV projection, attention, output projection,
+// reduce-scatter).
+enum class Workload : uint8_t {
+  ag_gemm,
+  gemm_rs,
+  mlp,
+  ag_gemm_w,
+  gemm_rs_grad,
+  gemm_ar,
+  mlp_bwd,
+  attn
+};
+inline constexpr Workload kAllWorkloads[] = {
+    Workload::ag_gemm,      Workload::gemm_rs, Workload::mlp,     Workload::ag_gemm_w,
+    Workload::gemm_rs_grad, Workload::gemm_ar, Workload::mlp_bwd, Workload::attn};
 const char* to_string(Workload workload);
 Workload parse_workload(const std::string& text);
 
-// Problem shape. Tokens M = batch * seq; the FFN width defaults to 4 * hidden.
+// Problem shape. Tokens M = batch * seq; the FFN width defaults to 4 * hidden. Rows of every
+// [M, .] tensor are batch-major: token t of sequence b is row b * seq + t.
 struct Shape {
   int64_t batch = 1;
   int64_t seq = 1;
   int64_t hidden = 1;
   int64_t ffn = 4;
+  int64_t heads = 0;  // attention heads; 0 means hidden / kDefaultHeadDim
   int64_t tokens() const { return batch * seq; }
+  int64_t head_count() const { return heads > 0 ? heads : hidden / kDefaultHeadDim; }
+  // Llama, GPT-3 and Megatron's defaults all use 128-wide heads.
+  static constexpr int64_t kDefaultHeadDim = 128;
 };
 
 }  // namespace fob

@@ -27,8 +27,12 @@ struct CaseSpec {
 //                 the reduced blocks (an all-reduce decomposed as NCCL's ring runs it)
 //   mlp_bwd       dY = AllGather(dZ) * W2^T, dW2 = Y^T * dZ, X gathered again while
 //                 dX = ReduceScatter(dY * W1^T) computes, then dW1 = X^T * dY: Megatron's order
+//   attn          QKV_r = AllGather(X) * WQKV_r [M, 3D/N] (this rank's heads: Q | K | V),
+//                 O_r = softmax(Q K^T / sqrt(dh)) V per sequence and head [M, D/N],
+//                 Z = ReduceScatter(O_r * WO_r): Megatron's TPSP attention block
 struct Geometry {
   int64_t m = 0, d = 0, f = 0;
+  int64_t ag_f = 0;  // the all-gather GEMM's output width over all ranks (attn: 3D; else f)
   const char* m_key = "batch*seq";  // the config keys behind m and f, for messages
   const char* f_key = "ffn";
   const char* x = "X";    // the all-gathered input [m, d]
@@ -39,6 +43,8 @@ struct Geometry {
   bool h_is_y = false;      // mlp: the second GEMM consumes the first one's output
   bool all_reduce = false;  // gemm_ar: every rank ends with every reduced block
   bool backward = false;    // mlp_bwd: weight gradients and a second gather of X as well
+  bool attention = false;   // attn: H is the attention of the all-gather GEMM's Q, K and V
+  int64_t seq = 0, heads = 0, head_dim = 0;
 };
 Geometry geometry(Workload workload, const Shape& shape);
 
@@ -47,5 +53,9 @@ Geometry geometry(Workload workload, const Shape& shape);
 void validate_case(const CaseSpec& spec);
 
 Plan make_plan(const CaseSpec& spec, int rank);
+
+// The tasks computing rows [row, row + rows) of this rank's attention output `o` from `qkv`,
+// sequence by sequence, all local heads in one batched GEMM: scores = Q K^T, softmax, O = P V.
+void attention_rows(PlanBuilder& b, const Geometry& g, int qkv, int o, int64_t row, int64_t rows);
 
 }  // namespace fob

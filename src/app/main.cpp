@@ -32,6 +32,8 @@ int main(int argc, char** argv) {
   optional_option(run_cmd, "--seq", run.seq, "sequence length s (tokens M = b*s)");
   optional_option(run_cmd, "--hidden", run.hidden, "hidden size D");
   optional_option(run_cmd, "--ffn", run.ffn, "FFN width F (default 4*D)");
+  optional_option(run_cmd, "--heads", run.heads,
+                  "attention heads, split across ranks (attn; default D/128)");
   optional_option(run_cmd, "--dtype", run.dtype, "fp32 | fp64 | bf16 | fp16");
   optional_option(run_cmd, "--strategies", run.strategies,
                   "comma list: baseline,slicing:C,decompose,flash[:m],flash_direct[:m]");

@@ -116,6 +116,7 @@ void apply_args(Config& c, const RunArgs& a) {
                                    {"seq", a.seq.has_value()},
                                    {"hidden", a.hidden.has_value()},
                                    {"ffn", a.ffn.has_value()},
+                                   {"heads", a.heads.has_value()},
                                    {"dtype", a.dtype.has_value()}}) {
     if (given) c.sweep.erase(key);
   }
@@ -124,6 +125,7 @@ void apply_args(Config& c, const RunArgs& a) {
   if (a.seq) c.shape.seq = *a.seq;
   if (a.hidden) c.shape.hidden = *a.hidden;
   if (a.ffn) c.shape.ffn = *a.ffn;
+  if (a.heads) c.shape.heads = *a.heads;
   if (a.dtype) c.dtype = parse_dtype(*a.dtype);
   if (a.strategies) c.strategies = split_list(*a.strategies);
   if (a.iters) c.iters = *a.iters;
@@ -143,7 +145,9 @@ void apply_args(Config& c, const RunArgs& a) {
   if (a.comm_sms) c.comm_sms = *a.comm_sms;
 }
 
-// Reference modes first (they give the bounds), then the strategies as asked, each once.
+// Reference modes first (they give the bounds), then the strategies as asked, each once. A
+// strategy that does not apply to this point's workload (flash_qs outside attn) is left out
+// here; check_strategies_apply() makes sure it applies somewhere in the sweep.
 std::vector<CaseSpec> make_cases(const Config& c, int world) {
   std::vector<std::string> specs = {"compute_only", "comm_only"};
   for (const std::string& s : c.strategies) {
@@ -151,6 +155,7 @@ std::vector<CaseSpec> make_cases(const Config& c, int world) {
   }
   std::vector<CaseSpec> cases;
   for (const std::string& s : specs) {
+    if (!strategy_applies(*parse_strategy(s).strategy, c.workload)) continue;
     CaseSpec spec;
     spec.workload = c.workload;
     spec.shape = c.shape;
@@ -162,6 +167,19 @@ std::vector<CaseSpec> make_cases(const Config& c, int world) {
     cases.push_back(spec);
   }
   return cases;
+}
+
+// A strategy asked for must run somewhere: flash_qs in a sweep without attn is a mistake.
+void check_strategies_apply(const std::vector<Config>& points) {
+  for (const std::string& s : points.front().strategies) {
+    const Strategy& strategy = *parse_strategy(s).strategy;
+    bool somewhere = false;
+    for (const Config& point : points) somewhere |= strategy_applies(strategy, point.workload);
+    if (!somewhere) {
+      throw InputError("strategies: '" + s + "' splits attention queries and applies to " +
+                       "workload attn only; this run has no attn case (valid workload: attn)");
+    }
+  }
 }
 
 // Settles `auto` and checks that backend, transport, dtype and options fit together.
@@ -212,8 +230,8 @@ std::string case_id(size_t index) {
 bool finished(const CaseResult& c, const CaseSpec& spec, int iters) {
   return c.workload == to_string(spec.workload) && c.strategy == spec.strategy.text &&
          c.batch == spec.shape.batch && c.seq == spec.shape.seq && c.hidden == spec.shape.hidden &&
-         c.ffn == spec.shape.ffn && c.dtype == to_string(spec.dtype) && c.world == spec.world &&
-         c.iters == iters;
+         c.ffn == spec.shape.ffn && c.heads == spec.shape.head_count() &&
+         c.dtype == to_string(spec.dtype) && c.world == spec.world && c.iters == iters;
 }
 
 // --auto-slices: for a slicing or flash case, time each count that divides the rows per rank
@@ -322,6 +340,7 @@ int run_command(const RunArgs& args) {
     validate_config(config);
     const int plan_world = args.dry_run && args.world ? *args.world : world;
     std::vector<Config> points = expand_sweep(config);
+    check_strategies_apply(points);
     for (const Config& point : points) {
       validate_config(point);
       groups.push_back(make_cases(point, plan_world));

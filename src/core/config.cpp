@@ -10,10 +10,10 @@ namespace fob {
 namespace {
 
 const char* const kKeys[] = {
-    "workload",   "batch",           "seq",         "hidden",  "ffn",     "dtype",
-    "strategies", "iters",           "warmup",      "rounds",  "backend", "transport",
-    "link_gbps",  "link_latency_us", "verify",      "timeout", "seed",    "blas_threads",
-    "graphs",     "comm_sms",        "auto_slices", "output",  "cases"};
+    "workload",        "batch",  "seq",     "hidden", "ffn",          "heads",     "dtype",
+    "strategies",      "iters",  "warmup",  "rounds", "backend",      "transport", "link_gbps",
+    "link_latency_us", "verify", "timeout", "seed",   "blas_threads", "graphs",    "comm_sms",
+    "auto_slices",     "output", "cases"};
 
 std::string key_list() {
   std::string text;
@@ -54,7 +54,7 @@ std::vector<std::string> split_list(const std::string& text) {
 namespace {
 
 // The keys whose value may be a list: each list multiplies the cases (a sweep).
-const char* const kSweepKeys[] = {"workload", "batch", "seq", "hidden", "ffn", "dtype"};
+const char* const kSweepKeys[] = {"workload", "batch", "seq", "hidden", "ffn", "heads", "dtype"};
 
 bool sweepable(const std::string& key) {
   for (const char* k : kSweepKeys) {
@@ -80,6 +80,8 @@ void apply_key(Config& c, const std::string& key, const YAML::Node& v, const std
     c.shape.hidden = scalar<int64_t>(v, key, source, "an integer");
   } else if (key == "ffn") {
     c.shape.ffn = scalar<int64_t>(v, key, source, "an integer");
+  } else if (key == "heads") {
+    c.shape.heads = scalar<int64_t>(v, key, source, "an integer");
   } else if (key == "dtype") {
     try {
       c.dtype = parse_dtype(scalar<std::string>(v, key, source, "a string"));
@@ -165,7 +167,7 @@ void apply_yaml(Config& c, const std::string& yaml_text, const std::string& sour
           if (!sweepable(k)) {
             throw InputError(where(source, f.first) + ": cases: '" + k +
                              "' cannot vary per case; valid: workload, batch, seq, hidden, ffn, "
-                             "dtype");
+                             "heads, dtype");
           }
           Config scratch = c;  // validates the value where it is written
           apply_key(scratch, k, f.second, source, where(source, f.first));
@@ -252,6 +254,7 @@ void validate_config(const Config& c) {
     }
   }
   if (s.ffn < 0) throw InputError("ffn: " + std::to_string(s.ffn) + " must be positive");
+  if (s.heads < 0) throw InputError("heads: " + std::to_string(s.heads) + " must be at least 1");
 }
 
 std::string Config::to_yaml() const {
@@ -262,6 +265,7 @@ std::string Config::to_yaml() const {
   out << YAML::Key << "seq" << YAML::Value << shape.seq;
   out << YAML::Key << "hidden" << YAML::Value << shape.hidden;
   out << YAML::Key << "ffn" << YAML::Value << ffn();
+  out << YAML::Key << "heads" << YAML::Value << shape.head_count();
   out << YAML::Key << "dtype" << YAML::Value << to_string(dtype);
   out << YAML::Key << "strategies" << YAML::Value << YAML::Flow << strategies;
   out << YAML::Key << "iters" << YAML::Value << iters;

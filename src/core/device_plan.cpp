@@ -56,4 +56,21 @@ double verify_tolerance(DType dtype, int world) {
   }
 }
 
+double attention_tolerance(DType dtype, int world, int64_t seq, int64_t hidden) {
+  const double u_acc = std::ldexp(1.0, dtype == DType::fp64 ? -53 : -24);
+  const double u_store = dtype == DType::bf16   ? std::ldexp(1.0, -8)
+                         : dtype == DType::fp16 ? std::ldexp(1.0, -11)
+                                                : 0.0;
+  return 16 * std::sqrt(static_cast<double>(seq + hidden)) * u_acc + (world + 6) * u_store;
+}
+
+double verify_tolerance(const Plan& plan, CheckKind kind) {
+  const bool through_softmax = plan.workload == Workload::attn &&
+                               (kind == CheckKind::attn_out || kind == CheckKind::rs_out ||
+                                kind == CheckKind::local_product);
+  return through_softmax
+             ? attention_tolerance(plan.dtype, plan.world, plan.shape.seq, plan.shape.hidden)
+             : verify_tolerance(plan.dtype, plan.world);
+}
+
 }  // namespace fob

@@ -134,10 +134,11 @@ double rank0_sent_bytes(const CaseResult& c) {
   return sum;
 }
 
-using ShapeKey = std::tuple<std::string, int64_t, int64_t, int64_t, int64_t, std::string, int32_t>;
+using ShapeKey =
+    std::tuple<std::string, int64_t, int64_t, int64_t, int64_t, int64_t, std::string, int32_t>;
 
 ShapeKey shape_key(const CaseResult& c) {
-  return {c.workload, c.batch, c.seq, c.hidden, c.ffn, c.dtype, c.world};
+  return {c.workload, c.batch, c.seq, c.hidden, c.ffn, c.heads, c.dtype, c.world};
 }
 
 }  // namespace
@@ -167,6 +168,7 @@ std::vector<Summary> summarize(const std::vector<CaseResult>& cases) {
     s.seq = c.seq;
     s.hidden = c.hidden;
     s.ffn = c.ffn;
+    s.heads = c.heads;
     s.world = c.world;
     s.iters = c.iters;
     s.verified = c.verified;

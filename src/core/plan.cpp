@@ -25,6 +25,8 @@ const char* to_string(TaskKind kind) {
       return "add";
     case TaskKind::copy:
       return "copy";
+    case TaskKind::softmax:
+      return "softmax";
   }
   return "?";
 }
@@ -65,6 +67,8 @@ const char* to_string(CheckKind kind) {
       return "Y^T * dZ";
     case CheckKind::grad_w1:
       return "X^T * dY";
+    case CheckKind::attn_out:
+      return "attention O";
   }
   return "?";
 }
@@ -82,12 +86,25 @@ int64_t Plan::buffer_bytes() const {
   return total;
 }
 
+int64_t view_cols(const Plan& plan, const View& v) {
+  return v.cols > 0 ? v.cols : plan.buffers.at(v.buffer).cols - v.col;
+}
+
+int64_t view_offset(const Plan& plan, const View& v, const Step& step, int steps) {
+  const int64_t ld = plan.buffers.at(v.buffer).cols;
+  return (v.row + steps * step.rows) * ld + v.col + steps * step.cols;
+}
+
 namespace {
 
 std::string view_text(const Plan& plan, const View& v) {
   if (v.buffer < 0) return "-";
-  return plan.buffers[v.buffer].name + "[" + std::to_string(v.row) + ":" +
-         std::to_string(v.row + v.rows) + "]";
+  std::string text = plan.buffers[v.buffer].name + "[" + std::to_string(v.row) + ":" +
+                     std::to_string(v.row + v.rows);
+  if (v.col != 0 || view_cols(plan, v) != plan.buffers[v.buffer].cols) {
+    text += ", " + std::to_string(v.col) + ":" + std::to_string(v.col + view_cols(plan, v));
+  }
+  return text + "]";
 }
 
 }  // namespace
@@ -95,7 +112,9 @@ std::string view_text(const Plan& plan, const View& v) {
 void print_plan(std::ostream& out, const Plan& plan) {
   out << "rank " << plan.rank << "/" << plan.world << "  " << to_string(plan.workload) << "  "
       << plan.strategy << "  M=" << plan.shape.tokens() << " D=" << plan.shape.hidden
-      << " F=" << plan.shape.ffn << " " << to_string(plan.dtype) << "\n";
+      << (plan.workload == Workload::attn ? " heads=" + std::to_string(plan.shape.head_count())
+                                          : " F=" + std::to_string(plan.shape.ffn))
+      << " " << to_string(plan.dtype) << "\n";
   out << "  buffers:";
   for (const BufferSpec& b : plan.buffers)
     out << " " << b.name << "[" << b.rows << "x" << b.cols << "]";
@@ -106,8 +125,13 @@ void print_plan(std::ostream& out, const Plan& plan) {
     if (t.kind == TaskKind::gemm) {
       out << "  " << view_text(plan, t.c) << (t.accumulate ? " += " : " = ")
           << (t.transpose_a ? "T(" : "") << view_text(plan, t.a) << (t.transpose_a ? ")" : "")
-          << " * " << view_text(plan, t.b);
-      if (t.batch > 1) out << " x" << t.batch << " (stride " << t.a_stride_rows << ")";
+          << " * " << (t.transpose_b ? "T(" : "") << view_text(plan, t.b)
+          << (t.transpose_b ? ")" : "");
+      if (t.batch > 1) out << " x" << t.batch;
+    }
+    if (t.kind == TaskKind::softmax) {
+      out << "  " << view_text(plan, t.c) << " = softmax(" << t.scale << " * "
+          << view_text(plan, t.c) << ")";
     }
     if (t.kind == TaskKind::exchange || t.kind == TaskKind::send) {
       out << "  send " << view_text(plan, t.a) << " -> " << t.send_peer;

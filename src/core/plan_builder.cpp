@@ -29,64 +29,95 @@ void PlanBuilder::check(int buffer, CheckKind kind) {
   plan_.checks.push_back({buffer, kind});
 }
 
-int PlanBuilder::gemm(const View& a, const View& b, const View& c, bool accumulate,
-                      const std::string& label, int batch, int64_t a_stride_rows,
-                      int64_t c_stride_rows) {
+int PlanBuilder::gemm(const GemmArgs& g, const std::string& label) {
   Task t;
   t.stream = StreamId::compute;
   t.kind = TaskKind::gemm;
   t.label = label;
-  t.a = a;
-  t.b = b;
-  t.c = c;
-  t.m = a.rows;
-  t.k = cols(a.buffer);
-  t.n = cols(c.buffer);
-  if (b.rows != t.k || cols(b.buffer) != t.n || c.rows != t.m) {
+  t.a = g.a;
+  t.b = g.b;
+  t.c = g.c;
+  t.transpose_a = g.transpose_a;
+  t.transpose_b = g.transpose_b;
+  t.m = g.transpose_a ? view_cols(g.a) : g.a.rows;
+  t.k = g.transpose_a ? g.a.rows : view_cols(g.a);
+  t.n = view_cols(g.c);
+  const int64_t b_rows = g.transpose_b ? t.n : t.k;
+  const int64_t b_cols = g.transpose_b ? t.k : t.n;
+  if (g.b.rows != b_rows || view_cols(g.b) != b_cols || g.c.rows != t.m || g.batch < 1) {
     throw std::logic_error("gemm " + label + ": operand shapes disagree");
   }
-  t.batch = batch;
-  t.a_stride_rows = a_stride_rows;
-  t.c_stride_rows = c_stride_rows;
-  t.accumulate = accumulate;
-  t.flops =
-      2.0 * static_cast<double>(t.m) * static_cast<double>(t.n) * static_cast<double>(t.k) * batch;
+  t.batch = g.batch;
+  t.a_step = g.a_step;
+  t.b_step = g.b_step;
+  t.c_step = g.c_step;
+  t.accumulate = g.accumulate;
+  t.flops = 2.0 * static_cast<double>(t.m) * static_cast<double>(t.n) * static_cast<double>(t.k) *
+            g.batch;
+  // Hazards are tracked by rows: a column slice conflicts with anything in its rows, which may
+  // add an edge but never misses one.
   Access access;
-  access.reads.push_back({b.buffer, b.row, b.row + b.rows});
-  for (int i = 0; i < batch; ++i) {
-    int64_t ar = a.row + i * a_stride_rows;
-    int64_t cr = c.row + i * c_stride_rows;
-    access.reads.push_back({a.buffer, ar, ar + a.rows});
-    access.writes.push_back({c.buffer, cr, cr + c.rows});
-    if (accumulate) access.reads.push_back({c.buffer, cr, cr + c.rows});
+  for (int i = 0; i < g.batch; ++i) {
+    const int64_t ar = g.a.row + i * g.a_step.rows;
+    const int64_t br = g.b.row + i * g.b_step.rows;
+    const int64_t cr = g.c.row + i * g.c_step.rows;
+    access.reads.push_back({g.a.buffer, ar, ar + g.a.rows});
+    access.reads.push_back({g.b.buffer, br, br + g.b.rows});
+    access.writes.push_back({g.c.buffer, cr, cr + g.c.rows});
+    if (g.accumulate) access.reads.push_back({g.c.buffer, cr, cr + g.c.rows});
   }
   return add_task(std::move(t), std::move(access));
+}
+
+int PlanBuilder::gemm(const View& a, const View& b, const View& c, bool accumulate,
+                      const std::string& label, int batch, int64_t a_stride_rows,
+                      int64_t c_stride_rows) {
+  GemmArgs g;
+  g.a = a;
+  g.b = b;
+  g.c = c;
+  g.accumulate = accumulate;
+  g.batch = batch;
+  g.a_step.rows = a_stride_rows;
+  g.c_step.rows = c_stride_rows;
+  return gemm(g, label);
 }
 
 int PlanBuilder::gemm_transposed_a(const View& a, const View& b, const View& c,
                                    const std::string& label) {
+  GemmArgs g;
+  g.a = a;
+  g.b = b;
+  g.c = c;
+  g.transpose_a = true;
+  return gemm(g, label);
+}
+
+int PlanBuilder::softmax(const View& rows, double scale, const std::string& label) {
   Task t;
-  t.stream = StreamId::compute;
-  t.kind = TaskKind::gemm;
+  t.kind = TaskKind::softmax;
   t.label = label;
-  t.a = a;
-  t.b = b;
-  t.c = c;
-  t.transpose_a = true;
-  t.m = cols(a.buffer);
-  t.k = a.rows;
-  t.n = cols(c.buffer);
-  if (b.rows != t.k || cols(b.buffer) != t.n || c.rows != t.m) {
-    throw std::logic_error("gemm " + label + ": operand shapes disagree");
-  }
-  t.flops = 2.0 * static_cast<double>(t.m) * static_cast<double>(t.n) * static_cast<double>(t.k);
+  t.c = rows;
+  t.m = rows.rows;
+  t.n = view_cols(rows);
+  t.scale = scale;
+  // Per element: scale, running max, exp, sum and the division.
+  t.flops = 5.0 * static_cast<double>(t.m) * static_cast<double>(t.n);
   Access access;
-  access.reads = {{a.buffer, a.row, a.row + a.rows}, {b.buffer, b.row, b.row + b.rows}};
-  access.writes = {{c.buffer, c.row, c.row + c.rows}};
+  access.reads = {{rows.buffer, rows.row, rows.row + rows.rows}};
+  access.writes = access.reads;
   return add_task(std::move(t), std::move(access));
 }
 
+void PlanBuilder::require_full_rows(const View& v, const std::string& label) const {
+  if (v.buffer >= 0 && (v.col != 0 || view_cols(v) != cols(v.buffer))) {
+    throw std::logic_error(label + ": element-wise tasks and transfers need whole rows");
+  }
+}
+
 int PlanBuilder::add(const View& dst, const View& src, const std::string& label) {
+  require_full_rows(dst, label);
+  require_full_rows(src, label);
   Task t;
   t.kind = TaskKind::add;
   t.label = label;
@@ -103,6 +134,8 @@ int PlanBuilder::add(const View& dst, const View& src, const std::string& label)
 }
 
 int PlanBuilder::copy(const View& dst, const View& src, const std::string& label) {
+  require_full_rows(dst, label);
+  require_full_rows(src, label);
   Task t;
   t.kind = TaskKind::copy;
   t.label = label;
@@ -118,6 +151,8 @@ int PlanBuilder::copy(const View& dst, const View& src, const std::string& label
 
 int PlanBuilder::transfer(TaskKind kind, const View& send, int send_peer, const View& recv,
                           int recv_peer, int tag, const std::string& label) {
+  require_full_rows(send, label);
+  require_full_rows(recv, label);
   Task t;
   t.stream = StreamId::comm;
   t.kind = kind;

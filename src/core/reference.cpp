@@ -2,6 +2,8 @@
 
 #include "fob/workload.h"
 
+#include <algorithm>
+#include <cmath>
 #include <functional>
 
 namespace fob {
@@ -30,10 +32,12 @@ struct Matrix {
 };
 
 Matrix global_slice(uint64_t seed, const std::string& tensor, int64_t row0, int64_t rows,
-                    int64_t col0, int64_t cols) {
+                    int64_t col0, int64_t cols, int64_t select_from = 0) {
   Matrix out(rows, cols);
   for (int64_t i = 0; i < rows; ++i) {
-    for (int64_t j = 0; j < cols; ++j) out.at(i, j) = input_value(seed, tensor, row0 + i, col0 + j);
+    for (int64_t j = 0; j < cols; ++j) {
+      out.at(i, j) = input_value(seed, tensor, row0 + i, col0 + j, select_from);
+    }
   }
   return out;
 }
@@ -52,10 +56,56 @@ Matrix multiply(const Matrix& a, const Matrix& b) {
   return c;
 }
 
+// Rank j's attention output O_j [m, d/n]: its heads' Q, K and V are columns of X * WQKV_j,
+// and every sequence attends over itself, in double with the textbook softmax.
+Matrix attention_output(uint64_t seed, const Geometry& g, int64_t n, int64_t j) {
+  const int64_t width = g.d / n;
+  const Matrix qkv = multiply(global_slice(seed, g.x, 0, g.m, 0, g.d),
+                              global_slice(seed, g.w1, 0, g.d, j * 3 * width, 3 * width, g.d));
+  const int64_t s = g.seq, dh = g.head_dim;
+  const double scale = 1.0 / std::sqrt(static_cast<double>(dh));
+  auto at = [&](int64_t row, int64_t col) {
+    return qkv.v[static_cast<size_t>(row * qkv.cols + col)];
+  };
+  Matrix o(g.m, width);
+  std::vector<double> p(static_cast<size_t>(s));
+  for (int64_t seq0 = 0; seq0 < g.m; seq0 += s) {
+    for (int64_t h = 0; h < width / dh; ++h) {
+      for (int64_t t = 0; t < s; ++t) {
+        double max = -INFINITY;
+        for (int64_t u = 0; u < s; ++u) {
+          double dot = 0;
+          for (int64_t c = 0; c < dh; ++c) {
+            dot += at(seq0 + t, h * dh + c) * at(seq0 + u, width + h * dh + c);
+          }
+          p[static_cast<size_t>(u)] = dot * scale;
+          max = std::max(max, dot * scale);
+        }
+        double sum = 0;
+        for (double& x : p) sum += (x = std::exp(x - max));
+        for (int64_t c = 0; c < dh; ++c) {
+          double acc = 0;
+          for (int64_t u = 0; u < s; ++u) {
+            acc += p[static_cast<size_t>(u)] * at(seq0 + u, 2 * width + h * dh + c);
+          }
+          o.at(seq0 + t, h * dh + c) = acc / sum;
+        }
+      }
+    }
+  }
+  return o;
+}
+
 }  // namespace
 
-double input_value(uint64_t seed, const std::string& tensor, int64_t row, int64_t col) {
+double input_value(uint64_t seed, const std::string& tensor, int64_t row, int64_t col,
+                   int64_t select_from) {
   if (tensor == "zeros") return 0.0;
+  if (select_from > 0) {
+    const uint64_t h = mix(mix(seed ^ tensor_key(tensor)) ^ (static_cast<uint64_t>(col) << 1));
+    if (row != static_cast<int64_t>((h >> 1) % static_cast<uint64_t>(select_from))) return 0.0;
+    return (h & 1) ? 1.0 : -1.0;
+  }
   uint64_t h = mix(seed ^ tensor_key(tensor));
   h = mix(h ^ static_cast<uint64_t>(row));
   h = mix(h ^ (static_cast<uint64_t>(col) << 1));
@@ -65,8 +115,8 @@ double input_value(uint64_t seed, const std::string& tensor, int64_t row, int64_
 void fill_input(const InputRegion& region, int64_t cols, uint64_t seed, double* out) {
   for (int64_t i = 0; i < region.rows; ++i) {
     for (int64_t j = 0; j < cols; ++j) {
-      out[i * cols + j] =
-          input_value(seed, region.tensor, region.global_row + i, region.global_col + j);
+      out[i * cols + j] = input_value(seed, region.tensor, region.global_row + i,
+                                      region.global_col + j, region.select_from);
     }
   }
 }
@@ -83,6 +133,20 @@ std::vector<double> expected_output(const Plan& plan, const OutputCheck& check, 
 
   // H restricted to rows [row0, row0+rows) and F columns [col0, col0+cols).
   auto h_slice = [&](int64_t row0, int64_t rows, int64_t col0, int64_t cols) {
+    if (g.attention) {
+      // Attention's O is computed per rank's heads: assemble the ranks the columns span.
+      Matrix out(rows, cols);
+      for (int64_t j = col0 / f_local; j * f_local < col0 + cols; ++j) {
+        const Matrix o = attention_output(seed, g, n, j);
+        for (int64_t i = 0; i < rows; ++i) {
+          for (int64_t c = std::max(col0, j * f_local);
+               c < std::min(col0 + cols, (j + 1) * f_local); ++c) {
+            out.at(i, c - col0) = o.v[static_cast<size_t>((row0 + i) * f_local + c - j * f_local)];
+          }
+        }
+      }
+      return out;
+    }
     if (!g.h_is_y) return global_slice(seed, g.h, row0, rows, col0, cols);
     return multiply(global_slice(seed, g.x, row0, rows, 0, d),
                     global_slice(seed, g.w1, 0, d, col0, cols));
@@ -91,10 +155,15 @@ std::vector<double> expected_output(const Plan& plan, const OutputCheck& check, 
   switch (check.kind) {
     case CheckKind::gathered:
       return global_slice(seed, g.x, 0, m, 0, d).v;
-    case CheckKind::ag_out:
-      return multiply(global_slice(seed, g.x, 0, m, 0, d),
-                      global_slice(seed, g.w1, 0, d, r * f_local, f_local))
+    case CheckKind::ag_out: {
+      const int64_t ag_f_local = g.ag_f / n;
+      return multiply(
+                 global_slice(seed, g.x, 0, m, 0, d),
+                 global_slice(seed, g.w1, 0, d, r * ag_f_local, ag_f_local, g.attention ? d : 0))
           .v;
+    }
+    case CheckKind::attn_out:
+      return attention_output(seed, g, n, r).v;
     case CheckKind::rs_out:
       // The sum over ranks of H_j * W2_j is H * W2 over the full FFN width.
       return multiply(h_slice(r * block, block, 0, f), global_slice(seed, g.w2, 0, f, 0, d)).v;

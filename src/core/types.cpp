@@ -54,19 +54,19 @@ const char* to_string(Workload workload) {
       return "gemm_ar";
     case Workload::mlp_bwd:
       return "mlp_bwd";
+    case Workload::attn:
+      return "attn";
   }
   return "?";
 }
 
 Workload parse_workload(const std::string& text) {
-  for (Workload w : {Workload::ag_gemm, Workload::gemm_rs, Workload::mlp, Workload::ag_gemm_w,
-                     Workload::gemm_rs_grad, Workload::gemm_ar, Workload::mlp_bwd}) {
+  std::string choices;
+  for (Workload w : kAllWorkloads) {
     if (text == to_string(w)) return w;
+    choices += (choices.empty() ? "" : ", ") + std::string(to_string(w));
   }
-  throw InputError(
-      "workload: '" + text +
-      "' is not a workload; valid: ag_gemm, gemm_rs, mlp, ag_gemm_w, gemm_rs_grad, gemm_ar, "
-      "mlp_bwd");
+  throw InputError("workload: '" + text + "' is not a workload; valid: " + choices);
 }
 
 }  // namespace fob

@@ -1,5 +1,8 @@
 #include "fob/workload.h"
 
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
 #include <string>
 
 namespace fob {
@@ -51,7 +54,21 @@ Geometry geometry(Workload workload, const Shape& shape) {
       g.h = "XT";
       g.w2 = "DY";
       break;
+    case Workload::attn:
+      g.has_ag = g.has_rs = true;
+      g.attention = true;
+      g.f = shape.hidden;
+      g.ag_f = 3 * shape.hidden;
+      g.f_key = "hidden";
+      g.w1 = "WQKV";
+      g.h = "O";
+      g.w2 = "WO";
+      break;
   }
+  if (g.ag_f == 0) g.ag_f = g.f;
+  g.seq = shape.seq;
+  g.heads = shape.head_count();
+  g.head_dim = g.heads > 0 ? shape.hidden / g.heads : 0;
   return g;
 }
 
@@ -81,8 +98,30 @@ void validate_case(const CaseSpec& spec) {
                        " splits it across ranks); choose a multiple of " + world);
     }
   }
+  if (g.attention) {
+    const std::string heads = std::to_string(g.heads);
+    if (s.heads < 0) throw InputError("heads: " + std::to_string(s.heads) + " must be at least 1");
+    if (s.heads == 0 && (g.heads < 1 || s.hidden % Shape::kDefaultHeadDim != 0)) {
+      throw InputError(
+          "heads: not given, and hidden " + std::to_string(s.hidden) +
+          " is not a multiple of the default head size " + std::to_string(Shape::kDefaultHeadDim) +
+          "; give heads, a divisor of hidden and a multiple of the world size " + world);
+    }
+    if (s.hidden % g.heads != 0) {
+      throw InputError("heads: " + heads + " does not divide hidden " + std::to_string(s.hidden) +
+                       "; choose a divisor of hidden");
+    }
+    if (g.heads % spec.world != 0) {
+      throw InputError("heads: " + heads + " does not divide by the world size " + world +
+                       " (attn splits the heads across ranks); choose a multiple of " + world);
+    }
+  }
   const int64_t block = g.m / spec.world;
   const Strategy* strategy = spec.strategy.strategy;
+  if (strategy && !strategy_applies(*strategy, spec.workload)) {
+    throw InputError("strategies: '" + spec.strategy.text + "' splits attention queries and " +
+                     "applies to workload attn only, not " + to_string(spec.workload));
+  }
   if (strategy && strategy->param_name && spec.strategy.param > block) {
     throw InputError("strategies: '" + spec.strategy.text + "': " + strategy->param_name + " = " +
                      std::to_string(spec.strategy.param) + " exceeds the " + std::to_string(block) +
@@ -111,19 +150,20 @@ Plan make_plan(const CaseSpec& spec, int rank) {
   const bool is_compute_only = std::string(strategy.name) == "compute_only";
   const bool is_comm_only = std::string(strategy.name) == "comm_only";
 
+  const int64_t ag_f_local = g.ag_f / spec.world;
   int y = -1;
   if (g.has_ag) {
     AgProblem ag;
     ag.x = b.buffer("x", m, d);
-    ag.w = b.buffer("w1", d, f_local);
-    ag.y = y = b.buffer("y", m, f_local);
+    ag.w = b.buffer("w1", d, ag_f_local);
+    ag.y = y = b.buffer("y", m, ag_f_local);
     ag.tokens = m;
     ag.hidden = d;
-    ag.ffn_local = f_local;
+    ag.ffn_local = ag_f_local;
     ag.block = block;
     ag.x_tensor = g.x;
     b.input({ag.x, rank * block, block, g.x, rank * block, 0});
-    b.input({ag.w, 0, d, g.w1, 0, rank * f_local});
+    b.input({ag.w, 0, d, g.w1, 0, rank * ag_f_local, g.attention ? d : 0});
     strategy.all_gather_gemm(b, ag, spec.strategy.param);
     // What each output must hold; comm_only has no GEMM, so its gathered X is what it makes.
     b.check(is_comm_only ? ag.x : ag.y, is_comm_only ? CheckKind::gathered : CheckKind::ag_out);
@@ -156,6 +196,21 @@ Plan make_plan(const CaseSpec& spec, int rank) {
     RsProblem rs;
     if (g.h_is_y) {
       rs.h = y;  // the MLP's second GEMM consumes the first one's output
+    } else if (g.attention) {
+      rs.h = b.buffer("o", m, f_local);
+      if (!is_comm_only) {
+        auto attention = [g, y, o = rs.h](PlanBuilder& builder, int64_t row, int64_t rows) {
+          attention_rows(builder, g, y, o, row, rows);
+        };
+        // Query split interleaves the attention with the reduce-scatter; every other strategy
+        // runs it whole between the two halves, as Megatron's row-parallel block does.
+        if (strategy.query_split) {
+          rs.produce_h = attention;
+        } else {
+          attention(b, 0, m);
+        }
+        b.check(rs.h, CheckKind::attn_out);
+      }
     } else {
       rs.h = b.buffer("h", m, f_local);
       b.input({rs.h, 0, m, g.h, 0, rank * f_local});
@@ -192,6 +247,46 @@ Plan make_plan(const CaseSpec& spec, int rank) {
     }
   }
   return plan;
+}
+
+void attention_rows(PlanBuilder& b, const Geometry& g, int qkv, int o, int64_t row, int64_t rows) {
+  const int64_t width = b.cols(o);  // this rank's heads: D/N columns each of Q, K and V
+  const int64_t dh = g.head_dim;
+  if (dh < 1 || g.seq < 1) throw std::logic_error("attention_rows: shape not validated");
+  const int heads = static_cast<int>(width / dh);
+  const int64_t s = g.seq;
+  // One sequence's scores for every local head; reused sequence after sequence.
+  const int scores = b.buffer("scores", heads * s, s);
+  for (int64_t first = row; first < row + rows;) {
+    const int64_t seq_index = first / s;
+    const int64_t seq_row = seq_index * s;  // keys and values: the whole sequence
+    const int64_t last = std::min(row + rows, seq_row + s);
+    const int64_t q = last - first;
+    const std::string where = "seq " + std::to_string(seq_index) + " rows " +
+                              std::to_string(first) + ":" + std::to_string(last);
+    GemmArgs qk;
+    qk.a = {qkv, first, q, 0, dh};
+    qk.b = {qkv, seq_row, s, width, dh};
+    qk.c = {scores, 0, q};
+    qk.transpose_b = true;
+    qk.batch = heads;
+    qk.a_step = {0, dh};
+    qk.b_step = {0, dh};
+    qk.c_step = {q, 0};
+    b.gemm(qk, "scores = Q K^T, " + where);
+    b.softmax({scores, 0, heads * q}, 1.0 / std::sqrt(static_cast<double>(dh)),
+              "softmax, " + where);
+    GemmArgs pv;
+    pv.a = {scores, 0, q};
+    pv.b = {qkv, seq_row, s, 2 * width, dh};
+    pv.c = {o, first, q, 0, dh};
+    pv.batch = heads;
+    pv.a_step = {q, 0};
+    pv.b_step = {0, dh};
+    pv.c_step = {0, dh};
+    b.gemm(pv, "O = P V, " + where);
+    first = last;
+  }
 }
 
 }  // namespace fob

@@ -321,7 +321,7 @@ struct SummaryRow {
   char workload[kShortStrLen];
   char strategy[kLongStrLen];
   char dtype[kShortStrLen];
-  int64_t batch, seq, hidden, ffn;
+  int64_t batch, seq, hidden, ffn, heads;
   int32_t world, iters, verified;
   double t_median, t_min, t_p90, t_p99, t_cv;
   double t_comp, t_comm, t_lb;
@@ -347,6 +347,7 @@ H5Id summary_mem_type(const Where& w) {
   FOB_FIELD(seq, H5T_NATIVE_INT64);
   FOB_FIELD(hidden, H5T_NATIVE_INT64);
   FOB_FIELD(ffn, H5T_NATIVE_INT64);
+  FOB_FIELD(heads, H5T_NATIVE_INT64);
   FOB_FIELD(world, H5T_NATIVE_INT32);
   FOB_FIELD(iters, H5T_NATIVE_INT32);
   FOB_FIELD(verified, H5T_NATIVE_INT32);
@@ -391,6 +392,7 @@ SummaryRow to_row(const Summary& s) {
   row.seq = s.seq;
   row.hidden = s.hidden;
   row.ffn = s.ffn;
+  row.heads = s.heads;
   row.world = s.world;
   row.iters = s.iters;
   row.verified = s.verified;
@@ -472,6 +474,7 @@ void write_case(hid_t cases_group, const CaseResult& c, const std::string& path)
   write_attr_i64(group, "seq", c.seq, w);
   write_attr_i64(group, "hidden", c.hidden, w);
   write_attr_i64(group, "ffn", c.ffn, w);
+  write_attr_i64(group, "heads", c.heads, w);
   write_attr_str(group, "dtype", c.dtype, w);
   write_attr_i32(group, "world", c.world, w);
   write_attr_i32(group, "iters", c.iters, w);
@@ -533,6 +536,8 @@ CaseResult read_case(hid_t cases_group, const std::string& id, const std::string
   c.seq = read_attr_i64(group, "seq", w);
   c.hidden = read_attr_i64(group, "hidden", w);
   c.ffn = read_attr_i64(group, "ffn", w);
+  // Files from before attention recorded no head count.
+  c.heads = has_attr(group, "heads") ? read_attr_i64(group, "heads", w) : 0;
   c.dtype = read_attr_str(group, "dtype", w);
   c.world = static_cast<int32_t>(read_attr_i64(group, "world", w));
   c.iters = static_cast<int32_t>(read_attr_i64(group, "iters", w));

@@ -139,6 +139,7 @@ std::vector<std::pair<const char*, Cell>> row(const Summary& s) {
           {"seq", int_cell(s.seq)},
           {"hidden", int_cell(s.hidden)},
           {"ffn", int_cell(s.ffn)},
+          {"heads", int_cell(s.heads)},
           {"dtype", text_cell(s.dtype)},
           {"world", int_cell(s.world)},
           {"iters", int_cell(s.iters)},
@@ -359,20 +360,27 @@ void write_md(std::ostream& out, const ResultFile& file, const std::vector<Summa
   if (!s.notes.empty()) out << "- **note:** " << one_line(s.notes) << "\n";
 
   // One table per shape, in the order the shapes first appear in the file.
-  using Key = std::tuple<std::string, int64_t, int64_t, int64_t, int64_t, std::string, int32_t>;
+  using Key =
+      std::tuple<std::string, int64_t, int64_t, int64_t, int64_t, int64_t, std::string, int32_t>;
   std::vector<Key> order;
   std::map<Key, std::vector<const Summary*>> groups;
   for (const Summary& row : rows) {
-    Key key{row.workload, row.batch, row.seq, row.hidden, row.ffn, row.dtype, row.world};
+    Key key{row.workload, row.batch, row.seq, row.hidden, row.ffn, row.heads, row.dtype, row.world};
     auto [it, inserted] = groups.try_emplace(key);
     if (inserted) order.push_back(key);
     it->second.push_back(&row);
   }
   if (rows.empty()) out << "\nNo cases in this file.\n";
   for (const Key& key : order) {
-    const auto& [workload, b, sq, d, f, dtype, n] = key;
-    out << "\n## " << workload << " b=" << b << " s=" << sq << " d=" << d << " f=" << f << " "
-        << dtype << " N=" << n << "\n\n";
+    const auto& [workload, b, sq, d, f, heads, dtype, n] = key;
+    out << "\n## " << workload << " b=" << b << " s=" << sq << " d=" << d;
+    // Attention has no FFN; its head count is what shapes it.
+    if (workload == "attn") {
+      out << " heads=" << heads;
+    } else {
+      out << " f=" << f;
+    }
+    out << " " << dtype << " N=" << n << "\n\n";
     out << "| strategy | T (ms) | T_comp (ms) | T_comm (ms) | T_lb (ms) | exposed_comm (ms) "
            "| comm_reduction (%) | e2e_reduction (%) | speedup (x) | ideal_speedup (x) "
            "| overlap_efficiency (%) | hidden (%) | verified |\n";

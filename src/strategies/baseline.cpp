@@ -33,6 +33,7 @@ extern const Strategy kBaseline = {"baseline",
                                    false,
                                    all_gather_gemm,
                                    gemm_reduce_scatter,
-                                   all_gather_blocks};
+                                   all_gather_blocks,
+                                   false};
 
 }  // namespace fob

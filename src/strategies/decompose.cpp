@@ -67,6 +67,7 @@ extern const Strategy kDecompose = {"decompose",
                                     false,
                                     all_gather_gemm,
                                     gemm_reduce_scatter,
-                                    all_gather_blocks};
+                                    all_gather_blocks,
+                                    false};
 
 }  // namespace fob

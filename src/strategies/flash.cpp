@@ -3,13 +3,12 @@
 // last computation touches communication. flash:m pipelines m sub-slices of every block.
 #include <string>
 
-#include "fob/strategy.h"
+#include "flash.h"
 
 namespace fob {
-namespace {
 
 // Flash-AG: compute blocks r, r-1, ..., r-N+1, forwarding each one as it is computed.
-void all_gather_gemm(PlanBuilder& b, const AgProblem& p, int m) {
+void flash_all_gather_gemm(PlanBuilder& b, const AgProblem& p, int m) {
   const int n = b.world();
   for (int k = 0; k < n; ++k) {
     const int held = b.peer(-k);
@@ -29,8 +28,10 @@ void all_gather_gemm(PlanBuilder& b, const AgProblem& p, int m) {
 
 // Flash-RS: step 0 computes the partial for block r-1 with no communication; step k receives
 // the running sum for block r-1-k while computing this rank's partial for it; the last step's
-// block is this rank's own, so only a local add follows the last GEMM.
-void gemm_reduce_scatter(PlanBuilder& b, const RsProblem& p, int m) {
+// block is this rank's own, so only a local add follows the last GEMM. With a producer of H
+// (query split), each slice's rows of H are computed right before their GEMM, so the whole
+// computation of the slice hides the previous slice's transfer.
+void flash_gemm_reduce_scatter(PlanBuilder& b, const RsProblem& p, int m) {
   const int n = b.world();
   const int part = n > 1 ? b.buffer("part", (p.block + m - 1) / m, p.hidden) : -1;
   for (int k = 0; k < n; ++k) {
@@ -42,7 +43,12 @@ void gemm_reduce_scatter(PlanBuilder& b, const RsProblem& p, int m) {
       const View h{p.h, slice * p.block + off, sub};
       const View w{p.w, 0, p.ffn_local};
       const View out{p.z, p.z_row + off, sub};
+      // Query split: this slice's rows of H are computed after the transfer it hides is posted.
+      auto produce = [&] {
+        if (p.produce_h) p.produce_h(b, h.row, h.rows);
+      };
       if (n == 1) {
+        produce();
         b.gemm(h, w, out, false, "Z block " + piece);
         continue;
       }
@@ -50,12 +56,14 @@ void gemm_reduce_scatter(PlanBuilder& b, const RsProblem& p, int m) {
       const int acc[2] = {b.buffer("acc0_" + std::to_string(i), sub, p.hidden),
                           b.buffer("acc1_" + std::to_string(i), sub, p.hidden)};
       if (k == 0) {
+        produce();
         b.gemm(h, w, {acc[0], 0, sub}, false, "partial " + piece);
         continue;
       }
       const View received{acc[k % 2], 0, sub};
       b.exchange({acc[(k - 1) % 2], 0, sub}, b.peer(1), received, b.peer(-1), (k - 1) * m + i,
                  "pass sums, receive block " + piece);
+      produce();
       if (k < n - 1) {
         b.gemm(h, w, {part, 0, sub}, false, "partial " + piece);
         b.add(received, {part, 0, sub}, "sum += partial " + piece);
@@ -67,11 +75,9 @@ void gemm_reduce_scatter(PlanBuilder& b, const RsProblem& p, int m) {
   }
 }
 
-}  // namespace
-
 extern const Strategy kFlash = {"flash", "Flash-Overlap free-running ring, rank-adaptive order",
-                                "m", 1, false, all_gather_gemm, gemm_reduce_scatter,
+                                "m", 1, false, flash_all_gather_gemm, flash_gemm_reduce_scatter,
                                 // As DESIGN.md has it for GEMM + all-reduce.
-                                all_gather_blocks_direct};
+                                all_gather_blocks_direct, false};
 
 }  // namespace fob

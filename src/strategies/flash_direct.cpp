@@ -83,6 +83,7 @@ extern const Strategy kFlashDirect = {"flash_direct",
                                       false,
                                       all_gather_gemm,
                                       gemm_reduce_scatter,
-                                      all_gather_blocks_direct};
+                                      all_gather_blocks_direct,
+                                      false};
 
 }  // namespace fob

@@ -40,11 +40,15 @@ void comm_ag_blocks(PlanBuilder& b, const AgProblem& p, int /*param*/) {
 
 }  // namespace
 
-extern const Strategy kComputeOnly = {
-    "compute_only", "reference: GEMMs alone, unsliced", nullptr, 1, true, compute_ag, compute_rs,
-    no_transfer};
-extern const Strategy kCommOnly = {
-    "comm_only",   "reference: baseline collectives alone", nullptr, 1, true, comm_ag, comm_rs,
-    comm_ag_blocks};
+extern const Strategy kComputeOnly = {"compute_only", "reference: GEMMs alone, unsliced",
+                                      nullptr,        1,
+                                      true,           compute_ag,
+                                      compute_rs,     no_transfer,
+                                      false};
+extern const Strategy kCommOnly = {"comm_only", "reference: baseline collectives alone",
+                                   nullptr,     1,
+                                   true,        comm_ag,
+                                   comm_rs,     comm_ag_blocks,
+                                   false};
 
 }  // namespace fob

@@ -10,12 +10,14 @@ extern const Strategy kSlicing;
 extern const Strategy kDecompose;
 extern const Strategy kFlash;
 extern const Strategy kFlashDirect;
+extern const Strategy kFlashQs;
 extern const Strategy kComputeOnly;
 extern const Strategy kCommOnly;
 
 const std::vector<const Strategy*>& all_strategies() {
-  static const std::vector<const Strategy*> list = {
-      &kBaseline, &kSlicing, &kDecompose, &kFlash, &kFlashDirect, &kComputeOnly, &kCommOnly};
+  static const std::vector<const Strategy*> list = {&kBaseline,    &kSlicing,     &kDecompose,
+                                                    &kFlash,       &kFlashDirect, &kFlashQs,
+                                                    &kComputeOnly, &kCommOnly};
   return list;
 }
 
@@ -27,6 +29,10 @@ std::string strategy_choices() {
     if (s->param_name) text += std::string("[:") + s->param_name + "]";
   }
   return text;
+}
+
+bool strategy_applies(const Strategy& strategy, Workload workload) {
+  return !strategy.query_split || workload == Workload::attn;
 }
 
 std::string piece_name(int block, int sub, int subs) {

@@ -59,6 +59,7 @@ extern const Strategy kSlicing = {"slicing",
                                   false,
                                   all_gather_gemm,
                                   gemm_reduce_scatter,
-                                  all_gather_blocks};
+                                  all_gather_blocks,
+                                  false};
 
 }  // namespace fob

@@ -93,6 +93,49 @@ TEST_F(Fixture, VerificationCatchesAWrongPlan) {
   EXPECT_GT(r.max_abs_err, 0.0);
 }
 
+// attn at 1..3 ranks: 12 heads of 4 columns, 24-token sequences in 48 rows.
+CaseSpec attention_spec(const std::string& strategy, int world) {
+  CaseSpec spec;
+  spec.workload = Workload::attn;
+  spec.shape = {2, 24, 48, 192, 12};
+  spec.world = world;
+  spec.strategy = parse_strategy(strategy);
+  return spec;
+}
+
+TEST_F(Fixture, AttentionVerifiesWithinItsStatedBound) {
+  auto backend = make_cpu_backend({});
+  Executor executor(*backend, MPI_COMM_WORLD);
+  for (const char* s : {"compute_only", "baseline", "slicing:3", "decompose", "flash", "flash_qs",
+                        "flash_qs:2", "flash_direct"}) {
+    Plan plan = make_plan(attention_spec(s, world), rank);
+    CaseResult r = executor.run_case(plan, options(1), "attn");
+    EXPECT_EQ(r.verified, 1) << s;
+    EXPECT_LT(r.max_abs_err, 1e-4) << s;
+  }
+}
+
+// A softmax at the wrong temperature or a head reading its neighbour's keys changes O by far
+// more than the bound: the tolerance leaves no room for a wrong attention.
+TEST_F(Fixture, VerificationCatchesAWrongAttention) {
+  auto backend = make_cpu_backend({});
+  Executor executor(*backend, MPI_COMM_WORLD);
+  Plan scaled = make_plan(attention_spec("flash_qs", world), rank);
+  for (Task& t : scaled.tasks) {
+    if (t.kind == TaskKind::softmax) t.scale *= 1.25;
+  }
+  EXPECT_EQ(executor.run_case(scaled, options(1), "scale").verified, 0);
+
+  Plan shifted = make_plan(attention_spec("baseline", world), rank);
+  const int scores = shifted.buffer_id("scores");
+  for (Task& t : shifted.tasks) {
+    // Every head's queries against the next head's keys (the last head's "next" are the first
+    // values, still inside the buffer).
+    if (t.kind == TaskKind::gemm && t.c.buffer == scores) t.b.col += t.k;
+  }
+  EXPECT_EQ(executor.run_case(shifted, options(1), "keys").verified, 0);
+}
+
 TEST_F(Fixture, VerificationCatchesAMissingTransfer) {
   if (world == 1) GTEST_SKIP() << "one rank has no transfer to miss";
   auto backend = make_cpu_backend({});

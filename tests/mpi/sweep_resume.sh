@@ -27,8 +27,9 @@ out="$scratch/cut.h5"
   > /dev/null 2> "$scratch/cut.err" &
 pid=$!
 for _ in $(seq 1 600); do
-  n=$("$FOBENCH" report "$out.partial" --format csv 2> /dev/null | grep -v '^#' | tail -n +2 |
-    awk -F, '$10 == 8' | wc -l || true)
+  n=$("$FOBENCH" report "$out.partial" --format csv 2> /dev/null | grep -v '^#' |
+    awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "iters") col = i; next }
+             $col == 8' | wc -l || true)
   [ "${n:-0}" -ge 5 ] && break
   sleep 0.1
 done

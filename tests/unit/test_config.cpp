@@ -125,10 +125,28 @@ TEST(ApplyYaml, BadDtypeNamesKeyAndChoices) {
 
 TEST(ApplyYaml, BadWorkloadNamesChoices) {
   Config c;
-  const std::string msg = input_error([&] { apply_yaml(c, "\nworkload: attn\n", "w.yaml"); });
+  const std::string msg = input_error([&] { apply_yaml(c, "\nworkload: attention\n", "w.yaml"); });
   EXPECT_TRUE(contains(msg, "workload")) << msg;
   EXPECT_TRUE(contains(msg, "w.yaml:2")) << msg;
   EXPECT_TRUE(contains(msg, "gemm_rs")) << msg;
+  EXPECT_TRUE(contains(msg, "attn")) << msg;
+}
+
+TEST(ApplyYaml, HeadsSweepAndRoundTrip) {
+  Config c;
+  apply_yaml(c, "workload: attn\nhidden: 256\nheads: [2, 8]\n", "h.yaml");
+  const std::vector<Config> points = expand_sweep(c);
+  ASSERT_EQ(points.size(), 2u);
+  EXPECT_EQ(points[0].shape.heads, 2);
+  EXPECT_EQ(points[1].shape.heads, 8);
+  Config point = points[1];
+  point.sweep.clear();
+  Config back;
+  apply_yaml(back, point.to_yaml(), "back.yaml");
+  EXPECT_EQ(back.shape.head_count(), 8);
+  const std::string msg = input_error([&] { apply_yaml(c, "heads: many\n", "h.yaml"); });
+  EXPECT_TRUE(contains(msg, "heads")) << msg;
+  EXPECT_TRUE(contains(msg, "many")) << msg;
 }
 
 TEST(ApplyYaml, NonIntegerBatchNamesKey) {

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <map>
 #include <sstream>
@@ -22,22 +23,25 @@ namespace fob {
 namespace {
 
 // slicing:3, flash:3 and flash_direct:3 cut 8 rows into uneven pieces (3, 3, 2).
-const char* const kSpecs[] = {"baseline",     "slicing:1",    "slicing:2",      "slicing:3",
-                              "slicing:4",    "decompose",    "flash",          "flash:2",
-                              "flash:3",      "flash_direct", "flash_direct:2", "flash_direct:3",
-                              "compute_only", "comm_only"};
+const char* const kSpecs[] = {
+    "baseline", "slicing:1",  "slicing:2",  "slicing:3",    "slicing:4",      "decompose",
+    "flash",    "flash:2",    "flash:3",    "flash_direct", "flash_direct:2", "flash_direct:3",
+    "flash_qs", "flash_qs:2", "flash_qs:3", "compute_only", "comm_only"};
 constexpr int kMaxWorld = 8;
 // Per-rank rows are 8 in every role: tokens (ag_gemm, gemm_rs, mlp), ffn (ag_gemm_w) and hidden
 // (gemm_rs_grad) all grow with the world size.
 constexpr int64_t kRowsPerRank = 8;
 
-// Tokens M = 8N so one rank's block (8 rows) divides by every parameter above; ffn = 8N.
+// Tokens M = 8N so one rank's block (8 rows) divides by every parameter above; ffn = 8N. The
+// sequence (4N) is shorter than a block at N = 1 and cuts blocks apart at N = 3, so attention
+// meets query slices spanning, filling and straddling sequences.
 Shape shape_for(int world) {
   Shape s;
   s.batch = 2;
   s.seq = 4 * world;
   s.hidden = kRowsPerRank * world;
   s.ffn = 8 * world;
+  s.heads = 2 * world;  // attn: two heads of 4 columns per rank
   return s;
 }
 
@@ -158,7 +162,16 @@ class PlanInvariants : public ::testing::TestWithParam<Param> {
   }
   bool has_rs() const { return geometry_.has_rs; }
   // The RS half's input H: its own buffer, or the AG half's output for the MLP.
-  int h_buffer(const Plan& p) const { return p.buffer_id(geometry_.h_is_y ? "y" : "h"); }
+  int h_buffer(const Plan& p) const {
+    return p.buffer_id(geometry_.h_is_y ? "y" : geometry_.attention ? "o" : "h");
+  }
+  // attn's scores, softmax and P V tasks.
+  bool is_attention(const Plan& p, const Task& t) const {
+    if (!geometry_.attention) return false;
+    if (t.kind == TaskKind::softmax) return true;
+    return t.kind == TaskKind::gemm &&
+           (t.c.buffer == p.buffer_id("scores") || t.c.buffer == p.buffer_id("o"));
+  }
   // A task of the AG half: reads or writes X, or writes Y with a GEMM from X.
   bool in_ag(const Plan& p, const Task& t) const {
     if (!has_ag()) return false;
@@ -395,7 +408,7 @@ TEST_P(PlanInvariants, OutputsComputedExactlyOnce) {
           if (t.kind != TaskKind::gemm || t.c.buffer != y) continue;
           EXPECT_FALSE(t.accumulate) << describe(p, t.id);
           for (int i = 0; i < t.batch; ++i) {
-            const int64_t row = t.c.row + i * t.c_stride_rows;
+            const int64_t row = t.c.row + i * t.c_step.rows;
             written.push_back({row, row + t.c.rows});
           }
         }
@@ -422,7 +435,7 @@ TEST_P(PlanInvariants, OutputsComputedExactlyOnce) {
           if (t.kind != TaskKind::gemm || t.a.buffer != h) continue;
           EXPECT_EQ(t.b.buffer, p.buffer_id("w2")) << describe(p, t.id);
           for (int i = 0; i < t.batch; ++i) {
-            const int64_t row = t.a.row + i * t.a_stride_rows;
+            const int64_t row = t.a.row + i * t.a_step.rows;
             read.push_back({row, row + t.a.rows});
           }
         }
@@ -459,13 +472,15 @@ TEST_P(PlanInvariants, GemmFlopsPerHalf) {
     for (const Plan& p : plans_) {
       const int x = p.buffer_id("x");
       const int h = has_rs() ? h_buffer(p) : -1;
-      double ag = 0, rs = 0, grads = 0;
+      double ag = 0, rs = 0, grads = 0, attention = 0;
       for (const Task& t : p.tasks) {
         if (t.kind != TaskKind::gemm) continue;
         EXPECT_DOUBLE_EQ(t.flops, 2.0 * static_cast<double>(t.m * t.n * t.k) * t.batch)
             << describe(p, t.id);
         if (is_weight_gradient(p, t)) {
           grads += t.flops;  // mlp_bwd's dW1 and dW2: each as large as one half
+        } else if (is_attention(p, t)) {
+          attention += t.flops;
         } else if (has_ag() && t.a.buffer == x) {
           ag += t.flops;
         } else if (has_rs() && t.a.buffer == h) {
@@ -474,7 +489,15 @@ TEST_P(PlanInvariants, GemmFlopsPerHalf) {
           ADD_FAILURE() << describe(p, t.id) << " belongs to neither half";
         }
       }
-      EXPECT_DOUBLE_EQ(ag, has_ag() ? expected : 0.0) << "AG flops on rank " << p.rank;
+      // attn's all-gather GEMM makes Q, K and V: three times the width of the reduce-scatter's
+      // contraction. Scores and P V each cost 2 * M * seq * D/N.
+      const double ag_expected = expected * static_cast<double>(geometry_.ag_f / geometry_.f);
+      EXPECT_DOUBLE_EQ(ag, has_ag() ? ag_expected : 0.0) << "AG flops on rank " << p.rank;
+      const double attention_expected = 4.0 * static_cast<double>(tokens_) *
+                                        static_cast<double>(geometry_.seq) *
+                                        static_cast<double>(ffn_local_);
+      EXPECT_DOUBLE_EQ(attention, geometry_.attention ? attention_expected : 0.0)
+          << "attention GEMM flops on rank " << p.rank;
       EXPECT_DOUBLE_EQ(rs, has_rs() ? expected : 0.0) << "RS flops on rank " << p.rank;
       EXPECT_DOUBLE_EQ(grads, geometry_.backward ? 2 * expected : 0.0) << "on rank " << p.rank;
     }
@@ -503,7 +526,7 @@ TEST_P(PlanInvariants, TransferCounts) {
       }
       const std::string where = "rank " + std::to_string(p.rank);
       EXPECT_EQ(p2p_other, 0) << where;
-      if (is_("flash") || is_("flash_direct")) {
+      if (is_("flash") || is_("flash_direct") || is_("flash_qs")) {
         EXPECT_EQ(collectives, 0) << where;
         EXPECT_EQ(exchanges, halves * param_ * (n - 1)) << where;
         EXPECT_EQ(ag_exchanges, has_ag() ? param_ * (n - 1) : 0) << where;
@@ -537,7 +560,7 @@ TEST_P(PlanInvariants, TransferCounts) {
 // for a transfer at all.
 TEST_P(PlanInvariants, FlashFirstAndLastComputation) {
   for_each_world([&] {
-    if (!is_("flash") && !is_("flash_direct")) return;
+    if (!is_("flash") && !is_("flash_direct") && !is_("flash_qs")) return;
     for (const Plan& p : plans_) {
       const auto closure = waits_for(p);
       int first_ag = -1, first_rs = -1, last_gemm = -1, last_transfer = -1;
@@ -590,7 +613,7 @@ TEST_P(PlanInvariants, FlashFirstAndLastComputation) {
 TEST_P(PlanInvariants, AgLockStepOrFreeRunning) {
   for_each_world([&] {
     if (!has_ag()) return;
-    if (!is_("decompose") && !is_("flash") && !is_("flash_direct")) return;
+    if (!is_("decompose") && !is_("flash") && !is_("flash_direct") && !is_("flash_qs")) return;
     for (const Plan& p : plans_) {
       const auto closure = waits_for(p);
       const int x = p.buffer_id("x");
@@ -620,6 +643,105 @@ TEST_P(PlanInvariants, AgLockStepOrFreeRunning) {
   });
 }
 
+// attn: every (row, head) of O is computed exactly once, from the scores of that row's own
+// sequence (all its keys and values) after a softmax over them.
+TEST_P(PlanInvariants, AttentionCoversEveryHeadOnce) {
+  for_each_world([&] {
+    if (!geometry_.attention || is_("comm_only")) return;
+    const int64_t s = geometry_.seq;
+    const int64_t dh = geometry_.head_dim;
+    for (const Plan& p : plans_) {
+      const int o = p.buffer_id("o");
+      const int y = p.buffer_id("y");
+      const int scores = p.buffer_id("scores");
+      ASSERT_GE(o, 0);
+      ASSERT_GE(scores, 0);
+      const int64_t width = p.buffers[static_cast<size_t>(o)].cols;
+      std::vector<int> hits(static_cast<size_t>(tokens_ * width), 0);
+      bool softmax_since_scores = false;
+      int64_t scores_rows = -1;
+      for (const Task& t : p.tasks) {
+        if (t.kind == TaskKind::gemm && t.c.buffer == scores) {
+          // Q rows of one sequence against every key of that sequence.
+          EXPECT_TRUE(t.transpose_b) << describe(p, t.id);
+          EXPECT_EQ(t.a.buffer, y);
+          EXPECT_EQ(t.b.buffer, y);
+          EXPECT_EQ(t.a.row / s, (t.a.row + t.a.rows - 1) / s) << describe(p, t.id);
+          EXPECT_EQ(t.b.row, t.a.row / s * s) << describe(p, t.id);
+          EXPECT_EQ(t.b.rows, s) << describe(p, t.id);
+          EXPECT_EQ(t.k, dh) << describe(p, t.id);
+          EXPECT_EQ(t.b.col, width) << "keys follow the queries " << describe(p, t.id);
+          softmax_since_scores = false;
+          scores_rows = t.a.rows * t.batch;
+        } else if (t.kind == TaskKind::softmax) {
+          EXPECT_EQ(t.c.buffer, scores);
+          EXPECT_EQ(t.c.rows, scores_rows) << describe(p, t.id);
+          EXPECT_DOUBLE_EQ(t.scale, 1.0 / std::sqrt(static_cast<double>(dh)));
+          softmax_since_scores = true;
+        } else if (t.kind == TaskKind::gemm && t.c.buffer == o) {
+          EXPECT_TRUE(softmax_since_scores) << describe(p, t.id) << " reads unnormalised scores";
+          EXPECT_EQ(t.a.buffer, scores);
+          EXPECT_EQ(t.b.col, 2 * width) << "values follow the keys " << describe(p, t.id);
+          EXPECT_EQ(t.b.row, t.c.row / s * s) << describe(p, t.id);
+          for (int i = 0; i < t.batch; ++i) {
+            const int64_t col = t.c.col + i * t.c_step.cols;
+            for (int64_t r = t.c.row; r < t.c.row + t.c.rows; ++r) {
+              for (int64_t c = col; c < col + t.n; ++c) {
+                ++hits[static_cast<size_t>(r * width + c)];
+              }
+            }
+          }
+        }
+      }
+      for (int64_t e = 0; e < tokens_ * width; ++e) {
+        ASSERT_EQ(hits[static_cast<size_t>(e)], 1)
+            << "O[" << e / width << ", " << e % width << "] on rank " << p.rank;
+      }
+    }
+  });
+}
+
+// flash_qs (Algorithm 4): each query slice's attention runs while the previous slice's sums
+// travel, so neither waits for the other; the row-parallel strategies finish all attention
+// before their first reduce-scatter transfer.
+TEST_P(PlanInvariants, QuerySplitHidesTransfersBehindAttention) {
+  for_each_world([&] {
+    if (!geometry_.attention || reference_ || world_ == 1) return;
+    for (const Plan& p : plans_) {
+      const auto closure = waits_for(p);
+      int last_attention = -1, first_rs_transfer = -1;
+      for (const Task& t : p.tasks) {
+        if (is_attention(p, t)) last_attention = t.id;
+        if (t.is_transfer() && !in_ag(p, t) && first_rs_transfer < 0) first_rs_transfer = t.id;
+      }
+      ASSERT_GE(first_rs_transfer, 0);
+      if (!is_("flash_qs")) {
+        EXPECT_LT(last_attention, first_rs_transfer) << "rank " << p.rank;
+        continue;
+      }
+      int transfers = 0;
+      for (const Task& e : p.tasks) {
+        if (!e.is_transfer() || in_ag(p, e)) continue;
+        ++transfers;
+        // The attention emitted after this transfer and before the next one is its cover.
+        int cover = 0;
+        for (size_t j = static_cast<size_t>(e.id) + 1; j < p.tasks.size(); ++j) {
+          const Task& t = p.tasks[j];
+          if (t.is_transfer()) break;
+          if (!is_attention(p, t)) continue;
+          ++cover;
+          EXPECT_FALSE(closure[j][static_cast<size_t>(e.id)])
+              << describe(p, t.id) << " waits for " << describe(p, e.id);
+          EXPECT_FALSE(closure[static_cast<size_t>(e.id)][j])
+              << describe(p, e.id) << " waits for " << describe(p, t.id);
+        }
+        EXPECT_GT(cover, 0) << describe(p, e.id) << " has no attention to hide behind";
+      }
+      EXPECT_EQ(transfers, param_ * (world_ - 1)) << "rank " << p.rank;
+    }
+  });
+}
+
 // Reference modes declare their own checks; compute_only reads no transferred data.
 TEST_P(PlanInvariants, ReferenceModes) {
   for_each_world([&] {
@@ -638,10 +760,9 @@ TEST_P(PlanInvariants, ReferenceModes) {
 
 std::vector<Param> all_params() {
   std::vector<Param> out;
-  for (Workload w : {Workload::ag_gemm, Workload::gemm_rs, Workload::mlp, Workload::ag_gemm_w,
-                     Workload::gemm_rs_grad, Workload::gemm_ar, Workload::mlp_bwd}) {
+  for (Workload w : kAllWorkloads) {
     for (const char* s : kSpecs) {
-      out.emplace_back(w, s);
+      if (strategy_applies(*parse_strategy(s).strategy, w)) out.emplace_back(w, s);
     }
   }
   return out;
@@ -689,6 +810,35 @@ TEST(ValidateCase, TokensMustDivideByWorld) {
   EXPECT_NE(msg.find("3"), std::string::npos) << msg;
   EXPECT_NE(msg.find("world size 3"), std::string::npos) << msg;
   EXPECT_THROW(make_plan(c, 0), InputError);
+}
+
+TEST(ValidateCase, QuerySplitIsForAttentionOnly) {
+  CaseSpec c = case_for(Workload::mlp, "flash_qs", 2);
+  const std::string msg = input_error([&] { validate_case(c); });
+  EXPECT_NE(msg.find("flash_qs"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("attn"), std::string::npos) << msg;
+  c.workload = Workload::attn;
+  EXPECT_NO_THROW(validate_case(c));
+}
+
+TEST(ValidateCase, HeadsMustSplitAcrossRanksAndDivideHidden) {
+  CaseSpec c = case_for(Workload::attn, "flash", 4);
+  c.shape.heads = 6;  // hidden 32: 6 does not divide it
+  std::string msg = input_error([&] { validate_case(c); });
+  EXPECT_NE(msg.find("heads: 6"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("hidden 32"), std::string::npos) << msg;
+  c.shape.heads = 2;  // divides 32, but 4 ranks cannot share 2 heads
+  msg = input_error([&] { validate_case(c); });
+  EXPECT_NE(msg.find("world size 4"), std::string::npos) << msg;
+  c.shape.heads = 0;  // default: hidden / 128, and 32 is no multiple of 128
+  msg = input_error([&] { validate_case(c); });
+  EXPECT_NE(msg.find("heads: not given"), std::string::npos) << msg;
+  c.shape.hidden = 512;  // 4 default heads of 128
+  c.shape.ffn = 512;
+  EXPECT_NO_THROW(validate_case(c));
+  c.workload = Workload::mlp;  // heads mean nothing to the MLP
+  c.shape.heads = 3;
+  EXPECT_NO_THROW(validate_case(c));
 }
 
 TEST(ValidateCase, FfnMustDivideByWorld) {

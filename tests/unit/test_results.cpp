@@ -490,7 +490,7 @@ TEST(Report, CsvAndJsonCarryTheSameNumbers) {
       rows.push_back(split(line, ','));
     }
   }
-  ASSERT_EQ(header.size(), 31u);
+  ASSERT_EQ(header.size(), 32u);
   EXPECT_EQ(header.front(), "case_id");
   EXPECT_EQ(header.back(), "busbw_gbps");
   ASSERT_EQ(rows.size(), 4u);

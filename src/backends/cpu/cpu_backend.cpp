@@ -3,6 +3,7 @@
 #include <cblas.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -231,8 +232,14 @@ class CpuBackend : public Backend {
 
   template <typename T>
   T* at(const View& v, int64_t extra_rows = 0) const {
-    return static_cast<T*>(current_->buffers[v.buffer]->data) +
-           (v.row + extra_rows) * cols(v.buffer);
+    return static_cast<T*>(current_->buffers[v.buffer]->data) + view_offset(*plan_, v) +
+           extra_rows * cols(v.buffer);
+  }
+
+  // Batch entry i of a GEMM operand.
+  template <typename T>
+  T* at(const View& v, const Step& step, int i) const {
+    return static_cast<T*>(current_->buffers[v.buffer]->data) + view_offset(*plan_, v, step, i);
   }
 
   template <typename T>
@@ -240,9 +247,11 @@ class CpuBackend : public Backend {
     switch (t.kind) {
       case TaskKind::gemm:
         for (int i = 0; i < t.batch; ++i) {
-          gemm<T>(t.m, t.n, t.k, at<T>(t.a, i * t.a_stride_rows), at<T>(t.b),
-                  at<T>(t.c, i * t.c_stride_rows), t.accumulate, t.transpose_a);
+          gemm<T>(t, at<T>(t.a, t.a_step, i), at<T>(t.b, t.b_step, i), at<T>(t.c, t.c_step, i));
         }
+        break;
+      case TaskKind::softmax:
+        for (int64_t i = 0; i < t.m; ++i) softmax_row<T>(at<T>(t.c, i), t.n, t.scale);
         break;
       case TaskKind::add: {
         T* dst = at<T>(t.c);
@@ -276,18 +285,32 @@ class CpuBackend : public Backend {
     }
   }
 
+  // Row-major with each operand's leading dimension its buffer's width, so column views work.
   template <typename T>
-  static void gemm(int64_t m, int64_t n, int64_t k, const T* a, const T* b, T* c, bool accumulate,
-                   bool transpose_a) {
-    const T beta = accumulate ? T(1) : T(0);
-    // A stored as k rows of m (transposed) has leading dimension m, else k.
-    const CBLAS_TRANSPOSE op_a = transpose_a ? CblasTrans : CblasNoTrans;
-    const int64_t lda = transpose_a ? m : k;
+  void gemm(const Task& t, const T* a, const T* b, T* c) const {
+    const T beta = t.accumulate ? T(1) : T(0);
+    const CBLAS_TRANSPOSE op_a = t.transpose_a ? CblasTrans : CblasNoTrans;
+    const CBLAS_TRANSPOSE op_b = t.transpose_b ? CblasTrans : CblasNoTrans;
+    const int64_t lda = cols(t.a.buffer), ldb = cols(t.b.buffer), ldc = cols(t.c.buffer);
     if constexpr (sizeof(T) == 4) {
-      cblas_sgemm(CblasRowMajor, op_a, CblasNoTrans, m, n, k, 1.0f, a, lda, b, n, beta, c, n);
+      cblas_sgemm(CblasRowMajor, op_a, op_b, t.m, t.n, t.k, 1.0f, a, lda, b, ldb, beta, c, ldc);
     } else {
-      cblas_dgemm(CblasRowMajor, op_a, CblasNoTrans, m, n, k, 1.0, a, lda, b, n, beta, c, n);
+      cblas_dgemm(CblasRowMajor, op_a, op_b, t.m, t.n, t.k, 1.0, a, lda, b, ldb, beta, c, ldc);
     }
+  }
+
+  // Subtracting the row's maximum keeps exp() finite; the result is the same softmax.
+  template <typename T>
+  static void softmax_row(T* row, int64_t n, double scale) {
+    const T s = static_cast<T>(scale);
+    T max = row[0] * s;
+    for (int64_t j = 1; j < n; ++j) max = std::max(max, row[j] * s);
+    T sum = 0;
+    for (int64_t j = 0; j < n; ++j) {
+      row[j] = std::exp(row[j] * s - max);
+      sum += row[j];
+    }
+    for (int64_t j = 0; j < n; ++j) row[j] /= sum;
   }
 
   MPI_Datatype mpi_type() const { return current_->elem == 4 ? MPI_FLOAT : MPI_DOUBLE; }

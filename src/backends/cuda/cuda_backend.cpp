@@ -512,13 +512,16 @@ class CudaBackend : public Backend {
   int elem() const { return dtype_bytes(plan_->dtype); }
   int64_t count(const View& v) const { return v.rows * cols(v.buffer); }
 
+  // The address of a view's first element (row and column offset), `extra_rows` further down.
+  // Host mirrors have the device buffers' layout.
+  int64_t offset_bytes(const View& v, int64_t extra_rows) const {
+    return (view_offset(*plan_, v) + extra_rows * cols(v.buffer)) * elem();
+  }
   void* device_at(const View& v, int64_t extra_rows = 0) const {
-    return static_cast<char*>(current_->device[v.buffer]) +
-           (v.row + extra_rows) * cols(v.buffer) * elem();
+    return static_cast<char*>(current_->device[v.buffer]) + offset_bytes(v, extra_rows);
   }
   void* host_at(const View& v, int64_t extra_rows = 0) const {
-    return static_cast<char*>(current_->host[v.buffer]) +
-           (v.row + extra_rows) * cols(v.buffer) * elem();
+    return static_cast<char*>(current_->host[v.buffer]) + offset_bytes(v, extra_rows);
   }
 
   void enqueue(const Task& t, cudaStream_t stream) {
@@ -534,6 +537,11 @@ class CudaBackend : public Backend {
         check_.cuda(cudaMemcpyAsync(device_at(t.c), device_at(t.a), t.m * t.n * elem(),
                                     cudaMemcpyDeviceToDevice, stream),
                     "cudaMemcpyAsync");
+        break;
+      case TaskKind::softmax:
+        check_.cuda(cuda::softmax(plan_->dtype, device_at(t.c), t.m, t.n, cols(t.c.buffer), t.scale,
+                                  stream),
+                    "launching the softmax kernel");
         break;
       case TaskKind::send:
       case TaskKind::recv:
@@ -557,7 +565,13 @@ class CudaBackend : public Backend {
     }
   }
 
-  // Row-major C[m, n] = A[m, k] * B[k, n] is column-major C^T = B^T * A^T: swap the operands.
+  // Row-major C[m, n] = op(A) * op(B), each operand's leading dimension its buffer's width and
+  // its base the view's first element (column views such as one attention head are strided).
+  // A row-major matrix X with leading dimension ld is, read column-major, X^T with the same ld,
+  // so cuBLAS computes the column-major C^T = op(B)^T * op(A)^T with the operands swapped:
+  //   B as stored is op(B) (k x n) unless transpose_b (then n x k, op(B) = b^T); read
+  //   column-major it is op(B)^T already (op N), or b^T whose transpose b = op(B)^T (op T).
+  //   A likewise: op N unless transpose_a (a stored k x m, read column-major as a^T: op T).
   void gemm(const Task& t) {
     const cudaDataType_t type = blas_type(plan_->dtype);
     const bool fp64 = plan_->dtype == DType::fp64;
@@ -567,21 +581,27 @@ class CudaBackend : public Backend {
     const void* alpha = fp64 ? static_cast<const void*>(&alpha64) : &alpha32;
     const void* beta = fp64 ? static_cast<const void*>(&beta64) : &beta32;
     const int m = static_cast<int>(t.m), n = static_cast<int>(t.n), k = static_cast<int>(t.k);
+    const int64_t lda = cols(t.a.buffer), ldb = cols(t.b.buffer), ldc = cols(t.c.buffer);
+    const cublasOperation_t op_b = t.transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N;
+    const cublasOperation_t op_a = t.transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N;
     if (t.batch == 1) {
-      // A stored transposed (k rows of m) is, read column-major, A itself: op T gives A^T.
-      const cublasOperation_t op_a = t.transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N;
-      const int lda = t.transpose_a ? m : k;
-      check_.blas(cublasGemmEx(blas_, CUBLAS_OP_N, op_a, n, m, k, alpha, device_at(t.b), type, n,
-                               device_at(t.a), type, lda, beta, device_at(t.c), type, n, compute,
-                               CUBLAS_GEMM_DEFAULT),
-                  "cublasGemmEx");
+      check_.blas(
+          cublasGemmEx(blas_, op_b, op_a, n, m, k, alpha, device_at(t.b), type,
+                       static_cast<int>(ldb), device_at(t.a), type, static_cast<int>(lda), beta,
+                       device_at(t.c), type, static_cast<int>(ldc), compute, CUBLAS_GEMM_DEFAULT),
+          "cublasGemmEx");
       return;
     }
-    // A task covering several blocks is one strided-batched call: B is shared (stride 0).
-    check_.blas(cublasGemmStridedBatchedEx(
-                    blas_, CUBLAS_OP_N, CUBLAS_OP_N, n, m, k, alpha, device_at(t.b), type, n, 0,
-                    device_at(t.a), type, k, t.a_stride_rows * k, beta, device_at(t.c), type, n,
-                    t.c_stride_rows * n, t.batch, compute, CUBLAS_GEMM_DEFAULT),
+    // A task covering several blocks or heads is one strided-batched call; each operand moves by
+    // its step (rows * ld + cols elements), which may be 0 for an operand shared by every entry.
+    const long long stride_a = t.a_step.rows * lda + t.a_step.cols;
+    const long long stride_b = t.b_step.rows * ldb + t.b_step.cols;
+    const long long stride_c = t.c_step.rows * ldc + t.c_step.cols;
+    check_.blas(cublasGemmStridedBatchedEx(blas_, op_b, op_a, n, m, k, alpha, device_at(t.b), type,
+                                           static_cast<int>(ldb), stride_b, device_at(t.a), type,
+                                           static_cast<int>(lda), stride_a, beta, device_at(t.c),
+                                           type, static_cast<int>(ldc), stride_c, t.batch, compute,
+                                           CUBLAS_GEMM_DEFAULT),
                 "cublasGemmStridedBatchedEx");
   }
 
@@ -667,12 +687,11 @@ class CudaBackend : public Backend {
       auto at = [&](int j) { return host_at(t.c, j * t.dst_stride_rows); };
       ring_all_gather(*link_, rank_, world_, block, at, type, elem(), abort_);
       for (int j = 0; j < world_; ++j) {
-        if (j != rank_) to_device(View{t.c.buffer, t.c.row + j * t.dst_stride_rows, t.c.rows});
+        if (j != rank_) to_device(shifted(t.c, j * t.dst_stride_rows));
       }
       return;
     }
-    for (int j = 0; j < world_; ++j)
-      to_host(View{t.a.buffer, t.a.row + j * t.src_stride_rows, t.a.rows});
+    for (int j = 0; j < world_; ++j) to_host(shifted(t.a, j * t.src_stride_rows));
     switch (plan_->dtype) {
       case DType::fp32:
         staged_reduce<float>(t, type, [](float x, float y) { return x + y; });
@@ -701,6 +720,12 @@ class CudaBackend : public Backend {
                   static_cast<T*>(current_->host_scratch[1])};
     ring_reduce_scatter<T>(*link_, rank_, world_, count(t.c), local, static_cast<T*>(host_at(t.c)),
                            temp, add, type, elem(), abort_);
+  }
+
+  // `v` moved down by `rows` rows, every other field kept.
+  static View shifted(View v, int64_t rows) {
+    v.row += rows;
+    return v;
   }
 
   void to_host(const View& v) {

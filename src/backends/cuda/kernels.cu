@@ -38,6 +38,90 @@ cudaError_t launch_add(void* dst, const void* src, int64_t count, cudaStream_t s
   return cudaGetLastError();
 }
 
+// softmax: one block of kSoftmaxThreads threads per row; blocks stride over the rows.
+constexpr int kSoftmaxThreads = 256;
+constexpr int kWarp = 32;
+constexpr int64_t kMaxSoftmaxBlocks = 1 << 16;  // far more than are ever resident at once
+
+__device__ inline float exp_of(float x) {
+  return expf(x);
+}
+__device__ inline double exp_of(double x) {
+  return exp(x);
+}
+
+struct Max {
+  template <typename Acc>
+  __device__ Acc operator()(Acc x, Acc y) const {
+    return y > x ? y : x;
+  }
+};
+struct Sum {
+  template <typename Acc>
+  __device__ Acc operator()(Acc x, Acc y) const {
+    return x + y;
+  }
+};
+
+// Every thread of the block gets op over the block's values. `partial` holds one value per
+// warp; the trailing barrier lets the next reduction reuse it.
+template <typename Acc, typename Op>
+__device__ Acc block_reduce(Acc value, Op op, Acc identity, Acc* partial) {
+  const int lane = static_cast<int>(threadIdx.x) % kWarp;
+  const int warp = static_cast<int>(threadIdx.x) / kWarp;
+  for (int offset = kWarp / 2; offset > 0; offset /= 2) {
+    value = op(value, __shfl_xor_sync(0xffffffffu, value, offset));
+  }
+  if (lane == 0) partial[warp] = value;
+  __syncthreads();
+  const int warps = static_cast<int>(blockDim.x) / kWarp;
+  value = lane < warps ? partial[lane] : identity;
+  for (int offset = kWarp / 2; offset > 0; offset /= 2) {
+    value = op(value, __shfl_xor_sync(0xffffffffu, value, offset));
+  }
+  __syncthreads();
+  return value;
+}
+
+// Row r (rows of `cols` elements, `ld` apart from `data`) becomes softmax(scale * row): the
+// row's maximum of scale * x is subtracted before exp() so that it cannot overflow.
+template <typename T>
+__global__ void __launch_bounds__(kSoftmaxThreads)
+    softmax_kernel(T* data, int64_t rows, int64_t cols, int64_t ld, double scale_in) {
+  using Acc = typename Accumulator<T>::type;
+  __shared__ Acc partial[kSoftmaxThreads / kWarp];
+  const Acc scale = static_cast<Acc>(scale_in);
+  const Acc lowest = -static_cast<Acc>(INFINITY);
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    T* row = data + r * ld;
+    Acc max = lowest;
+    for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
+      max = Max{}(max, scale * static_cast<Acc>(row[j]));
+    }
+    max = block_reduce(max, Max{}, lowest, partial);
+    Acc sum = 0;
+    for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
+      sum += exp_of(scale * static_cast<Acc>(row[j]) - max);
+    }
+    sum = block_reduce(sum, Sum{}, Acc(0), partial);
+    // Each thread rewrites only the elements it read, so no barrier is needed before this.
+    for (int64_t j = threadIdx.x; j < cols; j += blockDim.x) {
+      row[j] = static_cast<T>(exp_of(scale * static_cast<Acc>(row[j]) - max) / sum);
+    }
+  }
+}
+
+template <typename T>
+cudaError_t launch_softmax(void* data, int64_t rows, int64_t cols, int64_t ld, double scale,
+                           cudaStream_t stream) {
+  if (rows <= 0 || cols <= 0) return cudaSuccess;
+  if (ld < cols) return cudaErrorInvalidValue;
+  const int blocks = static_cast<int>(rows < kMaxSoftmaxBlocks ? rows : kMaxSoftmaxBlocks);
+  softmax_kernel<T>
+      <<<blocks, kSoftmaxThreads, 0, stream>>>(static_cast<T*>(data), rows, cols, ld, scale);
+  return cudaGetLastError();
+}
+
 }  // namespace
 
 cudaError_t add(DType dtype, void* dst, const void* src, int64_t count, cudaStream_t stream) {
@@ -50,6 +134,21 @@ cudaError_t add(DType dtype, void* dst, const void* src, int64_t count, cudaStre
       return launch_add<__nv_bfloat16>(dst, src, count, stream);
     case DType::fp16:
       return launch_add<__half>(dst, src, count, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+cudaError_t softmax(DType dtype, void* data, int64_t rows, int64_t cols, int64_t ld, double scale,
+                    cudaStream_t stream) {
+  switch (dtype) {
+    case DType::fp32:
+      return launch_softmax<float>(data, rows, cols, ld, scale, stream);
+    case DType::fp64:
+      return launch_softmax<double>(data, rows, cols, ld, scale, stream);
+    case DType::bf16:
+      return launch_softmax<__nv_bfloat16>(data, rows, cols, ld, scale, stream);
+    case DType::fp16:
+      return launch_softmax<__half>(data, rows, cols, ld, scale, stream);
   }
   return cudaErrorInvalidValue;
 }

@@ -1,0 +1,11 @@
+// Flash-Overlap's two halves, shared by flash and its query-split form flash_qs.
+#pragma once
+
+#include "fob/strategy.h"
+
+namespace fob {
+
+void flash_all_gather_gemm(PlanBuilder& b, const AgProblem& p, int m);
+void flash_gemm_reduce_scatter(PlanBuilder& b, const RsProblem& p, int m);
+
+}  // namespace fob
