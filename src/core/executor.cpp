@@ -75,9 +75,10 @@ const std::vector<double>& Executor::expected(const Plan& plan, const OutputChec
   // The same reference serves every strategy of a shape; it is the slow part of verifying.
   const Shape& s = plan.shape;
   std::string key = std::string(to_string(plan.workload)) + "/" + to_string(check.kind) + "/" +
-                    std::to_string(s.tokens()) + "/" + std::to_string(s.hidden) + "/" +
-                    std::to_string(s.ffn) + "/" + std::to_string(s.head_count()) + "/" +
-                    std::to_string(plan.world) + "/" + std::to_string(seed);
+                    std::to_string(s.batch) + "x" + std::to_string(s.seq) + "/" +
+                    std::to_string(s.hidden) + "/" + std::to_string(s.ffn) + "/" +
+                    std::to_string(s.head_count()) + "/" + std::to_string(plan.world) + "/" +
+                    std::to_string(seed);
   auto it = reference_cache_.find(key);
   if (it == reference_cache_.end()) {
     if (reference_cache_.size() > 8) reference_cache_.clear();

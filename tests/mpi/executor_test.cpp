@@ -113,6 +113,12 @@ TEST_F(Fixture, AttentionVerifiesWithinItsStatedBound) {
     EXPECT_EQ(r.verified, 1) << s;
     EXPECT_LT(r.max_abs_err, 1e-4) << s;
   }
+  // The same tokens in other sequences is another attention: no reference may be reused.
+  CaseSpec longer = attention_spec("flash_qs", world);
+  longer.shape.batch = 1;
+  longer.shape.seq = 48;
+  Plan plan = make_plan(longer, rank);
+  EXPECT_EQ(executor.run_case(plan, options(1), "attn-48").verified, 1);
 }
 
 // A softmax at the wrong temperature or a head reading its neighbour's keys changes O by far
