@@ -28,8 +28,8 @@ assert strategies == ["baseline", "comm_only", "compute_only", "flash"], strateg
 for cid in cases:
     g = cases[cid]
     a = g.attrs
-    for key in ["workload", "strategy", "batch", "seq", "hidden", "ffn", "dtype", "world", "iters",
-                "warmup", "verified", "max_abs_err"]:
+    for key in ["workload", "strategy", "batch", "seq", "hidden", "ffn", "heads", "dtype", "world",
+                "iters", "warmup", "verified", "max_abs_err"]:
         assert key in a, f"case {cid}: attribute {key} missing"
     iters = int(a["iters"])
     assert iters == 4 and int(a["warmup"]) == 1
