@@ -234,11 +234,11 @@ bool finished(const CaseResult& c, const CaseSpec& spec, int iters) {
          c.dtype == to_string(spec.dtype) && c.world == spec.world && c.iters == iters;
 }
 
-// --auto-slices: for a slicing or flash case, time each count that divides the rows per rank
+// --auto-slices: for a slicing, flash or flash_qs case, time each count that divides the rows per rank
 // for a few iterations and return the fastest spec, with what was measured. Collective.
 std::string tune_slices(Executor& executor, CaseSpec& spec, const ExecOptions& base, int rank) {
   const std::string name = spec.strategy.strategy->name;
-  if (name != "slicing" && name != "flash") return "";
+  if (name != "slicing" && name != "flash" && name != "flash_qs") return "";
   const int64_t block = geometry(spec.workload, spec.shape).m / spec.world;
   std::vector<int> counts =
       name == "slicing" ? std::vector<int>{1, 2, 4, 8, 16} : std::vector<int>{1, 2, 4, 8};
