@@ -78,6 +78,8 @@ class PlanBuilder {
   int64_t view_cols(const View& v) const { return fob::view_cols(plan_, v); }
   // Element-wise tasks and transfers move whole rows.
   void require_full_rows(const View& v, const std::string& label) const;
+  // Every batch entry of a GEMM operand lies inside its buffer.
+  void require_inside(const View& v, const Step& step, int batch, const std::string& label) const;
   // A point-to-point task; a side with peer -1 is absent.
   int transfer(TaskKind kind, const View& send, int send_peer, const View& recv, int recv_peer,
                int tag, const std::string& label);

@@ -230,12 +230,15 @@ std::string case_id(size_t index) {
 bool finished(const CaseResult& c, const CaseSpec& spec, int iters) {
   return c.workload == to_string(spec.workload) && c.strategy == spec.strategy.text &&
          c.batch == spec.shape.batch && c.seq == spec.shape.seq && c.hidden == spec.shape.hidden &&
-         c.ffn == spec.shape.ffn && c.heads == spec.shape.head_count() &&
+         c.ffn == spec.shape.ffn &&
+         // Files from before attention hold no head count; only attention depends on it.
+         (c.heads == spec.shape.head_count() ||
+          (c.heads == 0 && spec.workload != Workload::attn)) &&
          c.dtype == to_string(spec.dtype) && c.world == spec.world && c.iters == iters;
 }
 
-// --auto-slices: for a slicing, flash or flash_qs case, time each count that divides the rows per rank
-// for a few iterations and return the fastest spec, with what was measured. Collective.
+// --auto-slices: for a slicing, flash or flash_qs case, time each count that divides the rows per
+// rank for a few iterations and return the fastest spec, with what was measured. Collective.
 std::string tune_slices(Executor& executor, CaseSpec& spec, const ExecOptions& base, int rank) {
   const std::string name = spec.strategy.strategy->name;
   if (name != "slicing" && name != "flash" && name != "flash_qs") return "";

@@ -64,11 +64,14 @@ double attention_tolerance(DType dtype, int world, int64_t seq, int64_t hidden) 
   return 16 * std::sqrt(static_cast<double>(seq + hidden)) * u_acc + (world + 6) * u_store;
 }
 
+bool verify_attention(const Plan& plan, CheckKind kind) {
+  return plan.workload == Workload::attn &&
+         (kind == CheckKind::attn_out || kind == CheckKind::rs_out ||
+          kind == CheckKind::local_product);
+}
+
 double verify_tolerance(const Plan& plan, CheckKind kind) {
-  const bool through_softmax = plan.workload == Workload::attn &&
-                               (kind == CheckKind::attn_out || kind == CheckKind::rs_out ||
-                                kind == CheckKind::local_product);
-  return through_softmax
+  return verify_attention(plan, kind)
              ? attention_tolerance(plan.dtype, plan.world, plan.shape.seq, plan.shape.hidden)
              : verify_tolerance(plan.dtype, plan.world);
 }

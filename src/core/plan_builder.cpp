@@ -47,6 +47,9 @@ int PlanBuilder::gemm(const GemmArgs& g, const std::string& label) {
   if (g.b.rows != b_rows || view_cols(g.b) != b_cols || g.c.rows != t.m || g.batch < 1) {
     throw std::logic_error("gemm " + label + ": operand shapes disagree");
   }
+  for (const auto& [view, step] : {std::pair{g.a, g.a_step}, {g.b, g.b_step}, {g.c, g.c_step}}) {
+    require_inside(view, step, g.batch, label);
+  }
   t.batch = g.batch;
   t.a_step = g.a_step;
   t.b_step = g.b_step;
@@ -107,6 +110,19 @@ int PlanBuilder::softmax(const View& rows, double scale, const std::string& labe
   access.reads = {{rows.buffer, rows.row, rows.row + rows.rows}};
   access.writes = access.reads;
   return add_task(std::move(t), std::move(access));
+}
+
+void PlanBuilder::require_inside(const View& v, const Step& step, int batch,
+                                 const std::string& label) const {
+  const BufferSpec& buf = plan_.buffers.at(v.buffer);
+  for (int i : {0, batch - 1}) {
+    const int64_t row = v.row + i * step.rows;
+    const int64_t col = v.col + i * step.cols;
+    if (row < 0 || row + v.rows > buf.rows || col < 0 || col + view_cols(v) > buf.cols) {
+      // A view past its buffer's edge would wrap into other rows the hazards never see.
+      throw std::logic_error("gemm " + label + ": a view leaves buffer " + buf.name);
+    }
+  }
 }
 
 void PlanBuilder::require_full_rows(const View& v, const std::string& label) const {

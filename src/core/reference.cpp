@@ -56,40 +56,57 @@ Matrix multiply(const Matrix& a, const Matrix& b) {
   return c;
 }
 
-// Rank j's attention output O_j [m, d/n]: its heads' Q, K and V are columns of X * WQKV_j,
-// and every sequence attends over itself, in double with the textbook softmax.
-Matrix attention_output(uint64_t seed, const Geometry& g, int64_t n, int64_t j) {
+// The one +-1 of column `col` of a selection matrix: its row and sign.
+std::pair<int64_t, double> selection_entry(uint64_t seed, const std::string& tensor, int64_t col,
+                                           int64_t select_from) {
+  const uint64_t h = mix(mix(seed ^ tensor_key(tensor)) ^ (static_cast<uint64_t>(col) << 1));
+  return {static_cast<int64_t>((h >> 1) % static_cast<uint64_t>(select_from)),
+          (h & 1) ? 1.0 : -1.0};
+}
+
+// Rows [row0, row0 + rows) of rank j's attention output O_j [m, d/n]: its heads' Q, K and V
+// are columns of X * WQKV_j, and every sequence attends over itself, in double with the
+// textbook softmax. WQKV is a selection matrix, so each column of QKV is a signed column of X;
+// only the sequences the rows touch are computed.
+Matrix attention_output(uint64_t seed, const Geometry& g, int64_t n, int64_t j, int64_t row0,
+                        int64_t rows) {
   const int64_t width = g.d / n;
-  const Matrix qkv = multiply(global_slice(seed, g.x, 0, g.m, 0, g.d),
-                              global_slice(seed, g.w1, 0, g.d, j * 3 * width, 3 * width, g.d));
   const int64_t s = g.seq, dh = g.head_dim;
+  const int64_t first_seq = row0 / s * s;
+  const int64_t end_seq = (row0 + rows + s - 1) / s * s;
+  Matrix qkv(end_seq - first_seq, 3 * width);
+  for (int64_t c = 0; c < 3 * width; ++c) {
+    const auto [pick, sign] = selection_entry(seed, g.w1, j * 3 * width + c, g.d);
+    for (int64_t t = first_seq; t < end_seq; ++t) {
+      qkv.at(t - first_seq, c) = sign * input_value(seed, g.x, t, pick);
+    }
+  }
   const double scale = 1.0 / std::sqrt(static_cast<double>(dh));
   auto at = [&](int64_t row, int64_t col) {
-    return qkv.v[static_cast<size_t>(row * qkv.cols + col)];
+    return qkv.v[static_cast<size_t>((row - first_seq) * qkv.cols + col)];
   };
-  Matrix o(g.m, width);
+  Matrix o(rows, width);
   std::vector<double> p(static_cast<size_t>(s));
-  for (int64_t seq0 = 0; seq0 < g.m; seq0 += s) {
+  for (int64_t t = row0; t < row0 + rows; ++t) {
+    const int64_t seq0 = t / s * s;
     for (int64_t h = 0; h < width / dh; ++h) {
-      for (int64_t t = 0; t < s; ++t) {
-        double max = -INFINITY;
-        for (int64_t u = 0; u < s; ++u) {
-          double dot = 0;
-          for (int64_t c = 0; c < dh; ++c) {
-            dot += at(seq0 + t, h * dh + c) * at(seq0 + u, width + h * dh + c);
-          }
-          p[static_cast<size_t>(u)] = dot * scale;
-          max = std::max(max, dot * scale);
-        }
-        double sum = 0;
-        for (double& x : p) sum += (x = std::exp(x - max));
+      double max = -INFINITY;
+      for (int64_t u = 0; u < s; ++u) {
+        double dot = 0;
         for (int64_t c = 0; c < dh; ++c) {
-          double acc = 0;
-          for (int64_t u = 0; u < s; ++u) {
-            acc += p[static_cast<size_t>(u)] * at(seq0 + u, 2 * width + h * dh + c);
-          }
-          o.at(seq0 + t, h * dh + c) = acc / sum;
+          dot += at(t, h * dh + c) * at(seq0 + u, width + h * dh + c);
         }
+        p[static_cast<size_t>(u)] = dot * scale;
+        max = std::max(max, dot * scale);
+      }
+      double sum = 0;
+      for (double& x : p) sum += (x = std::exp(x - max));
+      for (int64_t c = 0; c < dh; ++c) {
+        double acc = 0;
+        for (int64_t u = 0; u < s; ++u) {
+          acc += p[static_cast<size_t>(u)] * at(seq0 + u, 2 * width + h * dh + c);
+        }
+        o.at(t - row0, h * dh + c) = acc / sum;
       }
     }
   }
@@ -102,9 +119,8 @@ double input_value(uint64_t seed, const std::string& tensor, int64_t row, int64_
                    int64_t select_from) {
   if (tensor == "zeros") return 0.0;
   if (select_from > 0) {
-    const uint64_t h = mix(mix(seed ^ tensor_key(tensor)) ^ (static_cast<uint64_t>(col) << 1));
-    if (row != static_cast<int64_t>((h >> 1) % static_cast<uint64_t>(select_from))) return 0.0;
-    return (h & 1) ? 1.0 : -1.0;
+    const auto [pick, sign] = selection_entry(seed, tensor, col, select_from);
+    return row == pick ? sign : 0.0;
   }
   uint64_t h = mix(seed ^ tensor_key(tensor));
   h = mix(h ^ static_cast<uint64_t>(row));
@@ -137,11 +153,11 @@ std::vector<double> expected_output(const Plan& plan, const OutputCheck& check, 
       // Attention's O is computed per rank's heads: assemble the ranks the columns span.
       Matrix out(rows, cols);
       for (int64_t j = col0 / f_local; j * f_local < col0 + cols; ++j) {
-        const Matrix o = attention_output(seed, g, n, j);
+        const Matrix o = attention_output(seed, g, n, j, row0, rows);
         for (int64_t i = 0; i < rows; ++i) {
           for (int64_t c = std::max(col0, j * f_local);
                c < std::min(col0 + cols, (j + 1) * f_local); ++c) {
-            out.at(i, c - col0) = o.v[static_cast<size_t>((row0 + i) * f_local + c - j * f_local)];
+            out.at(i, c - col0) = o.v[static_cast<size_t>(i * f_local + c - j * f_local)];
           }
         }
       }
@@ -163,7 +179,7 @@ std::vector<double> expected_output(const Plan& plan, const OutputCheck& check, 
           .v;
     }
     case CheckKind::attn_out:
-      return attention_output(seed, g, n, r).v;
+      return attention_output(seed, g, n, r, 0, m).v;
     case CheckKind::rs_out:
       // The sum over ranks of H_j * W2_j is H * W2 over the full FFN width.
       return multiply(h_slice(r * block, block, 0, f), global_slice(seed, g.w2, 0, f, 0, d)).v;

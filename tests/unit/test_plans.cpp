@@ -659,7 +659,7 @@ TEST_P(PlanInvariants, AttentionCoversEveryHeadOnce) {
       const int64_t width = p.buffers[static_cast<size_t>(o)].cols;
       std::vector<int> hits(static_cast<size_t>(tokens_ * width), 0);
       bool softmax_since_scores = false;
-      int64_t scores_rows = -1;
+      int64_t scores_rows = -1, query_row = -1, query_rows = -1;
       for (const Task& t : p.tasks) {
         if (t.kind == TaskKind::gemm && t.c.buffer == scores) {
           // Q rows of one sequence against every key of that sequence.
@@ -671,11 +671,23 @@ TEST_P(PlanInvariants, AttentionCoversEveryHeadOnce) {
           EXPECT_EQ(t.b.rows, s) << describe(p, t.id);
           EXPECT_EQ(t.k, dh) << describe(p, t.id);
           EXPECT_EQ(t.b.col, width) << "keys follow the queries " << describe(p, t.id);
+          // Head i: its Q and K columns, its own block of scores rows.
+          EXPECT_EQ(t.a_step.rows, 0);
+          EXPECT_EQ(t.a_step.cols, dh);
+          EXPECT_EQ(t.b_step.rows, 0);
+          EXPECT_EQ(t.b_step.cols, dh);
+          EXPECT_EQ(t.c.row, 0);
+          EXPECT_EQ(t.c_step.rows, t.a.rows);
+          EXPECT_EQ(t.c_step.cols, 0);
           softmax_since_scores = false;
           scores_rows = t.a.rows * t.batch;
+          query_row = t.a.row;
+          query_rows = t.a.rows;
         } else if (t.kind == TaskKind::softmax) {
           EXPECT_EQ(t.c.buffer, scores);
           EXPECT_EQ(t.c.rows, scores_rows) << describe(p, t.id);
+          EXPECT_EQ(t.c.row, 0);
+          EXPECT_EQ(t.n, s) << "a softmax over every key " << describe(p, t.id);
           EXPECT_DOUBLE_EQ(t.scale, 1.0 / std::sqrt(static_cast<double>(dh)));
           softmax_since_scores = true;
         } else if (t.kind == TaskKind::gemm && t.c.buffer == o) {
@@ -683,6 +695,14 @@ TEST_P(PlanInvariants, AttentionCoversEveryHeadOnce) {
           EXPECT_EQ(t.a.buffer, scores);
           EXPECT_EQ(t.b.col, 2 * width) << "values follow the keys " << describe(p, t.id);
           EXPECT_EQ(t.b.row, t.c.row / s * s) << describe(p, t.id);
+          // Head i's probabilities, values and output columns; the queries just scored.
+          EXPECT_EQ(t.c.row, query_row) << describe(p, t.id);
+          EXPECT_EQ(t.c.rows, query_rows) << describe(p, t.id);
+          EXPECT_EQ(t.a.row, 0);
+          EXPECT_EQ(t.a_step.rows, query_rows);
+          EXPECT_EQ(t.a_step.cols, 0);
+          EXPECT_EQ(t.b_step.cols, dh);
+          EXPECT_EQ(t.c_step.cols, dh);
           for (int i = 0; i < t.batch; ++i) {
             const int64_t col = t.c.col + i * t.c_step.cols;
             for (int64_t r = t.c.row; r < t.c.row + t.c.rows; ++r) {
@@ -715,6 +735,7 @@ TEST_P(PlanInvariants, QuerySplitHidesTransfersBehindAttention) {
         if (t.is_transfer() && !in_ag(p, t) && first_rs_transfer < 0) first_rs_transfer = t.id;
       }
       ASSERT_GE(first_rs_transfer, 0);
+      ASSERT_GE(last_attention, 0) << "rank " << p.rank << " has no attention";
       if (!is_("flash_qs")) {
         EXPECT_LT(last_attention, first_rs_transfer) << "rank " << p.rank;
         continue;
