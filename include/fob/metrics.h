@@ -28,7 +28,16 @@ struct Summary {
   double algbw = 0, busbw = 0;  // GB/s, comm_only cases only (NaN elsewhere)
 };
 
+// nccl-tests' algbw and busbw, in GB/s, of a comm_only case whose step took `seconds` (the
+// summary passes T; compare passes each iteration's step). NaN for any other strategy, a single
+// rank or a zero time.
+double comm_only_algbw(const CaseResult& c, double seconds);
+double comm_only_busbw(const CaseResult& c, double seconds);
+
 // Cases match their references by (workload, batch, seq, hidden, ffn, heads, dtype, world).
 std::vector<Summary> summarize(const std::vector<CaseResult>& cases);
+
+// The middle value; the mean of the two middle ones for an even count. NaN when empty.
+double median(std::vector<double> values);
 
 }  // namespace fob

@@ -27,9 +27,24 @@ int run_command(const RunArgs& args);
 struct ReportArgs {
   std::string file;
   std::string format = "md";
+  std::string group_by;  // comma-separated case fields; empty: one table per shape
+  // Pictures and traces, each written to its own file when its path is set.
+  std::string timeline, breakdown, speedup, trace;
+  std::string case_id;  // --case: the case of --timeline and --trace
+  int iter = -1;        // --iter: the iteration of --timeline and --trace
 };
 
 int report_command(const ReportArgs& args);
+
+struct CompareArgs {
+  std::string base, next;
+  double threshold_pct = 5;
+  std::string metric = "T";  // T | exposed_comm | busbw
+  std::string format = "md";  // md | csv | json
+};
+
+// Exit 0 when no case regressed, 1 when one did, 2 on bad input.
+int compare_command(const CompareArgs& args);
 
 std::string version_text();
 

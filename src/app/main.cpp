@@ -27,7 +27,8 @@ int main(int argc, char** argv) {
   fob::RunArgs run;
   CLI::App* run_cmd = app.add_subcommand("run", "run a benchmark (under mpirun/srun)");
   run_cmd->add_option("-c,--config", run.config_path, "YAML config (bench_configs/*.yaml)");
-  optional_option(run_cmd, "--workload", run.workload, "ag_gemm | gemm_rs | mlp");
+  optional_option(run_cmd, "--workload", run.workload,
+                  "ag_gemm | gemm_rs | mlp | ag_gemm_w | gemm_rs_grad | gemm_ar | mlp_bwd | attn");
   optional_option(run_cmd, "--batch", run.batch, "batch size b");
   optional_option(run_cmd, "--seq", run.seq, "sequence length s (tokens M = b*s)");
   optional_option(run_cmd, "--hidden", run.hidden, "hidden size D");
@@ -36,7 +37,8 @@ int main(int argc, char** argv) {
                   "attention heads, split across ranks (attn; default D/128)");
   optional_option(run_cmd, "--dtype", run.dtype, "fp32 | fp64 | bf16 | fp16");
   optional_option(run_cmd, "--strategies", run.strategies,
-                  "comma list: baseline,slicing:C,decompose,flash[:m],flash_direct[:m]");
+                  "comma list: baseline,slicing:C,decompose,flash[:m],flash_direct[:m],"
+                  "flash_qs[:m]");
   optional_option(run_cmd, "-n,--iters", run.iters, "timed iterations");
   optional_option(run_cmd, "-w,--warmup", run.warmup, "warm-up iterations");
   optional_option(
@@ -71,7 +73,34 @@ int main(int argc, char** argv) {
   fob::ReportArgs report;
   CLI::App* report_cmd = app.add_subcommand("report", "print the speedup table of a results file");
   report_cmd->add_option("file", report.file, "results file (.h5 or .h5.partial)")->required();
-  report_cmd->add_option("--format", report.format, "md | csv | json");
+  report_cmd->add_option("--format", report.format, "md | csv | json | latex");
+  report_cmd->add_option("--group-by", report.group_by,
+                         "one table per value of these case fields (comma list, e.g. seq or "
+                         "workload,world); default one per shape");
+  report_cmd->add_option("--timeline", report.timeline,
+                         "write a Gantt chart (SVG) of one iteration of one case");
+  report_cmd->add_option("--case", report.case_id,
+                         "the case of --timeline (default the first non-reference case) and "
+                         "--trace (default every case)");
+  report_cmd->add_option("--iter", report.iter,
+                         "the iteration of --timeline (default the median one) and --trace "
+                         "(default every one)");
+  report_cmd->add_option("--breakdown", report.breakdown,
+                         "write stacked bars (SVG): T_comp, slicing penalty, exposed comm vs T_lb");
+  report_cmd->add_option("--speedup", report.speedup,
+                         "write speedup vs baseline along the sweep's x-axis (SVG)");
+  report_cmd->add_option("--trace", report.trace,
+                         "write a Chrome trace (JSON) for Perfetto / chrome://tracing");
+
+  fob::CompareArgs compare;
+  CLI::App* compare_cmd = app.add_subcommand(
+      "compare", "compare two results files case by case; exit 1 on a regression");
+  compare_cmd->add_option("base", compare.base, "the reference results file")->required();
+  compare_cmd->add_option("new", compare.next, "the results file to judge")->required();
+  compare_cmd->add_option("--threshold", compare.threshold_pct,
+                          "percent change past which a case regresses (default 5)");
+  compare_cmd->add_option("--metric", compare.metric, "T | exposed_comm | busbw (default T)");
+  compare_cmd->add_option("--format", compare.format, "md | csv | json (default md)");
 
   try {
     app.parse(argc, argv);
@@ -88,6 +117,7 @@ int main(int argc, char** argv) {
     return fob::run_command(run);
   }
   if (*report_cmd) return fob::report_command(report);
+  if (*compare_cmd) return fob::compare_command(compare);
   std::cout << app.help();
   return 0;
 }

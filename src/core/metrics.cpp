@@ -23,13 +23,6 @@ namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-double median(std::vector<double> v) {
-  if (v.empty()) return kNaN;
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 // `sorted` must be sorted ascending and non-empty.
 double percentile(const std::vector<double>& sorted, double p) {
   const double pos = p * static_cast<double>(sorted.size() - 1);
@@ -143,6 +136,29 @@ ShapeKey shape_key(const CaseResult& c) {
 
 }  // namespace
 
+// nccl-tests' sizes: S is the full gathered (or pre-reduce) buffer. In a ring all-gather or
+// reduce-scatter each rank sends (N-1)/N of S, hence S = sent * N / (N-1);
+// busbw = algbw * (N-1)/N.
+double comm_only_algbw(const CaseResult& c, double seconds) {
+  if (c.strategy != "comm_only" || c.world <= 1) return kNaN;
+  const double n = static_cast<double>(c.world);
+  const double size = rank0_sent_bytes(c) * n / (n - 1);
+  return ratio(size, seconds) / 1e9;
+}
+
+double comm_only_busbw(const CaseResult& c, double seconds) {
+  if (c.strategy != "comm_only" || c.world <= 1) return kNaN;
+  const double n = static_cast<double>(c.world);
+  return comm_only_algbw(c, seconds) * (n - 1) / n;
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return kNaN;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
 std::vector<Summary> summarize(const std::vector<CaseResult>& cases) {
   // First case of each reference strategy per shape wins; a sweep runs each reference once.
   std::map<std::pair<ShapeKey, std::string>, double> reference;
@@ -219,17 +235,8 @@ std::vector<Summary> summarize(const std::vector<CaseResult>& cases) {
     s.slicing_penalty = is_comm_only ? kNaN : compute_busy_median(c) - s.t_comp;
     s.tflops = is_comm_only ? kNaN : ratio(max_rank_flops(c), t) / 1e12;
 
-    // nccl-tests' sizes: S is the full gathered (or pre-reduce) buffer. In a ring all-gather or
-    // reduce-scatter each rank sends (N-1)/N of S, hence S = sent * N / (N-1);
-    // busbw = algbw * (N-1)/N.
-    if (is_comm_only && c.world > 1) {
-      const double n = static_cast<double>(c.world);
-      const double size = rank0_sent_bytes(c) * n / (n - 1);
-      s.algbw = ratio(size, t) / 1e9;
-      s.busbw = s.algbw * (n - 1) / n;
-    } else {
-      s.algbw = s.busbw = kNaN;
-    }
+    s.algbw = comm_only_algbw(c, t);
+    s.busbw = comm_only_busbw(c, t);
     out.push_back(std::move(s));
   }
   return out;

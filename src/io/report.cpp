@@ -1,7 +1,8 @@
-// The paper-style report (DESIGN.md sections 3 and 8) as Markdown, CSV or JSON.
+// The paper-style report (DESIGN.md sections 3 and 8) as Markdown, CSV, JSON or LaTeX.
 //
 // CSV and JSON carry the same columns under the same names, formatted by the same function, so
-// a script can switch between them; Markdown is for people and rounds.
+// a script can switch between them; Markdown and LaTeX are for people and round.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -13,6 +14,7 @@
 
 #include "fob/report.h"
 #include "fob/types.h"
+#include "json_text.h"
 
 namespace fob {
 
@@ -20,7 +22,54 @@ ReportFormat parse_report_format(const std::string& text) {
   if (text == "md") return ReportFormat::md;
   if (text == "csv") return ReportFormat::csv;
   if (text == "json") return ReportFormat::json;
-  throw InputError("--format: unknown value '" + text + "' (valid choices: md, csv, json)");
+  if (text == "latex") return ReportFormat::latex;
+  throw InputError("--format: unknown value '" + text + "' (valid choices: md, csv, json, latex)");
+}
+
+namespace {
+
+// The case fields a report can group by, in the order tables list them.
+const char* const kCaseFields[] = {"workload", "batch", "seq",   "hidden",  "ffn",
+                                   "heads",    "dtype", "world", "strategy"};
+
+bool numeric_field(const std::string& name) {
+  return name != "workload" && name != "dtype" && name != "strategy";
+}
+
+std::string field_value(const Summary& s, const std::string& name) {
+  if (name == "workload") return s.workload;
+  if (name == "strategy") return s.strategy;
+  if (name == "dtype") return s.dtype;
+  if (name == "batch") return std::to_string(s.batch);
+  if (name == "seq") return std::to_string(s.seq);
+  if (name == "hidden") return std::to_string(s.hidden);
+  if (name == "ffn") return std::to_string(s.ffn);
+  if (name == "heads") return std::to_string(s.heads);
+  if (name == "world") return std::to_string(s.world);
+  return "";
+}
+
+}  // namespace
+
+std::vector<std::string> parse_group_by(const std::string& text) {
+  std::vector<std::string> fields;
+  size_t start = 0;
+  while (start <= text.size() && !text.empty()) {
+    size_t end = text.find(',', start);
+    if (end == std::string::npos) end = text.size();
+    const std::string field = text.substr(start, end - start);
+    bool known = false;
+    for (const char* f : kCaseFields) known |= field == f;
+    if (!known) {
+      std::string choices;
+      for (const char* f : kCaseFields) choices += (choices.empty() ? "" : ", ") + std::string(f);
+      throw InputError("--group-by: unknown field '" + field + "' (valid choices: " + choices +
+                       ")");
+    }
+    if (std::find(fields.begin(), fields.end(), field) == fields.end()) fields.push_back(field);
+    start = end + 1;
+  }
+  return fields;
 }
 
 namespace {
@@ -168,13 +217,6 @@ std::vector<std::pair<const char*, Cell>> row(const Summary& s) {
 
 // ---- CSV ------------------------------------------------------------------------------------
 
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
-  std::string out = "\"";
-  for (char ch : s) out += ch == '"' ? std::string("\"\"") : std::string(1, ch);
-  return out + "\"";
-}
-
 std::string csv_cell(const Cell& c) {
   switch (c.kind) {
     case Cell::text:
@@ -210,44 +252,6 @@ void write_csv(std::ostream& out, const ResultFile& file, const std::vector<Summ
 }
 
 // ---- JSON -----------------------------------------------------------------------------------
-
-std::string json_string(const std::string& s) {
-  std::string out = "\"";
-  for (unsigned char ch : s) {
-    switch (ch) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      case '\b':
-        out += "\\b";
-        break;
-      case '\f':
-        out += "\\f";
-        break;
-      default:
-        if (ch < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", ch);
-          out += buf;
-        } else {
-          out += static_cast<char>(ch);  // UTF-8 passes through unchanged
-        }
-    }
-  }
-  return out + "\"";
-}
 
 std::string json_cell(const Cell& c) {
   switch (c.kind) {
@@ -330,7 +334,89 @@ std::string md_verified(int32_t v) {
   return v < 0 ? "-" : (v ? "pass" : "FAIL");
 }
 
-void write_md(std::ostream& out, const ResultFile& file, const std::vector<Summary>& rows) {
+// ---- tables of Markdown and LaTeX ---------------------------------------------------------
+
+// Rows that share the values of the group fields, in the order they first appear.
+struct Group {
+  std::string title;
+  std::vector<std::string> label_fields;  // what tells the rows apart: strategy, varying fields
+  std::vector<const Summary*> rows;
+};
+
+std::string row_label(const Summary& s, const std::vector<std::string>& fields, const char* sep) {
+  std::vector<std::string> parts;
+  for (const std::string& f : fields) parts.push_back(field_value(s, f));
+  return join(parts, sep);
+}
+
+// The default title: the shape as the paper states it (attention by heads, the rest by ffn).
+std::string shape_title(const Summary& s) {
+  std::string title = s.workload + " b=" + std::to_string(s.batch) + " s=" + std::to_string(s.seq) +
+                      " d=" + std::to_string(s.hidden);
+  title +=
+      s.workload == "attn" ? " heads=" + std::to_string(s.heads) : " f=" + std::to_string(s.ffn);
+  return title + " " + s.dtype + " N=" + std::to_string(s.world);
+}
+
+std::vector<Group> make_groups(const std::vector<Summary>& rows,
+                               const std::vector<std::string>& group_by) {
+  const bool by_shape = group_by.empty();
+  std::vector<std::string> keys = group_by;
+  if (by_shape) {
+    for (const char* f : kCaseFields) {
+      if (std::string(f) != "strategy") keys.push_back(f);
+    }
+  }
+  std::vector<Group> groups;
+  std::map<std::vector<std::string>, size_t> index;
+  for (const Summary& row : rows) {
+    std::vector<std::string> key;
+    for (const std::string& f : keys) key.push_back(field_value(row, f));
+    auto [it, inserted] = index.try_emplace(key, groups.size());
+    if (inserted) {
+      Group g;
+      if (by_shape) {
+        g.title = shape_title(row);
+      } else {
+        for (size_t i = 0; i < keys.size(); ++i) {
+          g.title += (i ? " " : "") + keys[i] + "=" + key[i];
+        }
+      }
+      groups.push_back(g);
+    }
+    groups[it->second].rows.push_back(&row);
+  }
+  // Rows are told apart by their strategy and by every other case field that varies in the
+  // group.
+  for (Group& g : groups) {
+    for (const char* f : kCaseFields) {
+      if (std::find(keys.begin(), keys.end(), f) != keys.end()) continue;
+      bool varies = std::string(f) == "strategy";
+      for (const Summary* r : g.rows) varies |= field_value(*r, f) != field_value(*g.rows[0], f);
+      if (varies) g.label_fields.push_back(f);
+    }
+  }
+  return groups;
+}
+
+// csv and json list every row; grouped, rows of a group are adjacent, groups in order of first
+// appearance, numbers compared as numbers.
+std::vector<Summary> ordered_by(std::vector<Summary> rows, const std::vector<std::string>& fields) {
+  if (fields.empty()) return rows;
+  std::stable_sort(rows.begin(), rows.end(), [&](const Summary& a, const Summary& b) {
+    for (const std::string& f : fields) {
+      const std::string x = field_value(a, f), y = field_value(b, f);
+      if (x == y) continue;
+      if (numeric_field(f)) return std::stoll(x) < std::stoll(y);
+      return x < y;
+    }
+    return false;
+  });
+  return rows;
+}
+
+void write_md(std::ostream& out, const ResultFile& file, const std::vector<Group>& groups,
+              bool empty) {
   const SystemInfo& s = file.system;
   const RunInfo& r = file.run;
   auto or_dash = [](const std::string& v) { return v.empty() ? std::string("-") : v; };
@@ -359,37 +445,21 @@ void write_md(std::ostream& out, const ResultFile& file, const std::vector<Summa
   out << "- " << kOverlapNote << "\n";
   if (!s.notes.empty()) out << "- **note:** " << one_line(s.notes) << "\n";
 
-  // One table per shape, in the order the shapes first appear in the file.
-  using Key =
-      std::tuple<std::string, int64_t, int64_t, int64_t, int64_t, int64_t, std::string, int32_t>;
-  std::vector<Key> order;
-  std::map<Key, std::vector<const Summary*>> groups;
-  for (const Summary& row : rows) {
-    Key key{row.workload, row.batch, row.seq, row.hidden, row.ffn, row.heads, row.dtype, row.world};
-    auto [it, inserted] = groups.try_emplace(key);
-    if (inserted) order.push_back(key);
-    it->second.push_back(&row);
-  }
-  if (rows.empty()) out << "\nNo cases in this file.\n";
-  for (const Key& key : order) {
-    const auto& [workload, b, sq, d, f, heads, dtype, n] = key;
-    out << "\n## " << workload << " b=" << b << " s=" << sq << " d=" << d;
-    // Attention has no FFN; its head count is what shapes it.
-    if (workload == "attn") {
-      out << " heads=" << heads;
-    } else {
-      out << " f=" << f;
-    }
-    out << " " << dtype << " N=" << n << "\n\n";
-    out << "| strategy | T (ms) | T_comp (ms) | T_comm (ms) | T_lb (ms) | exposed_comm (ms) "
+  if (empty) out << "\nNo cases in this file.\n";
+  for (const Group& group : groups) {
+    out << "\n## " << group.title << "\n\n";
+    out << "| " << join(group.label_fields, " | ")
+        << " | T (ms) | T_comp (ms) | T_comm (ms) | T_lb (ms) | exposed_comm (ms) "
            "| comm_reduction (%) | e2e_reduction (%) | speedup (x) | ideal_speedup (x) "
            "| overlap_efficiency (%) | hidden (%) | verified |\n";
-    out << "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|:---:|\n";
+    out << "|";
+    for (size_t i = 0; i < group.label_fields.size(); ++i) out << "---|";
+    out << "---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|:---:|\n";
     std::vector<const Summary*> comm_only;
-    for (const Summary* row : groups[key]) {
-      out << "| " << row->strategy << " | " << md_ms(row->t_median) << " | " << md_ms(row->t_comp)
-          << " | " << md_ms(row->t_comm) << " | " << md_ms(row->t_lb) << " | "
-          << md_ms(row->exposed_comm) << " | " << md_pct(row->comm_reduction) << " | "
+    for (const Summary* row : group.rows) {
+      out << "| " << row_label(*row, group.label_fields, " | ") << " | " << md_ms(row->t_median)
+          << " | " << md_ms(row->t_comp) << " | " << md_ms(row->t_comm) << " | " << md_ms(row->t_lb)
+          << " | " << md_ms(row->exposed_comm) << " | " << md_pct(row->comm_reduction) << " | "
           << md_pct(row->e2e_reduction) << " | " << md_x(row->speedup) << " | "
           << md_x(row->ideal_speedup) << " | " << md_pct(row->overlap_efficiency) << " | "
           << md_pct(row->hidden_frac) << " | " << md_verified(row->verified) << " |\n";
@@ -398,25 +468,107 @@ void write_md(std::ostream& out, const ResultFile& file, const std::vector<Summa
     // What nccl-tests users compare interconnects by.
     for (const Summary* row : comm_only) {
       out << "\n"
-          << row->strategy << ": algbw " << md_num(row->algbw, "%.2f") << " GB/s, busbw "
-          << md_num(row->busbw, "%.2f") << " GB/s\n";
+          << row_label(*row, group.label_fields, " ") << ": algbw " << md_num(row->algbw, "%.2f")
+          << " GB/s, busbw " << md_num(row->busbw, "%.2f") << " GB/s\n";
     }
+  }
+}
+
+// ---- LaTeX ----------------------------------------------------------------------------------
+
+std::string tex_escape(const std::string& text) {
+  std::string out;
+  for (char ch : text) {
+    switch (ch) {
+      case '_':
+      case '%':
+      case '&':
+      case '#':
+      case '$':
+      case '{':
+      case '}':
+        out += '\\';
+        out += ch;
+        break;
+      case '\\':
+        out += "\\textbackslash{}";
+        break;
+      case '~':
+        out += "\\textasciitilde{}";
+        break;
+      case '^':
+        out += "\\textasciicircum{}";
+        break;
+      default:
+        out += ch;
+    }
+  }
+  return out;
+}
+
+// "7.1 (-83.9\%)": the paper's form, a time and its reduction against baseline.
+std::string tex_ms_with_reduction(double seconds, double reduction) {
+  if (!std::isfinite(seconds)) return "--";
+  std::string cell = format("%.1f", seconds * 1e3);
+  if (std::isfinite(reduction) && reduction != 0) {
+    cell += format(" ($%+.1f$\\%%)", -reduction * 100.0);
+  }
+  return cell;
+}
+
+// One booktabs table per group in the paper's Table 1 form (needs \usepackage{booktabs}).
+void write_latex(std::ostream& out, const ResultFile& file, const std::vector<Group>& groups) {
+  const SystemInfo& s = file.system;
+  const std::string link =
+      link_emulated(s) ? "EMULATED link: " + link_detail(s) : "link not emulated";
+  out << "% fobench report -- needs \\usepackage{booktabs}\n";
+  out << "% " << kStepNote << "\n";
+  if (!s.notes.empty()) out << "% note: " << one_line(s.notes) << "\n";
+  for (const Group& group : groups) {
+    out << "\\begin{table}[ht]\n\\centering\n";
+    out << "\\caption{" << tex_escape(group.title) << ". "
+        << tex_escape(join(split_unique(s.hostnames), ", ")) << ", backend "
+        << tex_escape(s.backend) << ", transport " << tex_escape(s.transport) << ", "
+        << tex_escape(link)
+        << ". Median step time; comm.\\ overhead is $T - T_{comp}$; reductions against "
+           "baseline.}\n";
+    out << "\\begin{tabular}{" << std::string(group.label_fields.size(), 'l') << "rrrrc}\n";
+    out << "\\toprule\n";
+    for (const std::string& f : group.label_fields) out << tex_escape(f) << " & ";
+    out << "comm.\\ overhead (ms) & end-to-end (ms) & $T_{lb}$ (ms) & speedup & verified "
+           "\\\\\n\\midrule\n";
+    for (const Summary* row : group.rows) {
+      out << tex_escape(row_label(*row, group.label_fields, " & ")) << " & "
+          << tex_ms_with_reduction(row->exposed_comm, row->comm_reduction) << " & "
+          << tex_ms_with_reduction(row->t_median, row->e2e_reduction) << " & "
+          << (std::isfinite(row->t_lb) ? format("%.1f", row->t_lb * 1e3) : "--") << " & "
+          << (std::isfinite(row->speedup) ? format("%.2f", row->speedup) : "--") << " & "
+          << (row->verified < 0 ? "--"
+              : row->verified   ? "pass"
+                                : "FAIL")
+          << " \\\\\n";
+    }
+    out << "\\bottomrule\n\\end{tabular}\n\\end{table}\n\n";
   }
 }
 
 }  // namespace
 
-void write_report(std::ostream& out, const ResultFile& file, ReportFormat format) {
+void write_report(std::ostream& out, const ResultFile& file, ReportFormat format,
+                  const std::vector<std::string>& group_by) {
   const std::vector<Summary> rows = summarize(file.cases);
   switch (format) {
     case ReportFormat::md:
-      write_md(out, file, rows);
+      write_md(out, file, make_groups(rows, group_by), rows.empty());
+      break;
+    case ReportFormat::latex:
+      write_latex(out, file, make_groups(rows, group_by));
       break;
     case ReportFormat::csv:
-      write_csv(out, file, rows);
+      write_csv(out, file, ordered_by(rows, group_by));
       break;
     case ReportFormat::json:
-      write_json(out, file, rows);
+      write_json(out, file, ordered_by(rows, group_by));
       break;
   }
 }

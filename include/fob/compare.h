@@ -1,0 +1,87 @@
+// `fobench compare`: two results files case by case, with a bootstrap confidence interval of
+// each case's relative change, so that run-to-run noise is not reported as a regression.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "fob/results.h"
+
+namespace fob {
+
+enum class CompareMetric { t, exposed_comm, busbw };
+CompareMetric parse_compare_metric(const std::string& text);  // InputError naming the choices
+const char* to_string(CompareMetric metric);
+// Whether a larger value is worse (step times) or better (bandwidth).
+bool higher_is_worse(CompareMetric metric);
+
+// The fields cases are matched by; case ids are per-file numbering and are not compared.
+struct CaseKey {
+  std::string workload, strategy;
+  int64_t batch = 0, seq = 0, hidden = 0, ffn = 0, heads = 0;
+  std::string dtype;
+  int32_t world = 0;
+
+  static CaseKey of(const CaseResult& c);
+  bool operator<(const CaseKey& other) const;
+  bool operator==(const CaseKey& other) const;
+  std::string text() const;  // "mlp flash 2x72 h33 f96 heads0 fp32 N=2"
+};
+
+enum class Verdict { no_change, regressed, improved };
+const char* to_string(Verdict verdict);
+
+struct CaseChange {
+  CaseKey key;
+  std::string base_id, new_id;
+  double base_median = 0, new_median = 0;  // the metric's unit: seconds or GB/s
+  double change = 0;                       // median(new) / median(base) - 1
+  double ci_low = 0, ci_high = 0;          // 95% bootstrap interval of `change`
+  Verdict verdict = Verdict::no_change;
+};
+
+struct UnmatchedCase {
+  CaseKey key;
+  std::string id;
+};
+
+struct NotComparable {
+  CaseKey key;
+  std::string base_id, new_id;
+  std::string reason;
+};
+
+struct Comparison {
+  CompareMetric metric = CompareMetric::t;
+  double threshold_pct = 5;
+  std::vector<CaseChange> changes;
+  std::vector<UnmatchedCase> only_base, only_new;
+  std::vector<NotComparable> not_comparable;
+  // Matched cases the metric does not apply to (references for exposed_comm, everything but
+  // comm_only for busbw), with why.
+  int skipped = 0;
+  std::string skipped_reason;
+
+  int count(Verdict verdict) const;
+};
+
+// Per-iteration samples are bootstrapped this many times, with this seed, so the output is the
+// same on every run of the same two files.
+inline constexpr int kBootstrapResamples = 2000;
+inline constexpr uint64_t kBootstrapSeed = 0x5eedf0b5u;
+
+struct Interval {
+  double low = 0, high = 0;
+};
+
+// 95% percentile interval of median(next) / median(base) - 1, resampling each sample set with
+// replacement independently. Both sets must be non-empty.
+Interval bootstrap_change(const std::vector<double>& base, const std::vector<double>& next,
+                          int resamples = kBootstrapResamples, uint64_t seed = kBootstrapSeed);
+
+// Throws InputError for a negative or non-finite threshold.
+Comparison compare_results(const ResultFile& base, const ResultFile& next, CompareMetric metric,
+                           double threshold_pct);
+
+}  // namespace fob

@@ -1,0 +1,31 @@
+// Pictures of a results file as SVG, written directly so that no plotting stack is needed and
+// any browser renders them. They read only the file (no MPI, no GPU).
+#pragma once
+
+#include <iosfwd>
+#include <string>
+
+#include "fob/results.h"
+
+namespace fob {
+
+struct TimelineOptions {
+  std::string case_id;  // empty: the first case that is not a reference mode
+  int iter = -1;        // -1: the iteration whose step time is the case's median
+};
+
+// A Gantt chart of one iteration of one case: one lane per rank and stream, one rect per task
+// coloured by kind, the waits that dependencies caused drawn as the gaps they made, exposed
+// communication shaded, time axis in ms. InputError when the case or iteration is absent.
+void write_timeline_svg(std::ostream& out, const ResultFile& file, const TimelineOptions& options);
+
+// One stacked bar per case (strategy within shape): T_comp, slicing penalty, exposed
+// communication, with each shape's T_lb drawn as a line across its bars.
+void write_breakdown_svg(std::ostream& out, const ResultFile& file);
+
+// Speedup over baseline of every strategy along the sweep's x-axis: the case field that varies
+// between shapes (world size, tokens, sequence, message size) or, for a file of one shape, the
+// strategies' slice counts.
+void write_speedup_svg(std::ostream& out, const ResultFile& file);
+
+}  // namespace fob

@@ -1,0 +1,321 @@
+// `fobench compare BASE NEW`: prints the case-by-case comparison (Markdown, CSV or JSON) and
+// exits 1 when a case regressed. Needs no MPI: it only reads two files.
+#include <cmath>
+#include <cstdio>
+#include <exception>
+#include <iostream>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "../io/json_text.h"
+#include "commands.h"
+#include "fob/compare.h"
+#include "fob/results.h"
+#include "fob/types.h"
+
+namespace fob {
+namespace {
+
+enum class Format { md, csv, json };
+
+Format parse_format(const std::string& text) {
+  if (text == "md") return Format::md;
+  if (text == "csv") return Format::csv;
+  if (text == "json") return Format::json;
+  throw InputError("--format '" + text + "' is not known; choose md, csv or json");
+}
+
+// Values are shown in milliseconds (step times) or GB/s (bandwidth).
+double display_scale(CompareMetric m) {
+  return m == CompareMetric::busbw ? 1.0 : 1e3;
+}
+const char* unit(CompareMetric m) {
+  return m == CompareMetric::busbw ? "GB/s" : "ms";
+}
+const char* unit_token(CompareMetric m) {
+  return m == CompareMetric::busbw ? "gbps" : "ms";
+}
+
+std::string fixed(double v, int decimals, bool sign = false) {
+  if (std::isnan(v)) return "nan";
+  if (std::isinf(v)) return v > 0 ? "+inf" : "-inf";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, sign ? "%+.*f" : "%.*f", decimals, v);
+  return buf;
+}
+
+// JSON has no NaN or infinity: an unbounded interval end is null.
+std::string json_number(double v) {
+  if (!std::isfinite(v)) return "null";
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
+std::string hosts_of(const SystemInfo& s) {
+  std::set<std::string> seen;
+  std::string out;
+  std::stringstream in(s.hostnames);
+  std::string host;
+  while (std::getline(in, host, ',')) {
+    if (seen.insert(host).second) out += (out.empty() ? "" : ",") + host;
+  }
+  return out.empty() ? "?" : out;
+}
+
+struct Side {
+  const char* name;
+  const std::string& path;
+  const ResultFile& file;
+};
+
+void write_md_side(std::ostream& out, const Side& side) {
+  const SystemInfo& s = side.file.system;
+  out << "- " << side.name << ": `" << side.path << "` - machine " << hosts_of(s) << " ("
+      << s.world_size << " ranks), backend " << s.backend << ", transport " << s.transport
+      << ", link " << s.link_emulation << ", git " << side.file.run.git_commit << ", created "
+      << side.file.run.created_utc << "\n";
+}
+
+std::vector<std::string> key_cells(const CaseKey& k) {
+  return {k.workload,
+          k.strategy,
+          std::to_string(k.batch),
+          std::to_string(k.seq),
+          std::to_string(k.hidden),
+          std::to_string(k.ffn),
+          std::to_string(k.heads),
+          k.dtype,
+          std::to_string(k.world)};
+}
+
+const char* kKeyNames[] = {"workload", "strategy", "batch", "seq",  "hidden",
+                           "ffn",      "heads",    "dtype", "world"};
+
+const char* verdict_token(Verdict v) {
+  switch (v) {
+    case Verdict::regressed:
+      return "regressed";
+    case Verdict::improved:
+      return "improved";
+    case Verdict::no_change:
+      break;
+  }
+  return "no_change";
+}
+
+std::string direction_text(const Comparison& c) {
+  const std::string t = fixed(c.threshold_pct, 1);
+  return higher_is_worse(c.metric)
+             ? "regresses when its whole interval lies above +" + t +
+                   "%, improves when it lies below -" + t + "%"
+             : "regresses when its whole interval lies below -" + t +
+                   "% (a bandwidth drop), improves when it lies above +" + t + "%";
+}
+
+std::string result_line(const Comparison& c) {
+  const int regressed = c.count(Verdict::regressed);
+  std::string counts = std::to_string(regressed) + " regressed, " +
+                       std::to_string(c.count(Verdict::improved)) + " improved, " +
+                       std::to_string(c.count(Verdict::no_change)) + " no change";
+  if (regressed == 0) return "Result: no regression (" + counts + ")";
+  std::string names;
+  for (const CaseChange& ch : c.changes) {
+    if (ch.verdict == Verdict::regressed) names += "\n  - " + ch.key.text();
+  }
+  return "Result: REGRESSION (" + counts + "):" + names;
+}
+
+void write_md(std::ostream& out, const Comparison& c, const Side& base, const Side& next) {
+  const double scale = display_scale(c.metric);
+  out << "# fobench compare: " << to_string(c.metric) << " (median over iterations, "
+      << unit(c.metric) << "), threshold " << fixed(c.threshold_pct, 1) << "%\n\n";
+  write_md_side(out, base);
+  write_md_side(out, next);
+  if (base.file.system.link_emulation != next.file.system.link_emulation) {
+    out << "\n**WARNING: the link emulation differs** (BASE: " << base.file.system.link_emulation
+        << "; NEW: " << next.file.system.link_emulation
+        << "): the changes below measure the link as well as the code.\n";
+  }
+  out << "\n|";
+  for (const char* k : kKeyNames) out << " " << k << " |";
+  out << " base " << to_string(c.metric) << " (" << unit(c.metric) << ") | new "
+      << to_string(c.metric) << " (" << unit(c.metric)
+      << ") | change % | CI low % | CI high % | verdict |\n|";
+  for (int i = 0; i < 15; ++i) out << (i < 9 || i == 14 ? "---|" : "---:|");
+  out << "\n";
+  for (const CaseChange& ch : c.changes) {
+    out << "|";
+    for (const std::string& cell : key_cells(ch.key)) out << " " << cell << " |";
+    out << " " << fixed(ch.base_median * scale, 3) << " | " << fixed(ch.new_median * scale, 3)
+        << " | " << fixed(ch.change * 100, 1, true) << " | " << fixed(ch.ci_low * 100, 1, true)
+        << " | " << fixed(ch.ci_high * 100, 1, true) << " | " << to_string(ch.verdict) << " |\n";
+  }
+  out << "\nA case " << direction_text(c) << " (95% bootstrap interval of median(NEW)/median(BASE)"
+      << " - 1, " << kBootstrapResamples << " resamples of each file's iterations).\n";
+
+  auto list = [&out](const char* title, const std::vector<std::string>& items) {
+    out << "\n" << title << ":";
+    if (items.empty()) out << " none";
+    for (const std::string& item : items) out << "\n- " << item;
+    out << "\n";
+  };
+  std::vector<std::string> items;
+  for (const UnmatchedCase& u : c.only_base) items.push_back(u.key.text() + " (case " + u.id + ")");
+  list("Only in BASE", items);
+  items.clear();
+  for (const UnmatchedCase& u : c.only_new) items.push_back(u.key.text() + " (case " + u.id + ")");
+  list("Only in NEW", items);
+  items.clear();
+  for (const NotComparable& n : c.not_comparable) items.push_back(n.key.text() + ": " + n.reason);
+  list("Not comparable", items);
+  if (c.skipped > 0) {
+    out << "\nSkipped: " << c.skipped << " matched case(s): " << c.skipped_reason << ".\n";
+  }
+  out << "\n" << result_line(c) << "\n";
+}
+
+void write_csv(std::ostream& out, const Comparison& c) {
+  const double scale = display_scale(c.metric);
+  const std::string u = unit_token(c.metric);
+  for (const char* k : kKeyNames) out << k << ",";
+  out << "base_id,new_id,base_median_" << u << ",new_median_" << u
+      << ",change_pct,ci_low_pct,ci_high_pct,verdict,note\n";
+  auto row = [&out](const CaseKey& key, const std::string& base_id, const std::string& new_id,
+                    const std::string& numbers, const std::string& verdict,
+                    const std::string& note) {
+    for (const std::string& cell : key_cells(key)) out << csv_field(cell) << ",";
+    out << base_id << "," << new_id << "," << numbers << "," << verdict << "," << csv_field(note)
+        << "\n";
+  };
+  for (const CaseChange& ch : c.changes) {
+    row(ch.key, ch.base_id, ch.new_id,
+        json_number(ch.base_median * scale) + "," + json_number(ch.new_median * scale) + "," +
+            json_number(ch.change * 100) + "," + json_number(ch.ci_low * 100) + "," +
+            json_number(ch.ci_high * 100),
+        verdict_token(ch.verdict), "");
+  }
+  const std::string empty = ",,,,";
+  for (const UnmatchedCase& u2 : c.only_base) row(u2.key, u2.id, "", empty, "only_in_base", "");
+  for (const UnmatchedCase& u2 : c.only_new) row(u2.key, "", u2.id, empty, "only_in_new", "");
+  for (const NotComparable& n : c.not_comparable) {
+    row(n.key, n.base_id, n.new_id, empty, "not_comparable", n.reason);
+  }
+}
+
+std::string json_key_fields(const CaseKey& k) {
+  const std::vector<std::string> cells = key_cells(k);
+  std::string out;
+  for (size_t i = 0; i < cells.size(); ++i) {
+    const bool text = i == 0 || i == 1 || i == 7;  // workload, strategy, dtype
+    out += std::string(i ? ", " : "") + json_string(kKeyNames[i]) + ": " +
+           (text ? json_string(cells[i]) : cells[i]);
+  }
+  return out;
+}
+
+void write_json_side(std::ostream& out, const Side& side) {
+  const SystemInfo& s = side.file.system;
+  out << "  " << json_string(side.name[0] == 'B' ? "base" : "new")
+      << ": {\"file\": " << json_string(side.path) << ", \"hosts\": " << json_string(hosts_of(s))
+      << ", \"world_size\": " << s.world_size << ", \"backend\": " << json_string(s.backend)
+      << ", \"transport\": " << json_string(s.transport)
+      << ", \"link_emulation\": " << json_string(s.link_emulation)
+      << ", \"git_commit\": " << json_string(side.file.run.git_commit)
+      << ", \"created_utc\": " << json_string(side.file.run.created_utc) << "},\n";
+}
+
+void write_json(std::ostream& out, const Comparison& c, const Side& base, const Side& next) {
+  const double scale = display_scale(c.metric);
+  out << "{\n  \"metric\": " << json_string(to_string(c.metric))
+      << ",\n  \"unit\": " << json_string(unit(c.metric))
+      << ",\n  \"threshold_pct\": " << json_number(c.threshold_pct)
+      << ",\n  \"confidence\": 0.95,\n  \"resamples\": " << kBootstrapResamples << ",\n";
+  write_json_side(out, base);
+  write_json_side(out, next);
+  out << "  \"link_emulation_differs\": "
+      << (base.file.system.link_emulation != next.file.system.link_emulation ? "true" : "false")
+      << ",\n  \"cases\": [";
+  for (size_t i = 0; i < c.changes.size(); ++i) {
+    const CaseChange& ch = c.changes[i];
+    out << (i ? ",\n" : "\n") << "    {" << json_key_fields(ch.key)
+        << ", \"base_id\": " << json_string(ch.base_id)
+        << ", \"new_id\": " << json_string(ch.new_id)
+        << ", \"base_median\": " << json_number(ch.base_median * scale)
+        << ", \"new_median\": " << json_number(ch.new_median * scale)
+        << ", \"change_pct\": " << json_number(ch.change * 100)
+        << ", \"ci_low_pct\": " << json_number(ch.ci_low * 100)
+        << ", \"ci_high_pct\": " << json_number(ch.ci_high * 100)
+        << ", \"verdict\": " << json_string(verdict_token(ch.verdict)) << "}";
+  }
+  out << "\n  ],\n";
+  auto unmatched = [&out](const char* name, const std::vector<UnmatchedCase>& list) {
+    out << "  " << json_string(name) << ": [";
+    for (size_t i = 0; i < list.size(); ++i) {
+      out << (i ? ", " : "") << "{" << json_key_fields(list[i].key)
+          << ", \"id\": " << json_string(list[i].id) << "}";
+    }
+    out << "],\n";
+  };
+  unmatched("only_in_base", c.only_base);
+  unmatched("only_in_new", c.only_new);
+  out << "  \"not_comparable\": [";
+  for (size_t i = 0; i < c.not_comparable.size(); ++i) {
+    const NotComparable& n = c.not_comparable[i];
+    out << (i ? ", " : "") << "{" << json_key_fields(n.key)
+        << ", \"base_id\": " << json_string(n.base_id) << ", \"new_id\": " << json_string(n.new_id)
+        << ", \"reason\": " << json_string(n.reason) << "}";
+  }
+  out << "],\n  \"skipped\": " << c.skipped
+      << ",\n  \"skipped_reason\": " << json_string(c.skipped_reason)
+      << ",\n  \"regressed\": " << c.count(Verdict::regressed)
+      << ",\n  \"improved\": " << c.count(Verdict::improved) << "\n}\n";
+}
+
+}  // namespace
+
+int compare_command(const CompareArgs& args) {
+  try {
+    // Arguments first, so a bad option is reported without reading any file.
+    const CompareMetric metric = parse_compare_metric(args.metric);
+    const Format format = parse_format(args.format);
+    if (!std::isfinite(args.threshold_pct) || args.threshold_pct < 0) {
+      throw InputError("--threshold " + fixed(args.threshold_pct, 3) +
+                       " is not valid; give a percentage >= 0, e.g. 5");
+    }
+    const ResultFile base = read_results(args.base);
+    const ResultFile next = read_results(args.next);
+    const Comparison comparison = compare_results(base, next, metric, args.threshold_pct);
+    const Side base_side{"BASE", args.base, base};
+    const Side new_side{"NEW", args.next, next};
+    if (base.system.link_emulation != next.system.link_emulation) {
+      std::fprintf(stderr,
+                   "fobench compare: warning: the link emulation differs (BASE: %s; NEW: %s)\n",
+                   base.system.link_emulation.c_str(), next.system.link_emulation.c_str());
+    }
+    switch (format) {
+      case Format::md:
+        write_md(std::cout, comparison, base_side, new_side);
+        break;
+      case Format::csv:
+        write_csv(std::cout, comparison);
+        break;
+      case Format::json:
+        write_json(std::cout, comparison, base_side, new_side);
+        break;
+    }
+    std::cout.flush();
+    if (format != Format::md) std::fprintf(stderr, "%s\n", result_line(comparison).c_str());
+    return comparison.count(Verdict::regressed) > 0 ? kExitVerifyFailed : kExitOk;
+  } catch (const InputError& e) {
+    std::fprintf(stderr, "fobench compare: error: %s\n", e.what());
+    return kExitBadInput;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "fobench compare: error: %s\n", e.what());
+    return kExitRuntimeFault;
+  }
+}
+
+}  // namespace fob

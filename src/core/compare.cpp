@@ -1,0 +1,301 @@
+// Case-by-case comparison of two results files.
+//
+// A case's verdict rests on a bootstrap interval of the change of its median rather than on
+// the point change alone: with the handful of iterations a sweep affords, medians of two runs
+// of the same code routinely differ by several percent, and only a change that the interval
+// puts wholly past the threshold is reported.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <random>
+#include <set>
+#include <tuple>
+
+#include "fob/compare.h"
+#include "fob/metrics.h"
+#include "fob/types.h"
+
+namespace fob {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// Linear interpolation between closest ranks of sorted, non-empty values. Between an infinite
+// and any other value the nearer rank is taken, as the interpolation is undefined.
+double percentile(const std::vector<double>& sorted, double p) {
+  const double pos = p * static_cast<double>(sorted.size() - 1);
+  const size_t lo = static_cast<size_t>(std::floor(pos));
+  const size_t hi = std::min(lo + 1, sorted.size() - 1);
+  const double frac = pos - static_cast<double>(lo);
+  const double a = sorted[lo], b = sorted[hi];
+  if (frac == 0 || a == b) return a;
+  if (!std::isfinite(a) || !std::isfinite(b)) return frac < 0.5 ? a : b;
+  return a + frac * (b - a);
+}
+
+// median(next) / median(base) - 1. A base at or below zero (exposed communication that was
+// fully hidden) has no relative change; a resample that lands there counts as an unbounded
+// change in the direction the value moved, which widens the interval as it should.
+double relative_change(double base, double next) {
+  if (base > 0) return next / base - 1;
+  if (next > base) return kInf;
+  if (next < base) return -kInf;
+  return 0;
+}
+
+std::vector<double> step_samples(const CaseResult& c) {
+  std::vector<double> out;
+  if (c.world <= 0 || c.iters <= 0 ||
+      c.step_seconds.size() < static_cast<size_t>(c.iters) * static_cast<size_t>(c.world)) {
+    return out;
+  }
+  for (int i = 0; i < c.iters; ++i) {
+    const double s = c.step(i);
+    if (std::isfinite(s)) out.push_back(s);
+  }
+  return out;
+}
+
+CaseKey with_strategy(CaseKey key, const std::string& strategy) {
+  key.strategy = strategy;
+  return key;
+}
+
+// One file's cases by key, in file order; the first compute_only of a shape is its reference,
+// as in summarize().
+class CaseIndex {
+ public:
+  explicit CaseIndex(const ResultFile& file) {
+    for (const CaseResult& c : file.cases) by_key_[CaseKey::of(c)].push_back(&c);
+  }
+  const CaseResult* reference(const CaseKey& key, const std::string& strategy) const {
+    auto it = by_key_.find(with_strategy(key, strategy));
+    return it == by_key_.end() ? nullptr : it->second.front();
+  }
+  // The next case with this key not yet paired, or null.
+  const CaseResult* take(const CaseKey& key) {
+    auto it = by_key_.find(key);
+    if (it == by_key_.end()) return nullptr;
+    size_t& used = taken_[key];
+    return used < it->second.size() ? it->second[used++] : nullptr;
+  }
+
+ private:
+  std::map<CaseKey, std::vector<const CaseResult*>> by_key_;
+  std::map<CaseKey, size_t> taken_;
+};
+
+struct Samples {
+  std::vector<double> values;
+  std::string problem;  // why there are none, when the metric cannot be taken at all
+};
+
+Samples metric_samples(const CaseResult& c, CompareMetric metric, const CaseIndex& index,
+                       const char* which) {
+  Samples s;
+  const std::vector<double> steps = step_samples(c);
+  switch (metric) {
+    case CompareMetric::t:
+      s.values = steps;
+      break;
+    case CompareMetric::exposed_comm: {
+      const CaseResult* comp = index.reference(CaseKey::of(c), "compute_only");
+      const double t_comp = comp ? median(step_samples(*comp)) : kNaN;
+      if (std::isnan(t_comp)) {
+        s.problem = std::string("no compute_only case of this shape with timed iterations in ") +
+                    which + " (exposed_comm = T - T_comp needs it)";
+        return s;
+      }
+      for (const double t : steps) s.values.push_back(t - t_comp);
+      break;
+    }
+    case CompareMetric::busbw:
+      for (const double t : steps) {
+        const double bw = comm_only_busbw(c, t);
+        if (std::isfinite(bw)) s.values.push_back(bw);
+      }
+      break;
+  }
+  return s;
+}
+
+// Why a matched pair is outside the metric's scope, or empty when it is inside.
+std::string out_of_scope(CompareMetric metric, const std::string& strategy) {
+  if (metric == CompareMetric::exposed_comm &&
+      (strategy == "compute_only" || strategy == "comm_only")) {
+    return "compute_only and comm_only are the bounds exposed_comm is measured against";
+  }
+  if (metric == CompareMetric::busbw && strategy != "comm_only") {
+    return "busbw is measured on comm_only cases only";
+  }
+  return {};
+}
+
+Verdict judge(CompareMetric metric, const Interval& ci, double threshold) {
+  const bool worse_up = higher_is_worse(metric);
+  const double worse_edge = worse_up ? ci.low : -ci.high;   // distance past 0 towards worse
+  const double better_edge = worse_up ? -ci.high : ci.low;  // distance past 0 towards better
+  if (worse_edge > threshold) return Verdict::regressed;
+  if (better_edge > threshold) return Verdict::improved;
+  return Verdict::no_change;
+}
+
+}  // namespace
+
+CompareMetric parse_compare_metric(const std::string& text) {
+  if (text == "T") return CompareMetric::t;
+  if (text == "exposed_comm") return CompareMetric::exposed_comm;
+  if (text == "busbw") return CompareMetric::busbw;
+  throw InputError("--metric '" + text + "' is not known; choose T, exposed_comm or busbw");
+}
+
+const char* to_string(CompareMetric metric) {
+  switch (metric) {
+    case CompareMetric::t:
+      return "T";
+    case CompareMetric::exposed_comm:
+      return "exposed_comm";
+    case CompareMetric::busbw:
+      return "busbw";
+  }
+  return "?";
+}
+
+bool higher_is_worse(CompareMetric metric) {
+  return metric != CompareMetric::busbw;
+}
+
+const char* to_string(Verdict verdict) {
+  switch (verdict) {
+    case Verdict::no_change:
+      return "no change";
+    case Verdict::regressed:
+      return "REGRESSED";
+    case Verdict::improved:
+      return "improved";
+  }
+  return "?";
+}
+
+CaseKey CaseKey::of(const CaseResult& c) {
+  return CaseKey{c.workload, c.strategy, c.batch, c.seq,  c.hidden,
+                 c.ffn,      c.heads,    c.dtype, c.world};
+}
+
+bool CaseKey::operator<(const CaseKey& o) const {
+  return std::tie(workload, strategy, batch, seq, hidden, ffn, heads, dtype, world) <
+         std::tie(o.workload, o.strategy, o.batch, o.seq, o.hidden, o.ffn, o.heads, o.dtype,
+                  o.world);
+}
+
+bool CaseKey::operator==(const CaseKey& o) const {
+  return !(*this < o) && !(o < *this);
+}
+
+std::string CaseKey::text() const {
+  return workload + " " + strategy + " b" + std::to_string(batch) + " s" + std::to_string(seq) +
+         " h" + std::to_string(hidden) + " f" + std::to_string(ffn) + " heads" +
+         std::to_string(heads) + " " + dtype + " N=" + std::to_string(world);
+}
+
+int Comparison::count(Verdict verdict) const {
+  return static_cast<int>(std::count_if(changes.begin(), changes.end(),
+                                        [&](const CaseChange& c) { return c.verdict == verdict; }));
+}
+
+Interval bootstrap_change(const std::vector<double>& base, const std::vector<double>& next,
+                          int resamples, uint64_t seed) {
+  if (base.empty() || next.empty() || resamples <= 0) return {kNaN, kNaN};
+  // The engine's sequence is fixed by the standard; distributions are not, so indices are
+  // taken modulo the size (the bias is negligible for sample counts this small).
+  std::mt19937_64 rng(seed);
+  auto resample_median = [&rng](const std::vector<double>& v, std::vector<double>& scratch) {
+    scratch.resize(v.size());
+    for (double& x : scratch) x = v[rng() % v.size()];
+    return median(scratch);
+  };
+  std::vector<double> changes, scratch;
+  changes.reserve(static_cast<size_t>(resamples));
+  for (int k = 0; k < resamples; ++k) {
+    const double b = resample_median(base, scratch);
+    const double n = resample_median(next, scratch);
+    changes.push_back(relative_change(b, n));
+  }
+  std::sort(changes.begin(), changes.end());
+  return {percentile(changes, 0.025), percentile(changes, 0.975)};
+}
+
+Comparison compare_results(const ResultFile& base, const ResultFile& next, CompareMetric metric,
+                           double threshold_pct) {
+  if (!std::isfinite(threshold_pct) || threshold_pct < 0) {
+    throw InputError("--threshold " + std::to_string(threshold_pct) +
+                     " is not valid; give a percentage >= 0, e.g. 5");
+  }
+  Comparison out;
+  out.metric = metric;
+  out.threshold_pct = threshold_pct;
+  const double threshold = threshold_pct / 100;
+  CaseIndex new_index(next);
+  const CaseIndex base_refs(base), new_refs(next);  // untouched by pairing, for look-ups
+  std::set<const CaseResult*> paired;
+
+  for (const CaseResult& b : base.cases) {
+    const CaseKey key = CaseKey::of(b);
+    // A key that occurs twice in a file pairs in file order.
+    const CaseResult* n = new_index.take(key);
+    if (!n) {
+      out.only_base.push_back({key, b.id});
+      continue;
+    }
+    paired.insert(n);
+    const std::string scope = out_of_scope(metric, key.strategy);
+    if (!scope.empty()) {
+      ++out.skipped;
+      out.skipped_reason = scope;
+      continue;
+    }
+    const Samples bs = metric_samples(b, metric, base_refs, "BASE");
+    const Samples ns = metric_samples(*n, metric, new_refs, "NEW");
+    NotComparable nc{key, b.id, n->id, ""};
+    if (!bs.problem.empty() || !ns.problem.empty()) {
+      nc.reason = bs.problem.empty() ? ns.problem : bs.problem;
+      if (!bs.problem.empty() && !ns.problem.empty()) nc.reason += "; also in NEW";
+      out.not_comparable.push_back(nc);
+      continue;
+    }
+    if (bs.values.size() < 2 || ns.values.size() < 2) {
+      nc.reason = "BASE has " + std::to_string(bs.values.size()) + " and NEW " +
+                  std::to_string(ns.values.size()) +
+                  " timed iteration(s) with a value; at least 2 each are needed";
+      out.not_comparable.push_back(nc);
+      continue;
+    }
+    CaseChange c;
+    c.key = key;
+    c.base_id = b.id;
+    c.new_id = n->id;
+    c.base_median = median(bs.values);
+    c.new_median = median(ns.values);
+    if (!(c.base_median > 0)) {
+      nc.reason = std::string("the median ") + to_string(metric) +
+                  " in BASE is not positive (communication fully hidden), so a relative change "
+                  "is undefined";
+      out.not_comparable.push_back(nc);
+      continue;
+    }
+    c.change = relative_change(c.base_median, c.new_median);
+    const Interval ci = bootstrap_change(bs.values, ns.values);
+    c.ci_low = ci.low;
+    c.ci_high = ci.high;
+    c.verdict = judge(metric, ci, threshold);
+    out.changes.push_back(c);
+  }
+  for (const CaseResult& n : next.cases) {
+    if (!paired.count(&n)) out.only_new.push_back({CaseKey::of(n), n.id});
+  }
+  return out;
+}
+
+}  // namespace fob

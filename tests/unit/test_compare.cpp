@@ -1,0 +1,223 @@
+// compare_results on synthetic files: matching by case fields, the bootstrap verdicts in both
+// directions, unmatched and not-comparable cases, and bad arguments.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "fob/compare.h"
+#include "fob/metrics.h"
+#include "fob/plan.h"
+#include "fob/results.h"
+#include "fob/types.h"
+
+namespace fob {
+namespace {
+
+constexpr int kWorld = 2;
+
+// A case whose slowest rank took `steps[i]` in iteration i (rank 0 a little less).
+CaseResult make_case(const std::string& id, const std::string& strategy,
+                     const std::vector<double>& steps) {
+  CaseResult c;
+  c.id = id;
+  c.workload = "mlp";
+  c.strategy = strategy;
+  c.batch = 2;
+  c.seq = 72;
+  c.hidden = 33;
+  c.ffn = 96;
+  c.dtype = "fp32";
+  c.world = kWorld;
+  c.iters = static_cast<int32_t>(steps.size());
+  for (const double s : steps) {
+    c.step_seconds.push_back(0.9 * s);
+    c.step_seconds.push_back(s);
+  }
+  if (strategy == "comm_only") {
+    // One all-gather per rank, sending 1 MB: busbw's size comes from rank 0's sent bytes.
+    c.max_tasks = 1;
+    for (int r = 0; r < kWorld; ++r) {
+      c.tasks.push_back(TaskRecord{r, 0, static_cast<int8_t>(StreamId::comm),
+                                   static_cast<int8_t>(TaskKind::collective), -1, 1000000, 0,
+                                   "all-gather"});
+    }
+    for (size_t i = 0; i < steps.size() * kWorld; ++i) {
+      c.task_start.push_back(0);
+      c.task_end.push_back(1e-3);
+    }
+  }
+  return c;
+}
+
+// `n` samples around `center`, each off by up to +-`noise` (relative), reproducibly.
+std::vector<double> noisy(double center, double noise, int n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<double> out;
+  for (int i = 0; i < n; ++i) {
+    const double u = static_cast<double>(rng() % 10001) / 10000.0;  // [0, 1]
+    out.push_back(center * (1 + noise * (2 * u - 1)));
+  }
+  return out;
+}
+
+ResultFile file_of(std::vector<CaseResult> cases, const std::string& link = "none") {
+  ResultFile f;
+  f.system.world_size = kWorld;
+  f.system.link_emulation = link;
+  f.cases = std::move(cases);
+  return f;
+}
+
+const CaseChange& only_change(const Comparison& c) {
+  EXPECT_EQ(c.changes.size(), 1u);
+  return c.changes.at(0);
+}
+
+TEST(Compare, IdenticalSamplesDoNotRegress) {
+  const std::vector<double> steps = noisy(10e-3, 0.05, 8, 1);
+  const ResultFile f = file_of({make_case("0000", "flash", steps)});
+  const Comparison c = compare_results(f, f, CompareMetric::t, 5);
+  const CaseChange& ch = only_change(c);
+  EXPECT_EQ(ch.verdict, Verdict::no_change);
+  EXPECT_DOUBLE_EQ(ch.change, 0);
+  EXPECT_LE(ch.ci_low, 0);
+  EXPECT_GE(ch.ci_high, 0);
+  EXPECT_EQ(c.count(Verdict::regressed), 0);
+  // Even with a zero threshold an interval that straddles zero is no change.
+  EXPECT_EQ(only_change(compare_results(f, f, CompareMetric::t, 0)).verdict, Verdict::no_change);
+}
+
+TEST(Compare, ThirtyPercentSlowerIsARegression) {
+  const ResultFile base = file_of({make_case("0000", "flash", noisy(10e-3, 0.02, 8, 1))});
+  const ResultFile next = file_of({make_case("0000", "flash", noisy(13e-3, 0.02, 8, 2))});
+  const CaseChange& ch = only_change(compare_results(base, next, CompareMetric::t, 5));
+  EXPECT_EQ(ch.verdict, Verdict::regressed);
+  EXPECT_NEAR(ch.change, 0.30, 0.05);
+  EXPECT_GT(ch.ci_low, 0.05);
+  EXPECT_LE(ch.ci_low, ch.change);
+  EXPECT_GE(ch.ci_high, ch.change);
+  // The other way round it is an improvement.
+  EXPECT_EQ(only_change(compare_results(next, base, CompareMetric::t, 5)).verdict,
+            Verdict::improved);
+}
+
+TEST(Compare, TwoPercentSlowerInLargeNoiseIsNotFlagged) {
+  const ResultFile base = file_of({make_case("0000", "flash", noisy(10e-3, 0.30, 5, 3))});
+  const ResultFile next = file_of({make_case("0000", "flash", noisy(10.2e-3, 0.30, 5, 4))});
+  const CaseChange& ch = only_change(compare_results(base, next, CompareMetric::t, 5));
+  EXPECT_EQ(ch.verdict, Verdict::no_change);
+  EXPECT_LT(ch.ci_low, 0.05);
+}
+
+TEST(Compare, OutputIsDeterministic) {
+  const ResultFile base = file_of({make_case("0000", "flash", noisy(10e-3, 0.2, 6, 5))});
+  const ResultFile next = file_of({make_case("0000", "flash", noisy(11e-3, 0.2, 6, 6))});
+  const CaseChange a = only_change(compare_results(base, next, CompareMetric::t, 5));
+  const CaseChange b = only_change(compare_results(base, next, CompareMetric::t, 5));
+  EXPECT_EQ(a.ci_low, b.ci_low);
+  EXPECT_EQ(a.ci_high, b.ci_high);
+}
+
+TEST(Compare, CasesMatchByFieldsNotIds) {
+  CaseResult b0 = make_case("0000", "baseline", {10e-3, 10e-3, 10e-3});
+  CaseResult b1 = make_case("0001", "flash", {8e-3, 8e-3, 8e-3});
+  CaseResult b2 = make_case("0002", "decompose", {9e-3, 9e-3, 9e-3});
+  // NEW numbers its cases differently, lacks decompose, has another shape of flash.
+  CaseResult n0 = make_case("0007", "flash", {8e-3, 8e-3, 8e-3});
+  CaseResult n1 = make_case("0003", "baseline", {10e-3, 10e-3, 10e-3});
+  CaseResult n2 = make_case("0000", "flash", {8e-3, 8e-3, 8e-3});
+  n2.seq = 144;
+  const Comparison c =
+      compare_results(file_of({b0, b1, b2}), file_of({n0, n1, n2}), CompareMetric::t, 5);
+  ASSERT_EQ(c.changes.size(), 2u);
+  EXPECT_EQ(c.changes[0].key.strategy, "baseline");
+  EXPECT_EQ(c.changes[0].new_id, "0003");
+  EXPECT_EQ(c.changes[1].key.strategy, "flash");
+  EXPECT_EQ(c.changes[1].new_id, "0007");
+  ASSERT_EQ(c.only_base.size(), 1u);
+  EXPECT_EQ(c.only_base[0].key.strategy, "decompose");
+  ASSERT_EQ(c.only_new.size(), 1u);
+  EXPECT_EQ(c.only_new[0].id, "0000");
+  EXPECT_EQ(c.only_new[0].key.seq, 144);
+}
+
+TEST(Compare, BusbwRegressesWhenItDrops) {
+  // Slower comm_only steps mean lower bandwidth: a drop past the threshold is the regression.
+  const ResultFile base = file_of({make_case("0000", "comm_only", noisy(1e-3, 0.01, 7, 7)),
+                                   make_case("0001", "flash", {1e-3, 1e-3, 1e-3})});
+  const ResultFile next = file_of({make_case("0000", "comm_only", noisy(1.5e-3, 0.01, 7, 8)),
+                                   make_case("0001", "flash", {1e-3, 1e-3, 1e-3})});
+  const Comparison c = compare_results(base, next, CompareMetric::busbw, 5);
+  const CaseChange& ch = only_change(c);
+  EXPECT_EQ(ch.key.strategy, "comm_only");
+  EXPECT_EQ(ch.verdict, Verdict::regressed);
+  EXPECT_LT(ch.change, -0.25);
+  EXPECT_LT(ch.ci_high, -0.05);
+  EXPECT_EQ(c.skipped, 1);  // flash has no busbw
+  // The median busbw is the summary's busbw at the median step.
+  const std::vector<Summary> s = summarize(base.cases);
+  EXPECT_NEAR(ch.base_median, s[0].busbw, 1e-9 * s[0].busbw);
+  // Faster steps are an improvement, not a regression.
+  EXPECT_EQ(only_change(compare_results(next, base, CompareMetric::busbw, 5)).verdict,
+            Verdict::improved);
+  // And for T the same files regress the other way.
+  EXPECT_EQ(compare_results(base, next, CompareMetric::t, 5).count(Verdict::regressed), 1);
+}
+
+TEST(Compare, ExposedCommNeedsComputeOnly) {
+  const CaseResult comp = make_case("0000", "compute_only", {6e-3, 6e-3, 6e-3, 6e-3});
+  const CaseResult flash_b = make_case("0001", "flash", {8e-3, 8.1e-3, 7.9e-3, 8e-3});
+  const CaseResult flash_n = make_case("0001", "flash", {10e-3, 10.1e-3, 9.9e-3, 10e-3});
+  // With compute_only in both: exposed 2 ms -> 4 ms, +100%.
+  const Comparison ok = compare_results(file_of({comp, flash_b}), file_of({comp, flash_n}),
+                                        CompareMetric::exposed_comm, 5);
+  const CaseChange& ch = only_change(ok);
+  EXPECT_NEAR(ch.base_median, 2e-3, 1e-9);
+  EXPECT_NEAR(ch.new_median, 4e-3, 1e-9);
+  EXPECT_EQ(ch.verdict, Verdict::regressed);
+  EXPECT_EQ(ok.skipped, 1);  // compute_only itself
+  // Without compute_only in NEW the case is listed as not comparable, with the reason.
+  const Comparison missing =
+      compare_results(file_of({comp, flash_b}), file_of({flash_n}), CompareMetric::exposed_comm, 5);
+  EXPECT_TRUE(missing.changes.empty());
+  ASSERT_EQ(missing.not_comparable.size(), 1u);
+  EXPECT_NE(missing.not_comparable[0].reason.find("compute_only"), std::string::npos);
+  EXPECT_NE(missing.not_comparable[0].reason.find("NEW"), std::string::npos);
+  EXPECT_EQ(missing.only_base.size(), 1u);
+}
+
+TEST(Compare, FewerThanTwoIterationsIsNotComparable) {
+  const ResultFile base = file_of({make_case("0000", "flash", {8e-3})});
+  const ResultFile next = file_of({make_case("0000", "flash", {8e-3, 9e-3, 9e-3})});
+  const Comparison c = compare_results(base, next, CompareMetric::t, 5);
+  EXPECT_TRUE(c.changes.empty());
+  ASSERT_EQ(c.not_comparable.size(), 1u);
+  EXPECT_NE(c.not_comparable[0].reason.find("at least 2"), std::string::npos);
+}
+
+TEST(Compare, BadArgumentsAreInputErrors) {
+  EXPECT_EQ(parse_compare_metric("T"), CompareMetric::t);
+  EXPECT_EQ(parse_compare_metric("busbw"), CompareMetric::busbw);
+  try {
+    parse_compare_metric("bogus");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("bogus"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("exposed_comm"), std::string::npos);
+  }
+  const ResultFile f = file_of({make_case("0000", "flash", {1e-3, 1e-3})});
+  EXPECT_THROW(compare_results(f, f, CompareMetric::t, -1), InputError);
+  EXPECT_THROW(compare_results(f, f, CompareMetric::t, std::nan("")), InputError);
+}
+
+TEST(Compare, BootstrapIntervalOfAConstantShiftIsThatShift) {
+  const Interval ci = bootstrap_change({2, 2, 2}, {3, 3, 3});
+  EXPECT_DOUBLE_EQ(ci.low, 0.5);
+  EXPECT_DOUBLE_EQ(ci.high, 0.5);
+}
+
+}  // namespace
+}  // namespace fob
