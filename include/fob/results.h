@@ -103,6 +103,13 @@ class ResultWriter {
   std::vector<CaseResult> cases_;
 };
 
+// A case's descriptive fields (id, workload, strategy, shape, dtype, world) from one of its
+// plans; the executor and the simulator both start their results from it.
+CaseResult case_from_plan(const Plan& plan, int world, const std::string& id);
+
+// The peer a task record names: the send peer, else the receive peer, for transfers; else -1.
+int32_t recorded_peer(const Task& task);
+
 // Reads a file written by ResultWriter (final or .partial). Throws InputError when it is not a
 // fobench file, has a newer schema, or cannot be opened.
 ResultFile read_results(const std::string& path);

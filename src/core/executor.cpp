@@ -139,18 +139,7 @@ namespace {
 
 CaseResult case_header(const Plan& plan, const ExecOptions& options, const std::string& id,
                        int world) {
-  CaseResult result;
-  result.id = id;
-  result.workload = to_string(plan.workload);
-  result.strategy = plan.strategy;
-  result.batch = plan.shape.batch;
-  result.seq = plan.shape.seq;
-  result.hidden = plan.shape.hidden;
-  result.ffn = plan.shape.ffn;
-  result.heads = plan.shape.head_count();
-  result.dtype = to_string(plan.dtype);
-  result.world = world;
-  result.iters = 0;
+  CaseResult result = case_from_plan(plan, world, id);
   result.warmup = options.warmup;
   return result;
 }
@@ -253,7 +242,7 @@ void Executor::gather(const Plan& plan, const Samples& samples, CaseResult& resu
     p.task = t.id;
     p.stream = static_cast<int8_t>(t.stream);
     p.kind = static_cast<int8_t>(t.kind);
-    p.peer = t.is_transfer() ? (t.send_peer >= 0 ? t.send_peer : t.recv_peer) : -1;
+    p.peer = recorded_peer(t);
     p.bytes = t.bytes;
     p.flops = t.flops;
     std::strncpy(p.label, t.label.c_str(), sizeof p.label - 1);

@@ -1,0 +1,57 @@
+// A deterministic discrete-event simulation of one iteration of a case's plans (issue 6): the
+// same stream, dependency and matching rules as the executor, with times from a cost model
+// instead of a machine. Its CaseResult has the executor's layout, so metrics, reports and
+// pictures work on it unchanged.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "fob/plan.h"
+#include "fob/results.h"
+
+namespace fob {
+
+class CostModel {
+ public:
+  virtual ~CostModel() = default;
+  // Seconds for a gemm, add, copy or softmax task on `rank`.
+  virtual double compute_seconds(const Task& t, DType dtype, int rank) const = 0;
+  // Seconds for one point-to-point message of `bytes` from one rank to another.
+  virtual double transfer_seconds(int64_t bytes, int from_rank, int to_rank) const = 0;
+  // How much slower a compute task runs while its rank has a transfer in flight. The simulator
+  // applies it to the whole task when a message to or from the rank (or a collective) is in
+  // flight at the moment the task starts: simple, and it never changes a task's length midway.
+  virtual double compute_slowdown_while_transferring() const { return 1.0; }
+};
+
+// The same rates everywhere: GEMM time = flops / flops_per_second; add, copy and softmax time =
+// bytes read plus written / mem_bytes_per_second (pass infinity to make them free); a message
+// takes latency_seconds + bytes / bytes_per_second between any two ranks.
+class UniformCost : public CostModel {
+ public:
+  UniformCost(double flops_per_second, double mem_bytes_per_second, double latency_seconds,
+              double bytes_per_second, double slowdown_while_transferring = 1.0);
+  double compute_seconds(const Task& t, DType dtype, int rank) const override;
+  double transfer_seconds(int64_t bytes, int from_rank, int to_rank) const override;
+  double compute_slowdown_while_transferring() const override { return slowdown_; }
+
+ private:
+  double flops_per_second_, mem_bytes_per_second_, latency_, bytes_per_second_, slowdown_;
+};
+
+// Simulates one iteration of `plans` (one per rank, all of the same case; every rank starts at
+// time 0). Messages are independent of one another: concurrent messages on one link do not
+// share its bandwidth yet. A collective runs as the ring the CPU backend runs: it starts once
+// every rank has posted it and takes N-1 steps (2(N-1) for an all-reduce), each as long as the
+// slowest link's transfer of one block; a reduce-scatter's additions are not priced.
+// Throws std::runtime_error naming the rank and task of an unmatched transfer or a deadlock.
+CaseResult simulate_case(const std::vector<Plan>& plans, const CostModel& cost,
+                         const std::string& case_id);
+
+// The `tasks` and `deps` rows of `plans` as the executor records them (max_tasks and the
+// NaN-padded task_start/task_end arrays are sized for `iters` iterations).
+void fill_task_records(const std::vector<Plan>& plans, int iters, CaseResult& result);
+
+}  // namespace fob

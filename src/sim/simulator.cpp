@@ -1,0 +1,370 @@
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <queue>
+#include <stdexcept>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "fob/sim.h"
+
+namespace fob {
+namespace {
+
+struct TaskRef {
+  int rank = -1;
+  int task = -1;
+};
+
+bool sends(const Task& t) {
+  return (t.kind == TaskKind::send || t.kind == TaskKind::exchange) && t.send_peer >= 0;
+}
+bool receives(const Task& t) {
+  return (t.kind == TaskKind::recv || t.kind == TaskKind::exchange) && t.recv_peer >= 0;
+}
+
+std::string describe(const Plan& plan, int task) {
+  return "rank " + std::to_string(plan.rank) + " task " + std::to_string(task) + " (" +
+         plan.tasks[static_cast<size_t>(task)].label + ")";
+}
+
+// Ends sort before starts at the same instant, so a compute task that starts just as a
+// transfer ends is not slowed by it, and one that starts with a transfer is.
+enum class EventKind : uint8_t { message_end, collective_end, compute_end, compute_start };
+
+struct Event {
+  double time = 0;
+  EventKind kind = EventKind::message_end;
+  uint64_t seq = 0;  // push order: ties broken the same way every run
+  TaskRef a, b;      // message: sender and receiver; compute: the task; collective: index in a
+  bool operator>(const Event& o) const {
+    if (time != o.time) return time > o.time;
+    if (kind != o.kind) return kind > o.kind;
+    return seq > o.seq;
+  }
+};
+
+struct TaskState {
+  int pending = 0;  // unfinished deps, plus the stream's previous task
+  int halves = 0;   // point-to-point halves not yet delivered
+  bool posted = false, ended = false;
+  double start = 0, end = 0;
+  TaskRef send_to, recv_from;  // the matching halves on the peers
+};
+
+class Simulation {
+ public:
+  Simulation(const std::vector<Plan>& plans, const CostModel& cost) : plans_(plans), cost_(cost) {
+    const size_t n = plans.size();
+    state_.resize(n);
+    dependents_.resize(n);
+    collectives_.resize(n);
+    in_flight_.assign(n, 0);
+    for (size_t r = 0; r < n; ++r) {
+      if (plans[r].rank != static_cast<int>(r) || plans[r].world != static_cast<int>(n)) {
+        throw std::runtime_error("simulate_case: plan " + std::to_string(r) + " is rank " +
+                                 std::to_string(plans[r].rank) + " of " +
+                                 std::to_string(plans[r].world));
+      }
+      link_streams(r);
+    }
+    pair_transfers();
+    check_collectives();
+  }
+
+  void run() {
+    for (size_t r = 0; r < plans_.size(); ++r) {
+      for (const Task& t : plans_[r].tasks) {
+        if (state_[r][static_cast<size_t>(t.id)].pending == 0) post({static_cast<int>(r), t.id});
+      }
+    }
+    while (!events_.empty()) {
+      const Event e = events_.top();
+      events_.pop();
+      now_ = e.time;
+      switch (e.kind) {
+        case EventKind::message_end:
+          --in_flight_[static_cast<size_t>(e.a.rank)];
+          --in_flight_[static_cast<size_t>(e.b.rank)];
+          half_delivered(e.a);
+          half_delivered(e.b);
+          break;
+        case EventKind::collective_end:
+          for (size_t r = 0; r < plans_.size(); ++r) {
+            --in_flight_[r];
+            finish({static_cast<int>(r), collectives_[r][static_cast<size_t>(e.a.task)]});
+          }
+          break;
+        case EventKind::compute_start: {
+          const Task& t = task(e.a);
+          double seconds =
+              cost_.compute_seconds(t, plans_[static_cast<size_t>(e.a.rank)].dtype, e.a.rank);
+          if (in_flight_[static_cast<size_t>(e.a.rank)] > 0) {
+            seconds *= cost_.compute_slowdown_while_transferring();
+          }
+          push(now_ + seconds, EventKind::compute_end, e.a, TaskRef{});
+          break;
+        }
+        case EventKind::compute_end:
+          finish(e.a);
+          break;
+      }
+    }
+    check_finished();
+  }
+
+  const TaskState& at(int rank, int task) const {
+    return state_[static_cast<size_t>(rank)][static_cast<size_t>(task)];
+  }
+
+ private:
+  const Task& task(TaskRef t) const {
+    return plans_[static_cast<size_t>(t.rank)].tasks[static_cast<size_t>(t.task)];
+  }
+  TaskState& st(TaskRef t) {
+    return state_[static_cast<size_t>(t.rank)][static_cast<size_t>(t.task)];
+  }
+
+  // Each task waits for its deps and for the previous task of its stream.
+  void link_streams(size_t r) {
+    const Plan& p = plans_[r];
+    state_[r].resize(p.tasks.size());
+    dependents_[r].resize(p.tasks.size());
+    int last[kNumStreams] = {-1, -1};
+    for (const Task& t : p.tasks) {
+      const size_t i = static_cast<size_t>(t.id);
+      if (t.id != static_cast<int>(i) || i >= p.tasks.size()) {
+        throw std::runtime_error("simulate_case: task ids out of order on rank " +
+                                 std::to_string(r));
+      }
+      for (int d : t.deps) {
+        if (d < 0 || d >= t.id) {
+          throw std::runtime_error("simulate_case: " + describe(p, t.id) +
+                                   " depends on a task that does not precede it");
+        }
+        dependents_[r][static_cast<size_t>(d)].push_back(t.id);
+        ++state_[r][i].pending;
+      }
+      int& prev = last[static_cast<size_t>(t.stream)];
+      if (prev >= 0) {
+        dependents_[r][static_cast<size_t>(prev)].push_back(t.id);
+        ++state_[r][i].pending;
+      }
+      prev = t.id;
+      if (t.kind == TaskKind::collective) collectives_[r].push_back(t.id);
+    }
+  }
+
+  // The k-th send from r to p with tag t meets the k-th receive on p from r with tag t (MPI's
+  // non-overtaking order).
+  void pair_transfers() {
+    const int n = static_cast<int>(plans_.size());
+    auto key = [](int from, int to, int tag) {
+      return (static_cast<uint64_t>(static_cast<uint16_t>(from)) << 48) |
+             (static_cast<uint64_t>(static_cast<uint16_t>(to)) << 32) |
+             static_cast<uint64_t>(static_cast<uint32_t>(tag));
+    };
+    std::unordered_map<uint64_t, std::vector<TaskRef>> send_halves, recv_halves;
+    for (const Plan& p : plans_) {
+      for (const Task& t : p.tasks) {
+        const bool s = sends(t), rcv = receives(t);
+        if ((s && t.send_peer >= n) || (rcv && t.recv_peer >= n)) {
+          throw std::runtime_error("simulate_case: " + describe(p, t.id) + " names a peer past " +
+                                   "the world size " + std::to_string(n));
+        }
+        if (s) send_halves[key(p.rank, t.send_peer, t.tag)].push_back({p.rank, t.id});
+        if (rcv) recv_halves[key(t.recv_peer, p.rank, t.tag)].push_back({p.rank, t.id});
+        st({p.rank, t.id}).halves = (s ? 1 : 0) + (rcv ? 1 : 0);
+      }
+    }
+    for (auto& [k, senders] : send_halves) {
+      std::vector<TaskRef>& receivers = recv_halves[k];
+      for (size_t i = 0; i < senders.size(); ++i) {
+        if (i >= receivers.size()) {
+          throw std::runtime_error(
+              "simulate_case: unmatched transfer: " +
+              describe(plans_[static_cast<size_t>(senders[i].rank)], senders[i].task) +
+              " sends with no receive to meet it");
+        }
+        st(senders[i]).send_to = receivers[i];
+        st(receivers[i]).recv_from = senders[i];
+      }
+    }
+    for (auto& [k, receivers] : recv_halves) {
+      const auto it = send_halves.find(k);
+      const size_t matched = it == send_halves.end() ? 0 : it->second.size();
+      if (receivers.size() > matched) {
+        const TaskRef r = receivers[matched];
+        throw std::runtime_error("simulate_case: unmatched transfer: " +
+                                 describe(plans_[static_cast<size_t>(r.rank)], r.task) +
+                                 " receives with no send to meet it");
+      }
+    }
+  }
+
+  // Every rank must run the same collectives in the same order.
+  void check_collectives() {
+    for (size_t r = 1; r < plans_.size(); ++r) {
+      const std::vector<int>& mine = collectives_[r];
+      const std::vector<int>& first = collectives_[0];
+      for (size_t k = 0; k < std::max(mine.size(), first.size()); ++k) {
+        if (k >= mine.size() || k >= first.size() ||
+            plans_[r].tasks[static_cast<size_t>(mine[k])].op !=
+                plans_[0].tasks[static_cast<size_t>(first[k])].op) {
+          const bool on_r = k < mine.size();
+          throw std::runtime_error(
+              "simulate_case: unmatched collective: " +
+              (on_r ? describe(plans_[r], mine[k]) : describe(plans_[0], first[k])) +
+              " has no counterpart on rank " + std::to_string(on_r ? 0 : r));
+        }
+      }
+    }
+    collective_posted_.assign(collectives_.empty() ? 0 : collectives_[0].size(), 0);
+    collective_index_.resize(plans_.size());
+    for (size_t r = 0; r < plans_.size(); ++r) {
+      collective_index_[r].assign(plans_[r].tasks.size(), -1);
+      for (size_t k = 0; k < collectives_[r].size(); ++k) {
+        collective_index_[r][static_cast<size_t>(collectives_[r][k])] = static_cast<int>(k);
+      }
+    }
+  }
+
+  void push(double time, EventKind kind, TaskRef a, TaskRef b) {
+    events_.push(Event{time, kind, seq_++, a, b});
+  }
+
+  void post(TaskRef ref) {
+    TaskState& s = st(ref);
+    const Task& t = task(ref);
+    s.start = now_;
+    switch (t.kind) {
+      case TaskKind::gemm:
+      case TaskKind::add:
+      case TaskKind::copy:
+      case TaskKind::softmax:
+        s.posted = true;
+        // Decided once every transfer starting at this instant has started.
+        push(now_, EventKind::compute_start, ref, TaskRef{});
+        return;
+      case TaskKind::collective:
+        s.posted = true;
+        post_collective(ref);
+        return;
+      case TaskKind::send:
+      case TaskKind::recv:
+      case TaskKind::exchange:
+        break;
+    }
+    // A message starts once both of its ends are posted. The receive half is checked after
+    // `posted` is set, so a task that sends to itself starts its message exactly once.
+    if (sends(t) && st(s.send_to).posted) start_message(ref, s.send_to);
+    s.posted = true;
+    if (receives(t) && st(s.recv_from).posted) start_message(s.recv_from, ref);
+    if (s.halves == 0) finish(ref);
+  }
+
+  void start_message(TaskRef from, TaskRef to) {
+    ++in_flight_[static_cast<size_t>(from.rank)];
+    ++in_flight_[static_cast<size_t>(to.rank)];
+    const double seconds = cost_.transfer_seconds(task(from).bytes, from.rank, to.rank);
+    push(now_ + seconds, EventKind::message_end, from, to);
+  }
+
+  void half_delivered(TaskRef ref) {
+    if (--st(ref).halves == 0) finish(ref);
+  }
+
+  void post_collective(TaskRef ref) {
+    const int k = collective_index_[static_cast<size_t>(ref.rank)][static_cast<size_t>(ref.task)];
+    const size_t n = plans_.size();
+    if (++collective_posted_[static_cast<size_t>(k)] < static_cast<int>(n)) return;
+    // Every rank has posted it: the ring's steps each wait for the slowest link.
+    double seconds = 0;
+    if (n > 1) {
+      const CollectiveOp op = task(ref).op;
+      const int steps = static_cast<int>(n - 1) * (op == CollectiveOp::all_reduce ? 2 : 1);
+      double step = 0;
+      for (size_t r = 0; r < n; ++r) {
+        const Task& t =
+            plans_[r].tasks[static_cast<size_t>(collectives_[r][static_cast<size_t>(k)])];
+        // Task::bytes counts what this rank sends over all steps.
+        const int64_t block = t.bytes / steps;
+        const int next = static_cast<int>((r + 1) % n);
+        step = std::max(step, cost_.transfer_seconds(block, static_cast<int>(r), next));
+      }
+      seconds = step * steps;
+    }
+    for (size_t r = 0; r < n; ++r) ++in_flight_[r];
+    push(now_ + seconds, EventKind::collective_end, TaskRef{-1, k}, TaskRef{});
+  }
+
+  void finish(TaskRef ref) {
+    TaskState& s = st(ref);
+    s.end = now_;
+    s.ended = true;
+    for (int d : dependents_[static_cast<size_t>(ref.rank)][static_cast<size_t>(ref.task)]) {
+      const TaskRef next{ref.rank, d};
+      if (--st(next).pending == 0) post(next);
+    }
+  }
+
+  void check_finished() const {
+    // Report a posted task first: it is the one stuck waiting for its peer.
+    for (int want_posted : {1, 0}) {
+      for (size_t r = 0; r < plans_.size(); ++r) {
+        for (size_t i = 0; i < state_[r].size(); ++i) {
+          const TaskState& s = state_[r][i];
+          if (!s.ended && s.posted == (want_posted == 1)) {
+            throw std::runtime_error(
+                "simulate_case: deadlock: " + describe(plans_[r], static_cast<int>(i)) +
+                (s.posted ? " waits forever for its peer" : " never becomes ready"));
+          }
+        }
+      }
+    }
+  }
+
+  const std::vector<Plan>& plans_;
+  const CostModel& cost_;
+  std::vector<std::vector<TaskState>> state_;
+  std::vector<std::vector<std::vector<int>>> dependents_;
+  std::vector<std::vector<int>> collectives_;       // per rank: task ids of its collectives
+  std::vector<std::vector<int>> collective_index_;  // per rank and task: k, or -1
+  std::vector<int> collective_posted_;              // ranks that have posted the k-th one
+  std::vector<int> in_flight_;                      // transfers to or from each rank
+  std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
+  uint64_t seq_ = 0;
+  double now_ = 0;
+};
+
+}  // namespace
+
+CaseResult simulate_case(const std::vector<Plan>& plans, const CostModel& cost,
+                         const std::string& case_id) {
+  if (plans.empty()) throw std::runtime_error("simulate_case: no plans");
+  Simulation sim(plans, cost);
+  sim.run();
+
+  CaseResult result = case_from_plan(plans.front(), static_cast<int>(plans.size()), case_id);
+  result.iters = 1;
+  result.warmup = 0;
+  result.verified = -1;
+  fill_task_records(plans, 1, result);
+  result.step_seconds.assign(plans.size(), 0.0);
+  const size_t max_tasks = static_cast<size_t>(result.max_tasks);
+  for (size_t r = 0; r < plans.size(); ++r) {
+    double last = 0;
+    for (const Task& t : plans[r].tasks) {
+      const TaskState& s = sim.at(static_cast<int>(r), t.id);
+      result.task_start[r * max_tasks + static_cast<size_t>(t.id)] = s.start;
+      result.task_end[r * max_tasks + static_cast<size_t>(t.id)] = s.end;
+      last = std::max(last, s.end);
+    }
+    result.step_seconds[r] = last;
+  }
+  return result;
+}
+
+}  // namespace fob
