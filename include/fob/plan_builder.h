@@ -3,7 +3,9 @@
 // write-after-write) instead of being written out by hand in every strategy.
 #pragma once
 
+#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "fob/plan.h"
@@ -86,7 +88,23 @@ class PlanBuilder {
   int64_t elem_bytes() const { return dtype_bytes(plan_.dtype); }
 
   Plan& plan_;
-  std::vector<Access> accesses_;
+  // Which task last touched each row, kept as runs of rows: tasks touch long row ranges at
+  // once, so the runs stay few and a lookup costs the runs a range crosses.
+  class RowOwners {
+   public:
+    int latest(int64_t begin, int64_t end) const;  // -1 when no task touched [begin, end)
+    void assign(int64_t begin, int64_t end, int task);
+
+   private:
+    std::map<int64_t, std::pair<int64_t, int>> runs_;  // begin -> (end, task)
+  };
+  // Per buffer, the latest task of each stream that read or wrote each row, so that a new
+  // task's latest conflict on the other stream is found without scanning earlier tasks.
+  struct RowHistory {
+    RowOwners last_read[kNumStreams];
+    RowOwners last_write[kNumStreams];
+  };
+  std::vector<RowHistory> history_;
 };
 
 }  // namespace fob

@@ -253,42 +253,62 @@ void PlanBuilder::depend(int task, int on) {
   std::sort(deps.begin(), deps.end());
 }
 
-namespace {
-
-bool overlaps(int buffer, int64_t begin, int64_t end, int other_buffer, int64_t other_begin,
-              int64_t other_end) {
-  return buffer == other_buffer && begin < other_end && other_begin < end;
-}
-
-template <typename A, typename B>
-bool any_overlap(const A& xs, const B& ys) {
-  for (const auto& x : xs) {
-    for (const auto& y : ys) {
-      if (overlaps(x.buffer, x.begin, x.end, y.buffer, y.begin, y.end)) return true;
-    }
+int PlanBuilder::RowOwners::latest(int64_t begin, int64_t end) const {
+  int best = -1;
+  auto it = runs_.upper_bound(begin);
+  if (it != runs_.begin()) --it;
+  for (; it != runs_.end() && it->first < end; ++it) {
+    if (it->second.first > begin) best = std::max(best, it->second.second);
   }
-  return false;
+  return best;
 }
 
-}  // namespace
+void PlanBuilder::RowOwners::assign(int64_t begin, int64_t end, int task) {
+  if (begin >= end) return;
+  // Cut the runs that straddle either edge, drop everything inside, insert the new run.
+  auto split = [&](int64_t at) {
+    auto it = runs_.upper_bound(at);
+    if (it == runs_.begin()) return;
+    --it;
+    const auto [run_end, owner] = it->second;
+    if (it->first < at && at < run_end) {
+      it->second.first = at;
+      runs_.emplace(at, std::pair{run_end, owner});
+    }
+  };
+  split(begin);
+  split(end);
+  runs_.erase(runs_.lower_bound(begin), runs_.lower_bound(end));
+  runs_.emplace(begin, std::pair{end, task});
+}
 
 int PlanBuilder::add_task(Task task, Access access) {
   task.id = static_cast<int>(plan_.tasks.size());
   // Tasks on one stream run in order, so only the latest conflicting task on the other
   // stream needs to become an edge: it completes after every earlier one there.
+  const int self = static_cast<int>(task.stream);
+  const int other = 1 - self;
+  auto history = [&](int buffer) -> RowHistory& {
+    if (static_cast<size_t>(buffer) >= history_.size()) history_.resize(buffer + 1);
+    return history_[static_cast<size_t>(buffer)];
+  };
   int latest = -1;
-  for (int i = task.id - 1; i >= 0; --i) {
-    if (plan_.tasks[i].stream == task.stream) continue;
-    const Access& prior = accesses_[i];
-    if (any_overlap(access.reads, prior.writes) || any_overlap(access.writes, prior.reads) ||
-        any_overlap(access.writes, prior.writes)) {
-      latest = i;
-      break;
-    }
+  for (const Region& r : access.reads) {  // read after write
+    latest = std::max(latest, history(r.buffer).last_write[other].latest(r.begin, r.end));
+  }
+  for (const Region& r : access.writes) {  // write after read, write after write
+    RowHistory& h = history(r.buffer);
+    latest = std::max({latest, h.last_read[other].latest(r.begin, r.end),
+                       h.last_write[other].latest(r.begin, r.end)});
   }
   if (latest >= 0) task.deps.push_back(latest);
+  for (const Region& r : access.reads) {
+    history(r.buffer).last_read[self].assign(r.begin, r.end, task.id);
+  }
+  for (const Region& r : access.writes) {
+    history(r.buffer).last_write[self].assign(r.begin, r.end, task.id);
+  }
   plan_.tasks.push_back(std::move(task));
-  accesses_.push_back(std::move(access));
   return plan_.tasks.back().id;
 }
 
