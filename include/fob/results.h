@@ -66,6 +66,8 @@ struct SystemInfo {
   std::string link_emulation;  // "none" or "emulated: 10 Gbit/s, 5 us latency"
   std::string env;             // KEY=VALUE lines
   std::string notes;           // caveats about how the numbers were taken, e.g. oversubscription
+  // Non-empty for `fobench sim` files: the machine file the times were predicted with.
+  std::string simulated;
 };
 
 struct RunInfo {

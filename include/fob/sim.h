@@ -18,8 +18,16 @@ class CostModel {
   virtual ~CostModel() = default;
   // Seconds for a gemm, add, copy or softmax task on `rank`.
   virtual double compute_seconds(const Task& t, DType dtype, int rank) const = 0;
-  // Seconds for one point-to-point message of `bytes` from one rank to another.
+  // Seconds for one point-to-point message of `bytes` from one rank to another, alone on its
+  // link: latency_seconds + bytes / bytes_per_second.
   virtual double transfer_seconds(int64_t bytes, int from_rank, int to_rank) const = 0;
+  // The pieces of transfer_seconds, for messages that share a link. Messages in flight at the
+  // same time that leave one rank over the same link class share that rank's egress
+  // bandwidth, and those arriving at one rank over one class share its ingress bandwidth.
+  virtual double latency_seconds(int from_rank, int to_rank) const = 0;
+  virtual double bytes_per_second(int from_rank, int to_rank) const = 0;
+  // The link class joining two ranks (e.g. 0 nvlink, 1 ib): what "the same link" means above.
+  virtual int link_class(int /*from_rank*/, int /*to_rank*/) const { return 0; }
   // How much slower a compute task runs while its rank has a transfer in flight. The simulator
   // applies it to the whole task when a message to or from the rank (or a collective) is in
   // flight at the moment the task starts: simple, and it never changes a task's length midway.
@@ -35,6 +43,10 @@ class UniformCost : public CostModel {
               double bytes_per_second, double slowdown_while_transferring = 1.0);
   double compute_seconds(const Task& t, DType dtype, int rank) const override;
   double transfer_seconds(int64_t bytes, int from_rank, int to_rank) const override;
+  double latency_seconds(int /*from_rank*/, int /*to_rank*/) const override { return latency_; }
+  double bytes_per_second(int /*from_rank*/, int /*to_rank*/) const override {
+    return bytes_per_second_;
+  }
   double compute_slowdown_while_transferring() const override { return slowdown_; }
 
  private:
@@ -42,10 +54,14 @@ class UniformCost : public CostModel {
 };
 
 // Simulates one iteration of `plans` (one per rank, all of the same case; every rank starts at
-// time 0). Messages are independent of one another: concurrent messages on one link do not
-// share its bandwidth yet. A collective runs as the ring the CPU backend runs: it starts once
-// every rank has posted it and takes N-1 steps (2(N-1) for an all-reduce), each as long as the
-// slowest link's transfer of one block; a reduce-scatter's additions are not priced.
+// time 0). A message starts once both ends are posted, pays latency_seconds, then flows at
+// bytes_per_second / max(flows leaving its sender, flows entering its receiver, over its link
+// class), rates changing as flows start and end (a fluid model). A collective runs as the ring
+// the CPU backend runs: it starts once every rank has posted it and takes N-1 steps (2(N-1) for
+// an all-reduce), each as long as the slowest link's latency plus one block at that link's
+// share; it counts as one flow on each ring link (rank r's egress and r+1's ingress) for its
+// whole run, so it and concurrent messages slow one another. A reduce-scatter's additions are
+// not priced.
 // Throws std::runtime_error naming the rank and task of an unmatched transfer or a deadlock.
 CaseResult simulate_case(const std::vector<Plan>& plans, const CostModel& cost,
                          const std::string& case_id);

@@ -3,6 +3,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "fob/config.h"
 
@@ -39,12 +40,31 @@ int report_command(const ReportArgs& args);
 struct CompareArgs {
   std::string base, next;
   double threshold_pct = 5;
-  std::string metric = "T";  // T | exposed_comm | busbw
+  std::string metric = "T";   // T | exposed_comm | busbw
   std::string format = "md";  // md | csv | json
 };
 
 // Exit 0 when no case regressed, 1 when one did, 2 on bad input.
 int compare_command(const CompareArgs& args);
+
+struct SimArgs {
+  RunArgs run;                        // the config, its overrides, -o and --force
+  std::string machine;                // machine file
+  std::string worlds;                 // "4,8,64"; empty: one node of the machine
+  std::optional<int> ranks_per_node;  // overrides the machine's topology
+  std::string format = "md";
+};
+
+int sim_command(const SimArgs& args);
+
+struct CalibrateArgs {
+  std::vector<std::string> files;
+  std::string output;
+  std::string name;
+  bool force = false;
+};
+
+int calibrate_command(const CalibrateArgs& args);
 
 std::string version_text();
 

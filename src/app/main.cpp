@@ -102,6 +102,37 @@ int main(int argc, char** argv) {
   compare_cmd->add_option("--metric", compare.metric, "T | exposed_comm | busbw (default T)");
   compare_cmd->add_option("--format", compare.format, "md | csv | json (default md)");
 
+  fob::SimArgs sim;
+  CLI::App* sim_cmd = app.add_subcommand(
+      "sim", "predict the step times of a config's plans on a machine file (no MPI, no GPU)");
+  sim_cmd->add_option("-c,--config", sim.run.config_path, "YAML config (bench_configs/*.yaml)");
+  sim_cmd->add_option("--machine", sim.machine, "machine file (bench_configs/machines/*.yaml)")
+      ->required();
+  sim_cmd->add_option("--world", sim.worlds,
+                      "world sizes, comma list, e.g. 8,16,64 (default: one node of the machine)");
+  optional_option(sim_cmd, "--ranks-per-node", sim.ranks_per_node,
+                  "ranks per node, overriding the machine file's topology");
+  optional_option(sim_cmd, "--workload", sim.run.workload, "as for run");
+  optional_option(sim_cmd, "--batch", sim.run.batch, "as for run");
+  optional_option(sim_cmd, "--seq", sim.run.seq, "as for run");
+  optional_option(sim_cmd, "--hidden", sim.run.hidden, "as for run");
+  optional_option(sim_cmd, "--ffn", sim.run.ffn, "as for run");
+  optional_option(sim_cmd, "--heads", sim.run.heads, "as for run");
+  optional_option(sim_cmd, "--dtype", sim.run.dtype, "as for run");
+  optional_option(sim_cmd, "--strategies", sim.run.strategies, "as for run");
+  optional_option(sim_cmd, "-o,--output", sim.run.output, "results file (.h5), marked simulated");
+  sim_cmd->add_flag("--force", sim.run.force, "overwrite an existing results file");
+  sim_cmd->add_option("--format", sim.format, "md | csv | json | latex");
+
+  fob::CalibrateArgs calibrate;
+  CLI::App* calibrate_cmd = app.add_subcommand(
+      "calibrate", "fit a machine file to measured results files, printing the residuals");
+  calibrate_cmd->add_option("files", calibrate.files, "measured results files (.h5)")->required();
+  calibrate_cmd->add_option("-o,--output", calibrate.output, "machine file to write (.yaml)")
+      ->required();
+  calibrate_cmd->add_option("--name", calibrate.name, "the machine's name (default: -o's stem)");
+  calibrate_cmd->add_flag("--force", calibrate.force, "overwrite an existing machine file");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -118,6 +149,11 @@ int main(int argc, char** argv) {
   }
   if (*report_cmd) return fob::report_command(report);
   if (*compare_cmd) return fob::compare_command(compare);
+  if (*sim_cmd) {
+    for (int i = 0; i < argc; ++i) sim.run.command_line += (i ? " " : "") + std::string(argv[i]);
+    return fob::sim_command(sim);
+  }
+  if (*calibrate_cmd) return fob::calibrate_command(calibrate);
   std::cout << app.help();
   return 0;
 }

@@ -459,6 +459,7 @@ void write_system(hid_t file, const SystemInfo& sys, const std::string& path) {
   write_attr_str(group, "blas", sys.blas, w);
   write_attr_str(group, "link_emulation", sys.link_emulation, w);
   if (!sys.notes.empty()) write_attr_str(group, "notes", sys.notes, w);
+  if (!sys.simulated.empty()) write_attr_str(group, "simulated", sys.simulated, w);
   write_attr_str(group, "env", sys.env, w);
 }
 
@@ -825,6 +826,7 @@ ResultFile read_results_unchecked(const std::string& path) {
     s.blas = opt_str(sys, "blas", ws);
     s.link_emulation = opt_str(sys, "link_emulation", ws);
     s.notes = opt_str(sys, "notes", ws);
+    s.simulated = opt_str(sys, "simulated", ws);
     s.env = opt_str(sys, "env", ws);
   }
 

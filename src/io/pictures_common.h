@@ -19,6 +19,8 @@ inline bool link_emulated(const SystemInfo& sys) {
 // A run over an emulated link measures the emulation, not the machine's network; every picture
 // says so where it cannot be missed.
 inline std::string emulated_note(const SystemInfo& sys) {
+  if (!sys.simulated.empty())
+    return "SIMULATED with " + sys.simulated + ": predicted, not measured";
   if (!link_emulated(sys)) return "";
   std::string detail = sys.link_emulation;  // "emulated: 10 Gbit/s, 5 us latency"
   const std::string prefix = "emulated:";

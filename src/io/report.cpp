@@ -151,6 +151,7 @@ std::vector<std::pair<std::string, std::string>> header_pairs(const ResultFile& 
           {"blas", s.blas},
           {"link_emulation", s.link_emulation.empty() ? "none" : s.link_emulation},
           {"notes", s.notes},
+          {"simulated", s.simulated},
           {"overlap_pct", kOverlapNote},
           {"t", kStepNote}};
 }
@@ -292,6 +293,7 @@ void write_json(std::ostream& out, const ResultFile& file, const std::vector<Sum
        {"cuda_version", json_string(s.cuda_version)},
        {"blas", json_string(s.blas)},
        {"link_emulation", json_string(s.link_emulation)},
+       {"simulated", json_string(s.simulated)},
        {"env", json_string(s.env)}},
       "  ");
   out << ",\n  \"run\": ";
@@ -422,6 +424,11 @@ void write_md(std::ostream& out, const ResultFile& file, const std::vector<Group
   auto or_dash = [](const std::string& v) { return v.empty() ? std::string("-") : v; };
 
   out << "# fobench report\n\n";
+  if (!s.simulated.empty()) {
+    // Predictions must never pass for measurements.
+    out << "> **SIMULATED: predicted by fobench sim with " << one_line(s.simulated)
+        << "; no time here was measured**\n\n";
+  }
   if (link_emulated(s)) {
     // Emulated numbers describe the emulated link, not this machine; nobody should miss that.
     out << "> **EMULATED link: " << link_detail(s) << "**\n\n";
@@ -522,12 +529,13 @@ void write_latex(std::ostream& out, const ResultFile& file, const std::vector<Gr
   const std::string link =
       link_emulated(s) ? "EMULATED link: " + link_detail(s) : "link not emulated";
   out << "% fobench report -- needs \\usepackage{booktabs}\n";
+  if (!s.simulated.empty()) out << "% SIMULATED with " << one_line(s.simulated) << "\n";
   out << "% " << kStepNote << "\n";
   if (!s.notes.empty()) out << "% note: " << one_line(s.notes) << "\n";
   for (const Group& group : groups) {
     out << "\\begin{table}[ht]\n\\centering\n";
-    out << "\\caption{" << tex_escape(group.title) << ". "
-        << tex_escape(join(split_unique(s.hostnames), ", ")) << ", backend "
+    out << "\\caption{" << (s.simulated.empty() ? "" : "SIMULATED. ") << tex_escape(group.title)
+        << ". " << tex_escape(join(split_unique(s.hostnames), ", ")) << ", backend "
         << tex_escape(s.backend) << ", transport " << tex_escape(s.transport) << ", "
         << tex_escape(link)
         << ". Median step time; comm.\\ overhead is $T - T_{comp}$; reductions against "

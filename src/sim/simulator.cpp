@@ -32,13 +32,15 @@ std::string describe(const Plan& plan, int task) {
 
 // Ends sort before starts at the same instant, so a compute task that starts just as a
 // transfer ends is not slowed by it, and one that starts with a transfer is.
-enum class EventKind : uint8_t { message_end, collective_end, compute_end, compute_start };
+enum class EventKind : uint8_t { flow_end, compute_end, flow_start, compute_start };
 
 struct Event {
   double time = 0;
-  EventKind kind = EventKind::message_end;
-  uint64_t seq = 0;  // push order: ties broken the same way every run
-  TaskRef a, b;      // message: sender and receiver; compute: the task; collective: index in a
+  EventKind kind = EventKind::flow_end;
+  uint64_t seq = 0;      // push order: ties broken the same way every run
+  TaskRef a;             // compute: the task
+  int flow = -1;         // flow_start, flow_end: the flow
+  uint32_t version = 0;  // flow_end: stale unless it matches the flow's version
   bool operator>(const Event& o) const {
     if (time != o.time) return time > o.time;
     if (kind != o.kind) return kind > o.kind;
@@ -54,6 +56,33 @@ struct TaskState {
   TaskRef send_to, recv_from;  // the matching halves on the peers
 };
 
+// One rank's end of one link class: the flows now leaving (out) and arriving (in) over it.
+struct Port {
+  int cls = 0;
+  std::vector<int> out, in;
+};
+
+// One ring link of a collective: rank r to rank r+1.
+struct RingLink {
+  int out_port = -1, in_port = -1;  // on r and on r+1
+  double latency = 0, bytes_per_second = 0, block = 0;
+};
+
+// A point-to-point message, or a whole collective, sharing bandwidth with the flows on its
+// ports (fluid model). A message pays its latency first, then flows: `remaining` bytes at
+// `rate`. A collective flows from its start: `remaining` is the fraction of it left, and
+// `period` what the whole would take at the current shares.
+struct Flow {
+  TaskRef from, to;                 // message: sender and receiver halves
+  int collective = -1;              // the collective's index k, or -1 for a message
+  int out_port = -1, in_port = -1;  // message: on the sender and on the receiver
+  bool flowing = false, scheduled = false;
+  double remaining = 0, rate = 0, period = 0, since = 0;
+  uint32_t version = 0;
+  int steps = 0;                // collective: ring steps
+  std::vector<RingLink> links;  // collective: one per rank
+};
+
 class Simulation {
  public:
   Simulation(const std::vector<Plan>& plans, const CostModel& cost) : plans_(plans), cost_(cost) {
@@ -62,6 +91,7 @@ class Simulation {
     dependents_.resize(n);
     collectives_.resize(n);
     in_flight_.assign(n, 0);
+    ports_.resize(n);
     for (size_t r = 0; r < n; ++r) {
       if (plans[r].rank != static_cast<int>(r) || plans[r].world != static_cast<int>(n)) {
         throw std::runtime_error("simulate_case: plan " + std::to_string(r) + " is rank " +
@@ -83,19 +113,17 @@ class Simulation {
     while (!events_.empty()) {
       const Event e = events_.top();
       events_.pop();
+      if (e.kind == EventKind::flow_end &&
+          e.version != flows_[static_cast<size_t>(e.flow)].version) {
+        continue;  // rescheduled since
+      }
       now_ = e.time;
       switch (e.kind) {
-        case EventKind::message_end:
-          --in_flight_[static_cast<size_t>(e.a.rank)];
-          --in_flight_[static_cast<size_t>(e.b.rank)];
-          half_delivered(e.a);
-          half_delivered(e.b);
+        case EventKind::flow_end:
+          end_flow(e.flow);
           break;
-        case EventKind::collective_end:
-          for (size_t r = 0; r < plans_.size(); ++r) {
-            --in_flight_[r];
-            finish({static_cast<int>(r), collectives_[r][static_cast<size_t>(e.a.task)]});
-          }
+        case EventKind::flow_start:
+          begin_flow(e.flow);
           break;
         case EventKind::compute_start: {
           const Task& t = task(e.a);
@@ -104,7 +132,7 @@ class Simulation {
           if (in_flight_[static_cast<size_t>(e.a.rank)] > 0) {
             seconds *= cost_.compute_slowdown_while_transferring();
           }
-          push(now_ + seconds, EventKind::compute_end, e.a, TaskRef{});
+          push(now_ + seconds, EventKind::compute_end, e.a);
           break;
         }
         case EventKind::compute_end:
@@ -167,6 +195,9 @@ class Simulation {
              static_cast<uint64_t>(static_cast<uint32_t>(tag));
     };
     std::unordered_map<uint64_t, std::vector<TaskRef>> send_halves, recv_halves;
+    size_t halves = 0;
+    for (const Plan& p : plans_) halves += p.tasks.size();
+    flows_.reserve(halves / 2);
     for (const Plan& p : plans_) {
       for (const Task& t : p.tasks) {
         const bool s = sends(t), rcv = receives(t);
@@ -231,8 +262,8 @@ class Simulation {
     }
   }
 
-  void push(double time, EventKind kind, TaskRef a, TaskRef b) {
-    events_.push(Event{time, kind, seq_++, a, b});
+  void push(double time, EventKind kind, TaskRef a, int flow = -1, uint32_t version = 0) {
+    events_.push(Event{time, kind, seq_++, a, flow, version});
   }
 
   void post(TaskRef ref) {
@@ -246,7 +277,7 @@ class Simulation {
       case TaskKind::softmax:
         s.posted = true;
         // Decided once every transfer starting at this instant has started.
-        push(now_, EventKind::compute_start, ref, TaskRef{});
+        push(now_, EventKind::compute_start, ref);
         return;
       case TaskKind::collective:
         s.posted = true;
@@ -265,39 +296,179 @@ class Simulation {
     if (s.halves == 0) finish(ref);
   }
 
+  // The port of `rank` for link class `cls`, made on first use (a rank has few classes).
+  int port(int rank, int cls) {
+    std::vector<Port>& ports = ports_[static_cast<size_t>(rank)];
+    for (size_t i = 0; i < ports.size(); ++i) {
+      if (ports[i].cls == cls) return static_cast<int>(i);
+    }
+    ports.push_back(Port{cls, {}, {}});
+    return static_cast<int>(ports.size() - 1);
+  }
+  Port& port_at(int rank, int index) {
+    return ports_[static_cast<size_t>(rank)][static_cast<size_t>(index)];
+  }
+  Flow& flow(int id) { return flows_[static_cast<size_t>(id)]; }
+
   void start_message(TaskRef from, TaskRef to) {
     ++in_flight_[static_cast<size_t>(from.rank)];
     ++in_flight_[static_cast<size_t>(to.rank)];
-    const double seconds = cost_.transfer_seconds(task(from).bytes, from.rank, to.rank);
-    push(now_ + seconds, EventKind::message_end, from, to);
-  }
-
-  void half_delivered(TaskRef ref) {
-    if (--st(ref).halves == 0) finish(ref);
+    const int cls = cost_.link_class(from.rank, to.rank);
+    const int id = static_cast<int>(flows_.size());
+    Flow f;
+    f.from = from;
+    f.to = to;
+    f.out_port = port(from.rank, cls);
+    f.in_port = port(to.rank, cls);
+    f.remaining = static_cast<double>(task(from).bytes);
+    flows_.push_back(std::move(f));
+    const double latency = cost_.latency_seconds(from.rank, to.rank);
+    if (latency > 0) {
+      push(now_ + latency, EventKind::flow_start, TaskRef{}, id);
+    } else {
+      begin_flow(id);
+    }
   }
 
   void post_collective(TaskRef ref) {
     const int k = collective_index_[static_cast<size_t>(ref.rank)][static_cast<size_t>(ref.task)];
     const size_t n = plans_.size();
     if (++collective_posted_[static_cast<size_t>(k)] < static_cast<int>(n)) return;
-    // Every rank has posted it: the ring's steps each wait for the slowest link.
-    double seconds = 0;
+    // Every rank has posted it.
+    for (size_t r = 0; r < n; ++r) ++in_flight_[r];
+    const int id = static_cast<int>(flows_.size());
+    Flow f;
+    f.collective = k;
+    f.remaining = 1;
     if (n > 1) {
       const CollectiveOp op = task(ref).op;
-      const int steps = static_cast<int>(n - 1) * (op == CollectiveOp::all_reduce ? 2 : 1);
-      double step = 0;
+      f.steps = static_cast<int>(n - 1) * (op == CollectiveOp::all_reduce ? 2 : 1);
+      f.links.resize(n);
       for (size_t r = 0; r < n; ++r) {
         const Task& t =
             plans_[r].tasks[static_cast<size_t>(collectives_[r][static_cast<size_t>(k)])];
+        const int from = static_cast<int>(r), to = static_cast<int>((r + 1) % n);
+        const int cls = cost_.link_class(from, to);
+        RingLink& l = f.links[r];
+        l.out_port = port(from, cls);
+        l.in_port = port(to, cls);
+        l.latency = cost_.latency_seconds(from, to);
+        l.bytes_per_second = cost_.bytes_per_second(from, to);
         // Task::bytes counts what this rank sends over all steps.
-        const int64_t block = t.bytes / steps;
-        const int next = static_cast<int>((r + 1) % n);
-        step = std::max(step, cost_.transfer_seconds(block, static_cast<int>(r), next));
+        l.block = static_cast<double>(t.bytes / f.steps);
       }
-      seconds = step * steps;
     }
-    for (size_t r = 0; r < n; ++r) ++in_flight_[r];
-    push(now_ + seconds, EventKind::collective_end, TaskRef{-1, k}, TaskRef{});
+    flows_.push_back(std::move(f));
+    begin_flow(id);
+  }
+
+  // The flows whose rate may change when `id` starts or stops flowing: those sharing a port
+  // with it, itself included while it is listed.
+  template <typename Fn>
+  void for_each_port(int id, Fn&& fn) {
+    const Flow& f = flow(id);
+    if (f.collective < 0) {
+      fn(port_at(f.from.rank, f.out_port).out);
+      fn(port_at(f.to.rank, f.in_port).in);
+      return;
+    }
+    const int n = static_cast<int>(f.links.size());
+    for (int r = 0; r < n; ++r) {
+      const RingLink& l = f.links[static_cast<size_t>(r)];
+      fn(port_at(r, l.out_port).out);
+      fn(port_at((r + 1) % n, l.in_port).in);
+    }
+  }
+
+  void begin_flow(int id) {
+    flow(id).flowing = true;
+    flow(id).since = now_;
+    for_each_port(id, [id](std::vector<int>& list) { list.push_back(id); });
+    refresh_neighbours(id);
+  }
+
+  void end_flow(int id) {
+    Flow& f = flow(id);
+    f.flowing = false;
+    for_each_port(id, [id](std::vector<int>& list) {
+      const auto it = std::find(list.begin(), list.end(), id);
+      *it = list.back();
+      list.pop_back();
+    });
+    refresh_neighbours(id);
+    if (f.collective < 0) {
+      const TaskRef from = f.from, to = f.to;
+      --in_flight_[static_cast<size_t>(from.rank)];
+      --in_flight_[static_cast<size_t>(to.rank)];
+      half_delivered(from);
+      half_delivered(to);
+      return;
+    }
+    const size_t k = static_cast<size_t>(f.collective);
+    for (size_t r = 0; r < plans_.size(); ++r) {
+      --in_flight_[r];
+      finish({static_cast<int>(r), collectives_[r][k]});
+    }
+  }
+
+  // Rates after `id` started or stopped flowing: its own (when it flows) and those of the flows
+  // on its ports (refreshing changes neither the lists nor the flow vector). A flow on two of
+  // these ports is refreshed twice; the second finds its rate unchanged.
+  void refresh_neighbours(int id) {
+    if (flow(id).flowing) refresh(id);
+    for_each_port(id, [this, id](const std::vector<int>& list) {
+      for (int other : list) {
+        if (other != id) refresh(other);
+      }
+    });
+  }
+
+  size_t share(int rank_out, int out_port, int rank_in, int in_port) {
+    return std::max(port_at(rank_out, out_port).out.size(), port_at(rank_in, in_port).in.size());
+  }
+
+  // Brings a flowing flow's progress up to now under its old rate and reschedules its end under
+  // the current shares, when they changed it.
+  void refresh(int id) {
+    Flow& f = flow(id);
+    double rate = 0, period = 0;
+    if (f.collective < 0) {
+      const double bw = cost_.bytes_per_second(f.from.rank, f.to.rank);
+      const size_t s = share(f.from.rank, f.out_port, f.to.rank, f.in_port);
+      rate = s == 1 ? bw : bw / static_cast<double>(s);
+      if (f.scheduled && rate == f.rate) return;
+    } else {
+      // Each ring step waits for the slowest link's block at that link's share.
+      const int n = static_cast<int>(f.links.size());
+      double step = 0;
+      for (int r = 0; r < n; ++r) {
+        const RingLink& l = f.links[static_cast<size_t>(r)];
+        const size_t s = share(r, l.out_port, (r + 1) % n, l.in_port);
+        step = std::max(step, l.latency + l.block * static_cast<double>(s) / l.bytes_per_second);
+      }
+      period = step * f.steps;
+      if (f.scheduled && period == f.period) return;
+    }
+    if (f.scheduled) {
+      const double elapsed = now_ - f.since;
+      if (f.collective < 0) {
+        f.remaining = std::max(0.0, f.remaining - elapsed * f.rate);
+      } else if (f.period > 0) {
+        f.remaining = std::max(0.0, f.remaining - elapsed / f.period);
+      }
+    }
+    f.since = now_;
+    f.rate = rate;
+    f.period = period;
+    f.scheduled = true;
+    ++f.version;
+    const double left =
+        f.collective < 0 ? (f.remaining > 0 ? f.remaining / rate : 0.0) : f.remaining * period;
+    push(now_ + left, EventKind::flow_end, TaskRef{}, id, f.version);
+  }
+
+  void half_delivered(TaskRef ref) {
+    if (--st(ref).halves == 0) finish(ref);
   }
 
   void finish(TaskRef ref) {
@@ -334,6 +505,8 @@ class Simulation {
   std::vector<std::vector<int>> collective_index_;  // per rank and task: k, or -1
   std::vector<int> collective_posted_;              // ranks that have posted the k-th one
   std::vector<int> in_flight_;                      // transfers to or from each rank
+  std::vector<std::vector<Port>> ports_;            // per rank, one per link class in use
+  std::vector<Flow> flows_;                         // every message and collective started
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
   uint64_t seq_ = 0;
   double now_ = 0;

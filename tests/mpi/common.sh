@@ -23,3 +23,17 @@ fail() {
   echo "FAIL: $*" >&2
   exit 1
 }
+
+# expect_input_error NAME PATTERN SUBCOMMAND ARGS...: fobench without MPI must exit 2 with
+# PATTERN in its message.
+expect_input_error() {
+  local name=$1 pattern=$2 rc=0
+  shift 2
+  "$FOBENCH" "$@" > "$scratch/$name.out" 2> "$scratch/$name.err" || rc=$?
+  [ "$rc" = 2 ] || { cat "$scratch/$name.err" >&2; fail "$name: exit $rc, expected 2"; }
+  grep -q -- "$pattern" "$scratch/$name.err" || {
+    cat "$scratch/$name.err" >&2
+    fail "$name: message does not name '$pattern'"
+  }
+  echo "ok: $name: $(head -n1 "$scratch/$name.err")"
+}

@@ -335,6 +335,236 @@ TEST(Sim, SummaryMatchesClosedForms) {
   }
 }
 
+// Bandwidth sharing. Hand-built plans: B bytes take exactly 1/1024 s alone at kBw.
+const double kBw = 1024.0 * 1024.0;
+const int64_t kB = 1024;
+const double kT = 1.0 / 1024;  // kB / kBw
+
+// A cost model whose link class is chosen by a function of the pair; free compute.
+class ClassCost : public CostModel {
+ public:
+  ClassCost(double latency, int (*cls)(int, int)) : latency_(latency), cls_(cls) {}
+  double compute_seconds(const Task&, DType, int) const override { return 0; }
+  double transfer_seconds(int64_t bytes, int, int) const override {
+    return latency_ + static_cast<double>(bytes) / kBw;
+  }
+  double latency_seconds(int, int) const override { return latency_; }
+  double bytes_per_second(int, int) const override { return kBw; }
+  int link_class(int from, int to) const override { return cls_(from, to); }
+
+ private:
+  double latency_;
+  int (*cls_)(int, int);
+};
+
+int class_by_receiver_parity(int, int to) {
+  return to % 2;
+}
+int class_everywhere(int, int) {
+  return 0;
+}
+int class_per_pair(int from, int to) {
+  return from * 4096 + to;
+}
+
+// Another model's times, with every ordered pair of ranks on a class of its own.
+class PerPairCost : public CostModel {
+ public:
+  explicit PerPairCost(const CostModel& base) : base_(base) {}
+  double compute_seconds(const Task& t, DType d, int rank) const override {
+    return base_.compute_seconds(t, d, rank);
+  }
+  double transfer_seconds(int64_t bytes, int from, int to) const override {
+    return base_.transfer_seconds(bytes, from, to);
+  }
+  double latency_seconds(int from, int to) const override {
+    return base_.latency_seconds(from, to);
+  }
+  double bytes_per_second(int from, int to) const override {
+    return base_.bytes_per_second(from, to);
+  }
+  int link_class(int from, int to) const override { return class_per_pair(from, to); }
+
+ private:
+  const CostModel& base_;
+};
+
+std::vector<Plan> empty_plans(int world) {
+  Plan base = plans_for(Workload::ag_gemm, "baseline", 2).front();
+  base.tasks.clear();
+  std::vector<Plan> plans(static_cast<size_t>(world), base);
+  for (int r = 0; r < world; ++r) {
+    plans[static_cast<size_t>(r)].rank = r;
+    plans[static_cast<size_t>(r)].world = world;
+  }
+  return plans;
+}
+
+// Appends a transfer to `p` (no deps beyond its stream's previous task); returns its id.
+int add_transfer(Plan& p, StreamId stream, TaskKind kind, int to, int from, int64_t bytes,
+                 int tag = 0) {
+  Task t;
+  t.id = static_cast<int>(p.tasks.size());
+  t.stream = stream;
+  t.kind = kind;
+  t.send_peer = to;
+  t.recv_peer = from;
+  t.bytes = bytes;
+  t.tag = tag;
+  t.label = "t" + std::to_string(t.id);
+  p.tasks.push_back(t);
+  return t.id;
+}
+
+double end_of(const CaseResult& r, int rank, int task) {
+  return r.task_end[static_cast<size_t>(rank) * static_cast<size_t>(r.max_tasks) +
+                    static_cast<size_t>(task)];
+}
+
+// Rank 0 sends `first` bytes to rank 1 and `second` bytes to rank 2 at once (one per stream).
+std::vector<Plan> two_sends_from_zero(int64_t first, int64_t second) {
+  std::vector<Plan> plans = empty_plans(3);
+  add_transfer(plans[0], StreamId::compute, TaskKind::send, 1, -1, first);
+  add_transfer(plans[0], StreamId::comm, TaskKind::send, 2, -1, second);
+  add_transfer(plans[1], StreamId::comm, TaskKind::recv, -1, 0, first);
+  add_transfer(plans[2], StreamId::comm, TaskKind::recv, -1, 0, second);
+  return plans;
+}
+
+TEST(SimShare, OneMessageAloneIsUnchanged) {
+  const double lat = 1.0 / 65536;
+  std::vector<Plan> plans = empty_plans(2);
+  add_transfer(plans[0], StreamId::comm, TaskKind::send, 1, -1, kB);
+  add_transfer(plans[1], StreamId::comm, TaskKind::recv, -1, 0, kB);
+  const CaseResult r = simulate_case(plans, UniformCost(1, kInf, lat, kBw), "0");
+  EXPECT_CLOSE(end_of(r, 0, 0), lat + kT);
+  EXPECT_CLOSE(end_of(r, 1, 0), lat + kT);
+}
+
+// Two messages leaving one rank over one class each get half its egress: lat + 2 B / bw.
+TEST(SimShare, TwoSendsFromOneRankShareEgress) {
+  const double lat = 1.0 / 65536;
+  const CaseResult r =
+      simulate_case(two_sends_from_zero(kB, kB), UniformCost(1, kInf, lat, kBw), "0");
+  EXPECT_CLOSE(end_of(r, 0, 0), lat + 2 * kT);
+  EXPECT_CLOSE(end_of(r, 0, 1), lat + 2 * kT);
+  EXPECT_CLOSE(end_of(r, 1, 0), lat + 2 * kT);
+  EXPECT_CLOSE(end_of(r, 2, 0), lat + 2 * kT);
+  EXPECT_CLOSE(r.step(0), lat + 2 * kT);
+}
+
+// B and 3B at once: both flow at bw/2 until the small one ends at 2B/bw; the large one has 2B
+// left, alone at bw: it ends at 4B/bw.
+TEST(SimShare, RatesRiseWhenAMessageFinishes) {
+  const double lat = 1.0 / 65536;
+  const CaseResult r =
+      simulate_case(two_sends_from_zero(kB, 3 * kB), UniformCost(1, kInf, lat, kBw), "0");
+  EXPECT_CLOSE(end_of(r, 0, 0), lat + 2 * kT);
+  EXPECT_CLOSE(end_of(r, 0, 1), lat + 4 * kT);
+  EXPECT_CLOSE(end_of(r, 2, 0), lat + 4 * kT);
+}
+
+// Ranks 1 and 2 send to rank 0 at once: they share rank 0's ingress.
+TEST(SimShare, TwoReceivesShareIngress) {
+  std::vector<Plan> plans = empty_plans(3);
+  add_transfer(plans[0], StreamId::compute, TaskKind::recv, -1, 1, kB);
+  add_transfer(plans[0], StreamId::comm, TaskKind::recv, -1, 2, kB);
+  add_transfer(plans[1], StreamId::comm, TaskKind::send, 0, -1, kB);
+  add_transfer(plans[2], StreamId::comm, TaskKind::send, 0, -1, kB);
+  const CaseResult r = simulate_case(plans, UniformCost(1, kInf, 0, kBw), "0");
+  EXPECT_CLOSE(end_of(r, 0, 0), 2 * kT);
+  EXPECT_CLOSE(end_of(r, 0, 1), 2 * kT);
+}
+
+// Different link classes (receiver parity: 0 -> 1 is class 1, 0 -> 2 class 0) do not share.
+TEST(SimShare, DifferentClassesDoNotShare) {
+  const double lat = 1.0 / 65536;
+  const CaseResult r =
+      simulate_case(two_sends_from_zero(kB, kB), ClassCost(lat, class_by_receiver_parity), "0");
+  EXPECT_CLOSE(end_of(r, 0, 0), lat + kT);
+  EXPECT_CLOSE(end_of(r, 0, 1), lat + kT);
+  // Same parity (0 -> 1 and 0 -> 3, both class 1): shared.
+  std::vector<Plan> plans = empty_plans(4);
+  add_transfer(plans[0], StreamId::compute, TaskKind::send, 1, -1, kB);
+  add_transfer(plans[0], StreamId::comm, TaskKind::send, 3, -1, kB);
+  add_transfer(plans[1], StreamId::comm, TaskKind::recv, -1, 0, kB);
+  add_transfer(plans[3], StreamId::comm, TaskKind::recv, -1, 0, kB);
+  const CaseResult s = simulate_case(plans, ClassCost(lat, class_by_receiver_parity), "0");
+  EXPECT_CLOSE(end_of(s, 0, 0), lat + 2 * kT);
+  EXPECT_CLOSE(end_of(s, 0, 1), lat + 2 * kT);
+}
+
+// An exchange sends one way and receives the other: egress and ingress are separate, so a
+// pair swapping blocks, or a ring shifting them, runs at full rate.
+TEST(SimShare, ExchangeDoesNotShare) {
+  for (int n : {2, 3, 8}) {
+    std::vector<Plan> plans = empty_plans(n);
+    for (int r = 0; r < n; ++r) {
+      add_transfer(plans[static_cast<size_t>(r)], StreamId::comm, TaskKind::exchange, (r + 1) % n,
+                   (r + n - 1) % n, kB);
+    }
+    const CaseResult res = simulate_case(plans, UniformCost(1, kInf, 0, kBw), "0");
+    for (int r = 0; r < n; ++r) EXPECT_CLOSE(end_of(res, r, 0), kT) << n;
+  }
+}
+
+// A message sent while a collective runs on the same class shares the sender's egress with it.
+// N = 3: the all-gather's ring (0 -> 1 -> 2 -> 0) takes 2 steps of a B-byte block (2B/bw
+// alone). Rank 0 also sends B to rank 2. Sharing rank 0's egress, the message flows at bw/2
+// and ends at 2B/bw; the collective's steps take 2B/bw each meanwhile, so half of it is done,
+// and the other half, alone, takes B/bw more: 3B/bw. With a class per pair nothing shares.
+TEST(SimShare, MessagesShareWithCollectives) {
+  for (bool same_class : {true, false}) {
+    std::vector<Plan> plans = empty_plans(3);
+    for (Plan& p : plans) {
+      const int c = add_transfer(p, StreamId::comm, TaskKind::collective, -1, -1, 2 * kB);
+      p.tasks[static_cast<size_t>(c)].op = CollectiveOp::all_gather;
+    }
+    add_transfer(plans[0], StreamId::compute, TaskKind::send, 2, -1, kB);
+    add_transfer(plans[2], StreamId::compute, TaskKind::recv, -1, 0, kB);
+    const CaseResult r = same_class ? simulate_case(plans, ClassCost(0, class_everywhere), "0")
+                                    : simulate_case(plans, ClassCost(0, class_per_pair), "0");
+    EXPECT_CLOSE(end_of(r, 0, 1), (same_class ? 2 : 1) * kT) << same_class;
+    EXPECT_CLOSE(end_of(r, 2, 1), (same_class ? 2 : 1) * kT) << same_class;
+    for (int rank = 0; rank < 3; ++rank) {
+      EXPECT_CLOSE(end_of(r, rank, 0), (same_class ? 3 : 2) * kT) << same_class;
+    }
+  }
+}
+
+// Strategies whose ranks never have two messages on one port at once time exactly the same
+// whether all pairs share one class or every pair has its own (so nothing can share).
+TEST(SimShare, OneMessagePerPortStrategiesUnchanged) {
+  const double g = 1.0 / 1024, c = 1.0 / 2048;
+  for (int n : {2, 4, 8, 16}) {
+    const UniformCost shared = cost_for(n, g, c);
+    const PerPairCost alone(shared);
+    for (const char* spec : {"baseline", "slicing:4", "decompose", "flash", "flash:4",
+                             "flash_direct", "flash_direct:4"}) {
+      for (Workload w : {Workload::ag_gemm, Workload::gemm_rs, Workload::mlp}) {
+        const std::vector<Plan> plans = plans_for(w, spec, n);
+        EXPECT_EQ(simulate_case(plans, shared, "0").step(0),
+                  simulate_case(plans, alone, "0").step(0))
+            << n << " " << spec;
+      }
+    }
+  }
+}
+
+// flash_direct on ag_gemm has flash's closed form: exchange k meets its peers' exchange k, one
+// message out and one in per rank at a time.
+TEST(SimShare, FlashDirectAllGather) {
+  for (int n : kWorlds) {
+    for (int m : {1, 4}) {
+      for (Regime r : kRegimes) {
+        const std::string spec = "flash_direct:" + std::to_string(m);
+        const double want = std::max(n * r.g, (n - 1) * r.c + r.g / m);
+        EXPECT_CLOSE(simulated_step(Workload::ag_gemm, spec, n, r.g, r.c), want) << n << spec;
+      }
+    }
+  }
+}
+
 // Every strategy that applies to mlp at 64 ranks with 16 slices. Prints the time (the project
 // does not time unit tests; this is for quoting).
 TEST(Sim, SpeedAtSixtyFourRanks) {

@@ -1,0 +1,181 @@
+// `fobench sim`: the plans `run` would execute, priced with a machine file instead of run.
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include "cases.h"
+#include "commands.h"
+#include "fob/machine.h"
+#include "fob/report.h"
+#include "fob/results.h"
+#include "fob/sim.h"
+#include "fob/workload.h"
+
+namespace fob {
+namespace {
+
+std::vector<int> parse_worlds(const std::string& text) {
+  std::vector<int> worlds;
+  for (const std::string& item : split_list(text)) {
+    char* end = nullptr;
+    const long n = std::strtol(item.c_str(), &end, 10);
+    if (item.empty() || *end != '\0' || n < 1 || n > 1 << 16) {
+      throw InputError("--world: '" + item +
+                       "' is not a world size; valid: 1..65536, as in 4,8,64");
+    }
+    worlds.push_back(static_cast<int>(n));
+  }
+  if (worlds.empty()) throw InputError("--world: '" + text + "' names no world size");
+  return worlds;
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw InputError("config: cannot read '" + path + "'");
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::vector<Plan> make_plans(const CaseSpec& spec) {
+  std::vector<Plan> plans;
+  plans.reserve(static_cast<size_t>(spec.world));
+  for (int r = 0; r < spec.world; ++r) plans.push_back(make_plan(spec, r));
+  return plans;
+}
+
+// Cases are independent, so the host's cores simulate several at once; results keep the
+// cases' order. The first error is rethrown once every worker has stopped.
+std::vector<CaseResult> simulate_all(const std::vector<CaseSpec>& specs, const CostModel& cost) {
+  std::vector<CaseResult> results(specs.size());
+  std::atomic<size_t> next{0};
+  std::mutex error_mutex;
+  std::exception_ptr error;
+  auto work = [&] {
+    for (size_t i = next++; i < specs.size(); i = next++) {
+      try {
+        char id[32];
+        std::snprintf(id, sizeof id, "%04zu", i);
+        results[i] = simulate_case(make_plans(specs[i]), cost, id);
+      } catch (...) {
+        const std::lock_guard<std::mutex> lock(error_mutex);
+        if (!error) error = std::current_exception();
+        next = specs.size();
+      }
+    }
+  };
+  const unsigned threads = std::max(
+      1u, std::min(std::thread::hardware_concurrency(), static_cast<unsigned>(specs.size())));
+  std::vector<std::thread> pool;
+  for (unsigned t = 1; t < threads; ++t) pool.emplace_back(work);
+  work();
+  for (std::thread& th : pool) th.join();
+  if (error) std::rethrow_exception(error);
+  return results;
+}
+
+std::string machine_summary(const Machine& m) {
+  std::ostringstream out;
+  out << "machine '" << m.name << "' (" << m.source << "); ";
+  for (const auto& [dtype, c] : m.compute) {
+    out << to_string(dtype) << " peak " << c.peak_flops / 1e12 << " TFLOP/s, memory "
+        << c.memory_bytes_per_s / 1e9 << " GB/s, " << c.gemm_efficiency.size()
+        << " GEMM efficiency points; ";
+  }
+  for (const LinkClass& l : m.links) {
+    out << "link " << l.name << " " << l.bytes_per_s / 1e9 << " GB/s per rank and direction, "
+        << l.latency_s * 1e6 << " us latency; ";
+  }
+  out << m.ranks_per_node << " ranks per node over " << m.intra_node << ", nodes over "
+      << m.inter_node << "; GEMMs " << m.contention
+      << "x slower while a transfer is in flight; concurrent messages share a rank's link";
+  return out.str();
+}
+
+}  // namespace
+
+int sim_command(const SimArgs& args) {
+  try {
+    const auto t0 = std::chrono::steady_clock::now();
+    Config config;
+    if (!args.run.config_path.empty()) {
+      apply_yaml(config, read_text(args.run.config_path), args.run.config_path);
+    }
+    apply_args(config, args.run);
+    validate_config(config);
+    const std::vector<Config> points = expand_sweep(config);
+    check_strategies_apply(points);
+    Machine machine = load_machine(args.machine);
+    if (args.ranks_per_node) {
+      if (*args.ranks_per_node < 1) {
+        throw InputError("--ranks-per-node: " + std::to_string(*args.ranks_per_node) +
+                         " must be at least 1");
+      }
+      machine.ranks_per_node = *args.ranks_per_node;
+    }
+    const std::vector<int> worlds =
+        args.worlds.empty() ? std::vector<int>{machine.ranks_per_node} : parse_worlds(args.worlds);
+    const ReportFormat format = parse_report_format(args.format);
+    for (const Config& point : points) {
+      validate_config(point);
+      if (!machine.compute.count(point.dtype)) {
+        std::string have;
+        for (const auto& [d, c] : machine.compute)
+          have += (have.empty() ? "" : ", ") + std::string(to_string(d));
+        throw InputError(std::string("dtype: '") + to_string(point.dtype) +
+                         "' is not in machine '" + machine.name + "'; valid: " + have);
+      }
+    }
+    // Every case is checked before anything is simulated or written.
+    std::vector<CaseSpec> specs;
+    for (int world : worlds) {
+      for (const Config& point : points) {
+        for (const CaseSpec& spec : make_cases(point, world)) specs.push_back(spec);
+      }
+    }
+
+    const MachineCost cost(machine);
+    ResultFile file;
+    file.run.git_commit = FOB_GIT_COMMIT;
+    file.run.created_utc = utc_now("%Y-%m-%dT%H:%M:%SZ");
+    file.run.command_line = args.run.command_line;
+    file.run.config_yaml = config.to_yaml();
+    file.system.backend = "sim";
+    file.system.transport = "sim";
+    file.system.world_size = *std::max_element(worlds.begin(), worlds.end());
+    file.system.link_emulation = "none";
+    file.system.simulated = machine_summary(machine);
+    std::unique_ptr<ResultWriter> writer;
+    if (!args.run.output.value_or("").empty()) {
+      writer =
+          std::make_unique<ResultWriter>(*args.run.output, args.run.force, file.run, file.system);
+    }
+    file.cases = simulate_all(specs, cost);
+    if (writer) {
+      for (const CaseResult& result : file.cases) writer->add_case(result);
+    }
+    if (writer) writer->finish();
+    write_report(std::cout, file, format);
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::fprintf(stderr, "fobench sim: %zu cases simulated in %.2f s%s%s\n", specs.size(), seconds,
+                 writer ? "; wrote " : "", writer ? writer->final_path().c_str() : "");
+    return kExitOk;
+  } catch (const InputError& e) {
+    std::fprintf(stderr, "fobench sim: error: %s\n", e.what());
+    return kExitBadInput;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "fobench sim: error: %s\n", e.what());
+    return kExitRuntimeFault;
+  }
+}
+
+}  // namespace fob

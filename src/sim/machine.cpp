@@ -1,0 +1,304 @@
+// Machine files: parse_machine / load_machine read the YAML format documented in
+// include/fob/machine.h, save_machine writes it back.
+#include "fob/machine.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <ostream>
+#include <sstream>
+#include <vector>
+
+namespace fob {
+namespace {
+
+constexpr double kTera = 1e12;
+constexpr double kGiga = 1e9;
+constexpr double kMicro = 1e-6;
+
+const char* const kTopKeys = "name, source, compute, links, topology, contention";
+const char* const kComputeKeys = "peak_tflops, memory_gbytes_per_s, gemm_efficiency";
+const char* const kLinkKeys = "name, latency_us, gbytes_per_s";
+const char* const kTopologyKeys = "ranks_per_node, intra_node, inter_node";
+const char* const kDTypes = "fp32, fp64, bf16, fp16";
+
+class Reader {
+ public:
+  explicit Reader(std::string file) : file_(std::move(file)) {}
+
+  std::string at(const YAML::Node& node) const {
+    return file_ + ":" + std::to_string(node.Mark().line + 1);
+  }
+
+  [[noreturn]] void fail(const YAML::Node& node, const std::string& key,
+                         const std::string& what) const {
+    throw InputError(at(node) + ": " + key + ": " + what);
+  }
+
+  static std::string text(const YAML::Node& node) {
+    return node.IsScalar() ? node.Scalar() : std::string("<not a scalar>");
+  }
+
+  template <typename T>
+  T scalar(const YAML::Node& node, const std::string& key, const char* expected) const {
+    if (!node.IsScalar()) fail(node, key, "'" + text(node) + "' is not " + expected);
+    try {
+      return node.as<T>();
+    } catch (const YAML::Exception&) {
+      fail(node, key, "'" + text(node) + "' is not " + expected);
+    }
+  }
+
+  double number(const YAML::Node& node, const std::string& key) const {
+    const auto v = scalar<double>(node, key, "a number");
+    if (!std::isfinite(v)) fail(node, key, "'" + text(node) + "' is not a finite number");
+    return v;
+  }
+
+  double positive(const YAML::Node& node, const std::string& key) const {
+    const double v = number(node, key);
+    if (!(v > 0)) fail(node, key, "'" + text(node) + "' must be > 0");
+    return v;
+  }
+
+  double non_negative(const YAML::Node& node, const std::string& key) const {
+    const double v = number(node, key);
+    if (v < 0) fail(node, key, "'" + text(node) + "' must be >= 0");
+    return v;
+  }
+
+  // Checks that `map` is a mapping whose keys are all in `valid` (comma-separated) and that
+  // every key of `required` is present; `where` names the mapping in messages.
+  void check_map(const YAML::Node& map, const std::string& where, const std::string& valid,
+                 const std::vector<std::string>& required) const {
+    if (!map.IsMap()) fail(map, where, "must be a mapping with keys " + valid);
+    const std::string prefix = where.empty() ? "" : " in " + where;
+    for (const auto& kv : map) {
+      const std::string key = text(kv.first);
+      bool known = false;
+      std::stringstream list(valid);
+      std::string item;
+      while (std::getline(list, item, ',')) {
+        const auto b = item.find_first_not_of(' ');
+        if (item.substr(b) == key) known = true;
+      }
+      if (!known) {
+        throw InputError(at(kv.first) + ": unknown key '" + key + "'" + prefix +
+                         "; valid keys: " + valid);
+      }
+    }
+    for (const std::string& r : required) {
+      if (!map[r]) {
+        throw InputError(at(map) + ": missing key '" + r + "'" + prefix + "; valid keys: " + valid);
+      }
+    }
+  }
+
+ private:
+  std::string file_;
+};
+
+ComputeModel read_compute(const Reader& r, const YAML::Node& node, const std::string& where) {
+  r.check_map(node, where, kComputeKeys, {"peak_tflops", "memory_gbytes_per_s"});
+  ComputeModel c;
+  c.peak_flops = r.positive(node["peak_tflops"], where + ".peak_tflops") * kTera;
+  c.memory_bytes_per_s =
+      r.positive(node["memory_gbytes_per_s"], where + ".memory_gbytes_per_s") * kGiga;
+  if (const YAML::Node table = node["gemm_efficiency"]) {
+    const std::string key = where + ".gemm_efficiency";
+    if (!table.IsSequence()) {
+      r.fail(table, key, "must be a list of [m, n, k, efficiency], e.g. [[512, 512, 512, 0.3]]");
+    }
+    for (std::size_t i = 0; i < table.size(); ++i) {
+      const YAML::Node row = table[i];
+      const std::string at = key + "[" + std::to_string(i) + "]";
+      if (!row.IsSequence() || row.size() != 4) {
+        r.fail(row, at, "must be [m, n, k, efficiency], e.g. [512, 512, 512, 0.3]");
+      }
+      GemmPoint p;
+      const char* const dims[] = {"m", "n", "k"};
+      int64_t* const out[] = {&p.m, &p.n, &p.k};
+      for (int d = 0; d < 3; ++d) {
+        const auto v = r.scalar<int64_t>(row[d], at + "." + dims[d], "an integer");
+        if (v < 1)
+          r.fail(row[d], at + "." + dims[d], "'" + Reader::text(row[d]) + "' must be >= 1");
+        *out[d] = v;
+      }
+      p.efficiency = r.number(row[3], at + ".efficiency");
+      if (!(p.efficiency > 0 && p.efficiency <= 1)) {
+        r.fail(row[3], at + ".efficiency",
+               "'" + Reader::text(row[3]) + "' must be in (0, 1] (a fraction of peak)");
+      }
+      for (const GemmPoint& q : c.gemm_efficiency) {
+        if (q.m == p.m && q.n == p.n && q.k == p.k) {
+          r.fail(row, at,
+                 "the shape " + std::to_string(p.m) + "x" + std::to_string(p.n) + "x" +
+                     std::to_string(p.k) + " appears twice");
+        }
+      }
+      c.gemm_efficiency.push_back(p);
+    }
+  }
+  return c;
+}
+
+// The shortest text that reads back as exactly `v`.
+std::string num(double v) {
+  char buf[40];
+  for (int digits = 9; digits <= 17; ++digits) {
+    std::snprintf(buf, sizeof buf, "%.*g", digits, v);
+    if (std::strtod(buf, nullptr) == v) break;
+  }
+  return buf;
+}
+
+std::string quoted(const std::string& s) {
+  std::string out = "\"";
+  for (const char ch : s) {
+    if (ch == '"' || ch == '\\') {
+      out += '\\';
+      out += ch;
+    } else if (ch == '\n') {
+      out += "\\n";
+    } else if (ch == '\t') {
+      out += "\\t";
+    } else if (static_cast<unsigned char>(ch) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\x%02x", static_cast<unsigned>(ch));
+      out += buf;
+    } else {
+      out += ch;
+    }
+  }
+  return out + "\"";
+}
+
+}  // namespace
+
+Machine parse_machine(const std::string& yaml_text, const std::string& source) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml_text);
+  } catch (const YAML::ParserException& e) {
+    throw InputError(source + ":" + std::to_string(e.mark.line + 1) + ": not valid YAML: " + e.msg);
+  }
+  if (!root.IsMap())
+    throw InputError(source + ": a machine file must be a mapping of keys to values");
+  const Reader r(source);
+  r.check_map(root, "", kTopKeys, {"name", "source", "compute", "links", "topology"});
+
+  Machine m;
+  m.name = r.scalar<std::string>(root["name"], "name", "a string");
+  if (m.name.empty()) r.fail(root["name"], "name", "must not be empty");
+  m.source = r.scalar<std::string>(root["source"], "source", "a string");
+
+  const YAML::Node compute = root["compute"];
+  if (!compute.IsMap() || compute.size() == 0) {
+    r.fail(compute, "compute",
+           std::string("must map dtypes to {peak_tflops, memory_gbytes_per_s, "
+                       "gemm_efficiency}; valid dtypes: ") +
+               kDTypes);
+  }
+  for (const auto& kv : compute) {
+    const std::string name = Reader::text(kv.first);
+    DType dtype{};
+    try {
+      dtype = parse_dtype(name);
+    } catch (const InputError&) {
+      throw InputError(r.at(kv.first) + ": compute: '" + name +
+                       "' is not a dtype; valid: " + kDTypes);
+    }
+    m.compute[dtype] = read_compute(r, kv.second, "compute." + name);
+  }
+
+  const YAML::Node links = root["links"];
+  if (!links.IsSequence() || links.size() == 0) {
+    r.fail(links, "links", "must be a list of {name, latency_us, gbytes_per_s}");
+  }
+  std::string link_names;
+  for (std::size_t i = 0; i < links.size(); ++i) {
+    const YAML::Node l = links[i];
+    const std::string at = "links[" + std::to_string(i) + "]";
+    r.check_map(l, at, kLinkKeys, {"name", "latency_us", "gbytes_per_s"});
+    LinkClass c;
+    c.name = r.scalar<std::string>(l["name"], at + ".name", "a string");
+    if (c.name.empty()) r.fail(l["name"], at + ".name", "must not be empty");
+    for (const LinkClass& other : m.links) {
+      if (other.name == c.name) r.fail(l["name"], at + ".name", "'" + c.name + "' appears twice");
+    }
+    c.latency_s = r.non_negative(l["latency_us"], at + ".latency_us") * kMicro;
+    c.bytes_per_s = r.positive(l["gbytes_per_s"], at + ".gbytes_per_s") * kGiga;
+    m.links.push_back(c);
+    link_names += (link_names.empty() ? "" : ", ") + c.name;
+  }
+
+  const YAML::Node topo = root["topology"];
+  r.check_map(topo, "topology", kTopologyKeys, {"ranks_per_node", "intra_node", "inter_node"});
+  m.ranks_per_node = r.scalar<int>(topo["ranks_per_node"], "topology.ranks_per_node", "an integer");
+  if (m.ranks_per_node < 1) {
+    r.fail(topo["ranks_per_node"], "topology.ranks_per_node",
+           "'" + Reader::text(topo["ranks_per_node"]) + "' must be >= 1");
+  }
+  for (const char* key : {"intra_node", "inter_node"}) {
+    const std::string full = std::string("topology.") + key;
+    const auto name = r.scalar<std::string>(topo[key], full, "a link class name");
+    bool found = false;
+    for (const LinkClass& c : m.links) found = found || c.name == name;
+    if (!found) r.fail(topo[key], full, "'" + name + "' is not a link class; valid: " + link_names);
+    (std::string(key) == "intra_node" ? m.intra_node : m.inter_node) = name;
+  }
+
+  if (const YAML::Node c = root["contention"]) {
+    m.contention = r.number(c, "contention");
+    if (!(m.contention >= 1)) {
+      r.fail(c, "contention", "'" + Reader::text(c) + "' must be >= 1 (1: no slowdown)");
+    }
+  }
+  return m;
+}
+
+Machine load_machine(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw InputError(path + ": cannot read the machine file");
+  std::stringstream text;
+  text << in.rdbuf();
+  return parse_machine(text.str(), path);
+}
+
+void save_machine(std::ostream& out, const Machine& machine) {
+  out << "# fobench machine file (see include/fob/machine.h and "
+         "bench_configs/machines/README.md).\n"
+      << "# Units: peak_tflops in 1e12 flop/s, memory_gbytes_per_s and gbytes_per_s in 1e9 "
+         "bytes/s\n"
+      << "# (links: per rank and direction), latency_us in microseconds. gemm_efficiency rows are\n"
+      << "# [m, n, k, achieved fraction of peak], interpolated in log space between rows.\n";
+  out << "name: " << quoted(machine.name) << "\n";
+  out << "source: " << quoted(machine.source) << "\n";
+  out << "compute:\n";
+  for (const auto& [dtype, c] : machine.compute) {
+    out << "  " << to_string(dtype) << ":\n";
+    out << "    peak_tflops: " << num(c.peak_flops / kTera) << "\n";
+    out << "    memory_gbytes_per_s: " << num(c.memory_bytes_per_s / kGiga) << "\n";
+    if (!c.gemm_efficiency.empty()) {
+      out << "    gemm_efficiency:  # [m, n, k, fraction of peak]\n";
+      for (const GemmPoint& p : c.gemm_efficiency) {
+        out << "      - [" << p.m << ", " << p.n << ", " << p.k << ", " << num(p.efficiency)
+            << "]\n";
+      }
+    }
+  }
+  out << "links:\n";
+  for (const LinkClass& l : machine.links) {
+    out << "  - {name: " << quoted(l.name) << ", latency_us: " << num(l.latency_s / kMicro)
+        << ", gbytes_per_s: " << num(l.bytes_per_s / kGiga) << "}\n";
+  }
+  out << "topology: {ranks_per_node: " << machine.ranks_per_node
+      << ", intra_node: " << quoted(machine.intra_node)
+      << ", inter_node: " << quoted(machine.inter_node) << "}\n";
+  out << "contention: " << num(machine.contention) << "\n";
+}
+
+}  // namespace fob

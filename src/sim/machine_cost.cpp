@@ -1,0 +1,143 @@
+// MachineCost: prices tasks with a Machine's roofline and efficiency tables and messages with
+// its link classes and topology.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "fob/machine.h"
+
+namespace fob {
+namespace {
+
+double log_dim(int64_t v) {
+  return std::log(static_cast<double>(std::max<int64_t>(v, 1)));
+}
+
+}  // namespace
+
+MachineCost::MachineCost(const Machine& machine) : machine_(machine) {
+  const std::string at = "machine '" + machine_.name + "': ";
+  if (machine_.ranks_per_node < 1) {
+    throw InputError(at + "topology.ranks_per_node: " + std::to_string(machine_.ranks_per_node) +
+                     " must be >= 1");
+  }
+  std::string names;
+  for (std::size_t i = 0; i < machine_.links.size(); ++i) {
+    const LinkClass& l = machine_.links[i];
+    if (!(l.bytes_per_s > 0) || !(l.latency_s >= 0)) {
+      throw InputError(at + "link '" + l.name + "' needs gbytes_per_s > 0 and latency_us >= 0");
+    }
+    if (l.name == machine_.intra_node) intra_ = static_cast<int>(i);
+    if (l.name == machine_.inter_node) inter_ = static_cast<int>(i);
+    names += (names.empty() ? "" : ", ") + l.name;
+  }
+  if (intra_ < 0 || inter_ < 0) {
+    throw InputError(at + "topology: '" + (intra_ < 0 ? machine_.intra_node : machine_.inter_node) +
+                     "' is not a link class; valid: " + (names.empty() ? "(none)" : names));
+  }
+  for (const auto& [dtype, c] : machine_.compute) {
+    if (!(c.peak_flops > 0) || !(c.memory_bytes_per_s > 0)) {
+      throw InputError(at + "compute." + to_string(dtype) +
+                       " needs peak_tflops > 0 and memory_gbytes_per_s > 0");
+    }
+    Table& t = tables_[dtype];
+    for (int d = 0; d < 3; ++d) {
+      t.lo[d] = std::numeric_limits<double>::infinity();
+      t.hi[d] = -std::numeric_limits<double>::infinity();
+    }
+    for (const GemmPoint& p : c.gemm_efficiency) {
+      if (!(p.efficiency > 0 && p.efficiency <= 1)) {
+        throw InputError(at + "compute." + to_string(dtype) + ".gemm_efficiency: " +
+                         std::to_string(p.efficiency) + " must be in (0, 1]");
+      }
+      const std::array<double, 3> x = {log_dim(p.m), log_dim(p.n), log_dim(p.k)};
+      for (int d = 0; d < 3; ++d) {
+        t.lo[d] = std::min(t.lo[d], x[d]);
+        t.hi[d] = std::max(t.hi[d], x[d]);
+      }
+      t.points.push_back({x[0], x[1], x[2], p.efficiency});
+    }
+  }
+}
+
+void MachineCost::require(DType dtype) const {
+  if (machine_.compute.count(dtype)) return;
+  std::string have;
+  for (const auto& kv : machine_.compute)
+    have += (have.empty() ? "" : ", ") + std::string(to_string(kv.first));
+  throw InputError("machine '" + machine_.name + "' has no compute model for dtype " +
+                   to_string(dtype) + "; it has: " + (have.empty() ? "(none)" : have));
+}
+
+// Inverse-distance weighting in (log m, log n, log k) with weights 1 / distance^4 over every
+// table point, after clamping the query into the table's bounding box (per dimension). Exact at
+// table points, continuous, always between the table's smallest and largest efficiency, and
+// constant along a dimension outside the table's range of it. The power 4 (> 3 dimensions)
+// keeps the nearest points dominant so that far points do not flatten the curve.
+double MachineCost::gemm_efficiency(DType dtype, int64_t m, int64_t n, int64_t k) const {
+  require(dtype);
+  const Table& t = tables_.at(dtype);
+  if (t.points.empty()) return 1.0;
+  const double q[3] = {std::clamp(log_dim(m), t.lo[0], t.hi[0]),
+                       std::clamp(log_dim(n), t.lo[1], t.hi[1]),
+                       std::clamp(log_dim(k), t.lo[2], t.hi[2])};
+  double weights = 0, sum = 0;
+  for (const auto& p : t.points) {
+    double d2 = 0;
+    for (int d = 0; d < 3; ++d) d2 += (q[d] - p[d]) * (q[d] - p[d]);
+    if (d2 < 1e-18) return p[3];
+    const double w = 1.0 / (d2 * d2);
+    weights += w;
+    sum += w * p[3];
+  }
+  return sum / weights;
+}
+
+double MachineCost::compute_seconds(const Task& t, DType dtype, int /*rank*/) const {
+  require(dtype);
+  const ComputeModel& c = machine_.compute.at(dtype);
+  const double elem = dtype_bytes(dtype);
+  const double m = static_cast<double>(t.m), n = static_cast<double>(t.n);
+  if (t.kind == TaskKind::gemm) {
+    // Roofline per batch entry: the slower of the flops at the table's efficiency and the
+    // operands' and result's bytes at the memory bandwidth.
+    const double kk = static_cast<double>(t.k);
+    const double batch = std::max(t.batch, 1);
+    const double flops = t.flops / batch;
+    const double bytes = (m * kk + kk * n + m * n) * elem;
+    const double eff = gemm_efficiency(dtype, t.m, t.n, t.k);
+    return batch * std::max(flops / (c.peak_flops * eff), bytes / c.memory_bytes_per_s);
+  }
+  // Element-wise tasks are memory bound: add reads two operands and writes one, copy and
+  // softmax read one and write one.
+  const double passes = t.kind == TaskKind::add ? 3.0 : 2.0;
+  return passes * m * n * elem / c.memory_bytes_per_s;
+}
+
+const LinkClass& MachineCost::link(int from_rank, int to_rank) const {
+  return machine_.links[static_cast<std::size_t>(link_class(from_rank, to_rank))];
+}
+
+int MachineCost::link_class(int from_rank, int to_rank) const {
+  const bool same_node = from_rank / machine_.ranks_per_node == to_rank / machine_.ranks_per_node;
+  return same_node ? intra_ : inter_;
+}
+
+double MachineCost::transfer_seconds(int64_t bytes, int from_rank, int to_rank) const {
+  const LinkClass& l = link(from_rank, to_rank);
+  return l.latency_s + static_cast<double>(bytes) / l.bytes_per_s;
+}
+
+double MachineCost::latency_seconds(int from_rank, int to_rank) const {
+  return link(from_rank, to_rank).latency_s;
+}
+
+double MachineCost::bytes_per_second(int from_rank, int to_rank) const {
+  return link(from_rank, to_rank).bytes_per_s;
+}
+
+double MachineCost::compute_slowdown_while_transferring() const {
+  return machine_.contention;
+}
+
+}  // namespace fob

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# The simulator against this machine: calibrate a machine file from a measured CPU run,
+# simulate the same config with it, and compare each strategy's predicted step time with the
+# measured median. Also: simulated files are marked, machine files load, bad input is exit 2.
+# shellcheck source=common.sh
+source "$(dirname "$0")/common.sh"
+cfg="$scratch/measure.yaml"
+cat > "$cfg" <<'YAML'
+workload: mlp
+batch: 2
+seq: 256
+hidden: 256
+ffn: 1024
+dtype: fp32
+strategies: [baseline, slicing:2, decompose, flash, flash_direct]
+iters: 12
+warmup: 2
+backend: cpu
+link_gbps: 1
+link_latency_us: 50
+verify: false
+YAML
+mpirun_np 2 run -c "$cfg" -o "$scratch/measured.h5" > /dev/null 2> "$scratch/run.err" ||
+  { cat "$scratch/run.err" >&2; fail "fobench run exited"; }
+
+"$FOBENCH" calibrate "$scratch/measured.h5" -o "$scratch/here.yaml" > "$scratch/fit.md" ||
+  { cat "$scratch/fit.md" >&2; fail "calibrate exited $?"; }
+cat "$scratch/fit.md"
+"$FOBENCH" sim -c "$cfg" --machine "$scratch/here.yaml" --world 2 -o "$scratch/sim.h5" \
+  --format csv > "$scratch/sim.csv" || fail "sim exited $?"
+"$FOBENCH" report "$scratch/measured.h5" --format csv > "$scratch/measured.csv"
+"$FOBENCH" report "$scratch/sim.h5" > "$scratch/sim.md"
+grep -q "SIMULATED" "$scratch/sim.md" || fail "the simulated report does not say SIMULATED"
+
+"$FOB_PYTHON" - "$scratch/measured.csv" "$scratch/sim.csv" "$scratch/sim.h5" <<'PY'
+import csv, sys
+import h5py
+def rows(path):
+    return {r["strategy"]: r for r in csv.DictReader(l for l in open(path) if not l.startswith("#"))}
+measured, simulated = rows(sys.argv[1]), rows(sys.argv[2])
+assert set(measured) == set(simulated), (sorted(measured), sorted(simulated))
+worst = 0
+for strategy, m in measured.items():
+    t_m, t_s = float(m["t_ms"]), float(simulated[strategy]["t_ms"])
+    error = (t_s - t_m) / t_m
+    worst = max(worst, abs(error))
+    print(f"{strategy:14s} measured {t_m:8.3f} ms  simulated {t_s:8.3f} ms  {100 * error:+6.1f}%")
+print(f"largest error {100 * worst:.1f}%")
+# 15% is the goal on a quiet machine; a shared 2-core CI machine drifts between the measured
+# run and nothing else, so the test allows 30%.
+assert worst < 0.30, f"simulated step times are {100 * worst:.0f}% off"
+with h5py.File(sys.argv[3], "r") as f:
+    assert "simulated" in f["system"].attrs, "/system does not mark the file simulated"
+PY
+
+# Every shipped machine file loads and simulates the paper's MLP at TP 4 and 64.
+# (The CPU machine has no bf16: it runs the fp32 form.)
+for machine in "$FOB_SOURCE_DIR"/bench_configs/machines/*.yaml; do
+  dtype=()
+  [[ "$machine" == *cpu* ]] && dtype=(--dtype fp32)
+  "$FOBENCH" sim -c "$FOB_SOURCE_DIR/bench_configs/paper_mlp_tp4.yaml" --machine "$machine" \
+    --world 4,64 "${dtype[@]}" --format csv > "$scratch/m.csv" || fail "sim with $machine exited $?"
+  grep -q "^# simulated: " "$scratch/m.csv" || fail "the csv header does not say simulated"
+done
+
+expect_input_error missing_machine "nope.yaml" sim -c "$cfg" --machine "$scratch/nope.yaml"
+expect_input_error bad_world "--world" sim -c "$cfg" --machine "$scratch/here.yaml" --world 0
+expect_input_error dtype_not_in_machine "fp64" sim -c "$cfg" --machine "$scratch/here.yaml" --dtype fp64
+"$FOB_PYTHON" -c "import h5py, sys; h5py.File(sys.argv[1], 'w').create_dataset('x', data=[1])" \
+  "$scratch/foreign.h5"
+expect_input_error calibrate_foreign "not a fobench" calibrate "$scratch/foreign.h5" \
+  -o "$scratch/foreign.yaml"
+expect_input_error calibrate_exists "--force" calibrate "$scratch/measured.h5" -o "$scratch/here.yaml"
+
+# The analysis side reads simulated files as it reads measured ones.
+"$FOBENCH" report "$scratch/sim.h5" --timeline "$scratch/sim.svg" --trace "$scratch/sim.json" \
+  > /dev/null 2>&1 || fail "report on a simulated file exited $?"
+grep -q "SIMULATED" "$scratch/sim.svg" || fail "the simulated timeline does not say SIMULATED"
+echo "ok: calibrated simulation, machine files and bad input"

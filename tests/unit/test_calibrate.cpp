@@ -1,0 +1,242 @@
+// calibrate() against synthetic results files whose timings come from a known machine: the
+// simulator runs the real plans with a cost model of per-shape GEMM efficiencies, a memory
+// rate, a link and a contention factor, and the fit must give them back.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "fob/calibrate.h"
+#include "fob/sim.h"
+#include "fob/strategy.h"
+#include "fob/workload.h"
+
+namespace fob {
+namespace {
+
+constexpr double kPeak = 1e10;
+constexpr double kMemory = 5e9;
+constexpr double kLatency = 1e-5;
+constexpr double kBandwidth = 1e9;
+constexpr double kSlowdown = 1.15;
+constexpr int kIters = 3;
+
+// A different efficiency for every shape, in [0.4, 0.9].
+double efficiency(int64_t m, int64_t n, int64_t k) {
+  return 0.4 + 0.5 * static_cast<double>((m + 2 * n + 3 * k) % 7) / 6.0;
+}
+
+class KnownMachine : public CostModel {
+ public:
+  double compute_seconds(const Task& t, DType dtype, int /*rank*/) const override {
+    if (t.kind == TaskKind::gemm) {
+      return t.batch * 2.0 * static_cast<double>(t.m * t.n * t.k) /
+             (kPeak * efficiency(t.m, t.n, t.k));
+    }
+    const double passes = t.kind == TaskKind::add ? 3.0 : 2.0;
+    return passes * static_cast<double>(t.m * t.n) * dtype_bytes(dtype) / kMemory;
+  }
+  double transfer_seconds(int64_t bytes, int /*from*/, int /*to*/) const override {
+    return kLatency + static_cast<double>(bytes) / kBandwidth;
+  }
+  double latency_seconds(int /*from*/, int /*to*/) const override { return kLatency; }
+  double bytes_per_second(int /*from*/, int /*to*/) const override { return kBandwidth; }
+  double compute_slowdown_while_transferring() const override { return kSlowdown; }
+};
+
+Shape shape(int64_t hidden) {
+  Shape s;
+  s.batch = 2;
+  s.seq = 32;
+  s.hidden = hidden;
+  s.ffn = 2 * hidden;
+  s.heads = 4;
+  return s;
+}
+
+// One simulated case, its iteration repeated kIters times; rank 0's tasks in iteration 1 take
+// 1.5 times as long (an outlier the medians must ignore).
+CaseResult measured(Workload workload, const Shape& s, const std::string& strategy, int world,
+                    const std::string& id, bool outlier = true) {
+  CaseSpec spec;
+  spec.workload = workload;
+  spec.shape = s;
+  spec.world = world;
+  spec.strategy = parse_strategy(strategy);
+  std::vector<Plan> plans;
+  for (int r = 0; r < world; ++r) plans.push_back(make_plan(spec, r));
+  CaseResult c = simulate_case(plans, KnownMachine(), id);
+  const std::vector<double> start = c.task_start, end = c.task_end, step = c.step_seconds;
+  const size_t per_iter = start.size();
+  c.iters = kIters;
+  c.task_start.clear();
+  c.task_end.clear();
+  c.step_seconds.clear();
+  for (int it = 0; it < kIters; ++it) {
+    c.task_start.insert(c.task_start.end(), start.begin(), start.end());
+    c.task_end.insert(c.task_end.end(), end.begin(), end.end());
+    c.step_seconds.insert(c.step_seconds.end(), step.begin(), step.end());
+  }
+  if (outlier && strategy == "compute_only") {
+    for (size_t i = 0; i < static_cast<size_t>(c.max_tasks); ++i) {
+      const size_t j = per_iter + i;  // iteration 1, rank 0
+      c.task_end[j] = c.task_start[j] + 1.5 * (c.task_end[j] - c.task_start[j]);
+    }
+  }
+  return c;
+}
+
+ResultFile file_of(std::vector<CaseResult> cases, int world) {
+  ResultFile f;
+  f.run.created_utc = "2025-01-01T00:00:00Z";
+  f.system.backend = "cpu";
+  f.system.transport = "mpi";
+  f.system.world_size = world;
+  f.system.link_emulation = "emulated: 8 Gbit/s, 10 us latency";
+  std::string hosts;
+  for (int r = 0; r < world; ++r) hosts.append(r > 0 ? ",node7" : "node7");
+  f.system.hostnames = hosts;
+  f.cases = std::move(cases);
+  return f;
+}
+
+bool has_note(const FitReport& rep, const std::string& part) {
+  return std::any_of(rep.notes.begin(), rep.notes.end(),
+                     [&](const std::string& n) { return n.find(part) != std::string::npos; });
+}
+
+void expect_rel(double got, double want, const std::string& what) {
+  EXPECT_NEAR(got / want, 1.0, 1e-6) << what << ": got " << got << ", want " << want;
+}
+
+TEST(Calibrate, RecoversAKnownMachine) {
+  const int world = 4;
+  std::vector<CaseResult> cases;
+  int id = 0;
+  for (int64_t hidden : {64, 128}) {
+    for (const char* strategy : {"compute_only", "comm_only", "flash"}) {
+      cases.push_back(
+          measured(Workload::mlp, shape(hidden), strategy, world, "mlp" + std::to_string(id++)));
+    }
+  }
+  // attn's compute_only: batched GEMMs (one per sequence, heads batched) and softmax.
+  cases.push_back(measured(Workload::attn, shape(64), "compute_only", world, "attn"));
+  FitReport rep;
+  const Machine m = calibrate({file_of(cases, world)}, "testbox", &rep);
+
+  EXPECT_EQ(m.name, "testbox");
+  EXPECT_NE(m.source.find("calibrated by fobench calibrate"), std::string::npos) << m.source;
+  EXPECT_NE(m.source.find("node7"), std::string::npos) << m.source;
+  ASSERT_EQ(m.compute.count(DType::fp32), 1U);
+  const ComputeModel& cm = m.compute.at(DType::fp32);
+
+  // The measured peak is the best shape's rate; every shape's rate comes back exactly.
+  double best = 0;
+  for (const GemmPoint& p : cm.gemm_efficiency) best = std::max(best, efficiency(p.m, p.n, p.k));
+  expect_rel(cm.peak_flops, kPeak * best, "peak");
+  ASSERT_GE(cm.gemm_efficiency.size(), 4U);
+  bool batched = false;
+  for (const GemmPoint& p : cm.gemm_efficiency) {
+    expect_rel(
+        cm.peak_flops * p.efficiency, kPeak * efficiency(p.m, p.n, p.k),
+        "rate of " + std::to_string(p.m) + "x" + std::to_string(p.n) + "x" + std::to_string(p.k));
+    EXPECT_LE(p.efficiency, 1.0);
+    batched = batched || p.k == 64 / 4;  // attention's Q K^T contracts over one head
+  }
+  EXPECT_TRUE(batched);
+  expect_rel(cm.memory_bytes_per_s, kMemory, "memory");
+
+  ASSERT_EQ(m.links.size(), 1U);
+  EXPECT_EQ(m.links[0].name, "emulated");
+  expect_rel(m.links[0].latency_s, kLatency, "latency");
+  expect_rel(m.links[0].bytes_per_s, kBandwidth, "bandwidth");
+  EXPECT_EQ(m.intra_node, "emulated");
+  EXPECT_EQ(m.inter_node, "emulated");
+  EXPECT_EQ(m.ranks_per_node, world);
+  EXPECT_TRUE(has_note(rep, "one host (node7)"));
+
+  expect_rel(m.contention, kSlowdown, "contention");
+
+  ASSERT_FALSE(rep.residuals.empty());
+  bool link_residual = false;
+  for (const FitReport::Residual& r : rep.residuals) {
+    expect_rel(r.fitted_s, r.measured_s, r.what);
+    link_residual = link_residual || r.what.rfind("link emulated", 0) == 0;
+  }
+  EXPECT_TRUE(link_residual);
+}
+
+TEST(Calibrate, OneMessageSizeGivesZeroLatency) {
+  const int world = 2;
+  FitReport rep;
+  ResultFile f = file_of({measured(Workload::mlp, shape(64), "compute_only", world, "a"),
+                          measured(Workload::mlp, shape(64), "comm_only", world, "b")},
+                         world);
+  f.system.link_emulation = "none";
+  const Machine m = calibrate({f}, "one", &rep);
+  ASSERT_EQ(m.links.size(), 1U);
+  EXPECT_EQ(m.links[0].name, "shm");
+  EXPECT_EQ(m.links[0].latency_s, 0.0);
+  // Through the origin: every point is (block, L + block / B).
+  const double block = 64.0 / world * 64 * 4;  // [tokens / N, hidden] fp32
+  expect_rel(m.links[0].bytes_per_s, block / (kLatency + block / kBandwidth), "bandwidth");
+  EXPECT_TRUE(has_note(rep, "only one message size"));
+  EXPECT_EQ(m.contention, 1.0);
+  EXPECT_TRUE(has_note(rep, "contention = 1"));
+  // mlp has no element-wise task at this world size: the default, said so.
+  EXPECT_TRUE(has_note(rep, "default"));
+}
+
+TEST(Calibrate, CountsRanksPerHost) {
+  const int world = 4;
+  ResultFile f = file_of({measured(Workload::mlp, shape(64), "compute_only", world, "a"),
+                          measured(Workload::mlp, shape(64), "comm_only", world, "b")},
+                         world);
+  f.system.hostnames = "n1,n1,n2,n2";
+  FitReport rep;
+  const Machine m = calibrate({f}, "two", &rep);
+  EXPECT_EQ(m.ranks_per_node, 2);
+  EXPECT_EQ(m.intra_node, m.inter_node);
+  EXPECT_TRUE(has_note(rep, "2 hosts"));
+}
+
+TEST(Calibrate, NothingToFitIsAnInputError) {
+  const int world = 2;
+  const ResultFile comm =
+      file_of({measured(Workload::mlp, shape(64), "comm_only", world, "a")}, world);
+  try {
+    calibrate({comm}, "x", nullptr);
+    FAIL() << "no GEMMs accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("GEMM"), std::string::npos) << e.what();
+  }
+  const ResultFile comp =
+      file_of({measured(Workload::mlp, shape(64), "compute_only", world, "a")}, world);
+  try {
+    calibrate({comp}, "x", nullptr);
+    FAIL() << "no transfers accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("comm_only"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(calibrate({}, "x", nullptr), InputError);
+}
+
+TEST(Calibrate, SkipsCasesWhosePlansChanged) {
+  const int world = 2;
+  std::vector<CaseResult> cases = {measured(Workload::mlp, shape(64), "compute_only", world, "a"),
+                                   measured(Workload::mlp, shape(64), "comm_only", world, "b"),
+                                   measured(Workload::mlp, shape(128), "compute_only", world, "c")};
+  cases[2].tasks[0].flops += 1;  // no longer the plan make_plan gives
+  FitReport rep;
+  const Machine m = calibrate({file_of(cases, world)}, "x", &rep);
+  EXPECT_TRUE(has_note(rep, "case c"));
+  // mlp 64's two GEMMs are both 64x64x64 at world 2; case c's would be 64x128x128.
+  const std::vector<GemmPoint>& points = m.compute.at(DType::fp32).gemm_efficiency;
+  ASSERT_EQ(points.size(), 1U);
+  EXPECT_EQ(points[0].k, 64);
+}
+
+}  // namespace
+}  // namespace fob
