@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "fob/calibrate.h"
+#include "fob/metrics.h"
 #include "fob/strategy.h"
 #include "fob/workload.h"
 
@@ -32,12 +33,6 @@ namespace {
 
 // Used when no element-wise task was measured in any dtype.
 constexpr double kDefaultMemoryBytesPerS = 10e9;
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
 
 std::string fmt(double x) {
   std::ostringstream s;
