@@ -1,7 +1,8 @@
 // Fits a Machine to measured results files (include/fob/calibrate.h). Every case's plans are
 // regenerated with make_plan, so each recorded task id maps back to its Task (GEMM shape,
 // element-wise extent, collective op); the files' timings then give:
-//   GEMMs      per (dtype, m, n, k, batch) the median duration over iterations and ranks, from
+//   GEMMs      per (dtype, m, n, k, batch) the median duration over iterations (compute_only:
+//              each iteration's slowest rank; other cases: every rank) and ranks, from
 //              compute_only cases where that shape ran there, else from other cases' GEMMs
 //              that no comm-stream task of their rank overlapped. peak_flops = the best rate
 //              seen, efficiency = rate / peak per (m, n, k) (the median over batch counts).
@@ -188,6 +189,15 @@ void collect_case(const CaseView& v, Collected& out) {
   const bool reference = v.strategy == "compute_only";
   const bool overlaps = overlapping_strategy(v.strategy);
   const int iters = v.iters();
+  // A step lasts as long as its slowest rank, so a reference GEMM's sample for an iteration is
+  // its slowest rank's time: the simulator gives every rank that time, and its step then
+  // matches the measured median of slowest-rank steps rather than a typical rank's.
+  std::map<std::pair<int, int>, std::pair<GemmKey, double>> slowest_gemm;  // (iter, task)
+  std::map<std::pair<int, int>, std::pair<ElemKey, double>> slowest_elem;
+  auto keep_slowest = [](auto& slowest, int it, int task, const auto& key, double d) {
+    auto [entry, inserted] = slowest.try_emplace({it, task}, key, d);
+    if (!inserted) entry->second.second = std::max(entry->second.second, d);
+  };
   // Comm-stream intervals per iteration and rank.
   for (int it = 0; it < iters; ++it) {
     for (int r = 0; r < c.world; ++r) {
@@ -209,14 +219,25 @@ void collect_case(const CaseView& v, Collected& out) {
         }
         if (t.kind == TaskKind::gemm) {
           const GemmKey key{v.dtype, t.m, t.n, t.k, t.batch};
-          if (!touched) (reference ? out.gemm.reference : out.gemm.clean)[key].push_back(d);
+          if (!touched && reference) keep_slowest(slowest_gemm, it, t.id, key, d);
+          if (!touched && !reference) out.gemm.clean[key].push_back(d);
           if (overlaps && started_under) out.contended.emplace_back(key, d);
         } else if (!touched) {
           const ElemKey key{v.dtype, t.kind, t.m, t.n};
-          (reference ? out.elem.reference : out.elem.clean)[key].push_back(d);
+          if (reference) {
+            keep_slowest(slowest_elem, it, t.id, key, d);
+          } else {
+            out.elem.clean[key].push_back(d);
+          }
         }
       }
     }
+  }
+  for (const auto& [where, sample] : slowest_gemm) {
+    out.gemm.reference[sample.first].push_back(sample.second);
+  }
+  for (const auto& [where, sample] : slowest_elem) {
+    out.elem.reference[sample.first].push_back(sample.second);
   }
   if (c.world < 2 || iters == 0) return;
 
