@@ -265,6 +265,11 @@ int PlanBuilder::RowOwners::latest(int64_t begin, int64_t end) const {
 
 void PlanBuilder::RowOwners::assign(int64_t begin, int64_t end, int task) {
   if (begin >= end) return;
+  // Most tasks touch the very rows an earlier one did (a weight, a block): just re-own them.
+  if (auto same = runs_.find(begin); same != runs_.end() && same->second.first == end) {
+    same->second.second = task;
+    return;
+  }
   // Cut the runs that straddle either edge, drop everything inside, insert the new run.
   auto split = [&](int64_t at) {
     auto it = runs_.upper_bound(at);
