@@ -1,10 +1,9 @@
 // Fits a Machine to measured results files (include/fob/calibrate.h). Every case's plans are
 // regenerated with make_plan, so each recorded task id maps back to its Task (GEMM shape,
 // element-wise extent, collective op); the files' timings then give:
-//   GEMMs      per (dtype, m, n, k, batch) the median duration over iterations (compute_only:
-//              each iteration's slowest rank; other cases: every rank) and ranks, from
-//              compute_only cases where that shape ran there, else from other cases' GEMMs
-//              that no comm-stream task of their rank overlapped. peak_flops = the best rate
+//   GEMMs      per (dtype, m, n, k, batch) the median over iterations of each iteration's
+//              slowest rank's duration, from compute_only cases where that shape ran there,
+//              else from other cases' GEMMs that no comm-stream task of their rank overlapped. peak_flops = the best rate
 //              seen, efficiency = rate / peak per (m, n, k) (the median over batch counts).
 //   memory     element-wise tasks (add 3 passes, copy/softmax 2, as the simulator prices
 //              them): per distinct task the bytes touched / median duration; the median rate.
@@ -189,11 +188,12 @@ void collect_case(const CaseView& v, Collected& out) {
   const bool reference = v.strategy == "compute_only";
   const bool overlaps = overlapping_strategy(v.strategy);
   const int iters = v.iters();
-  // A step lasts as long as its slowest rank, so a reference GEMM's sample for an iteration is
-  // its slowest rank's time: the simulator gives every rank that time, and its step then
+  // A step lasts as long as its slowest rank, so a GEMM's sample for an iteration is its
+  // slowest rank's time: the simulator gives every rank that time, and its step then
   // matches the measured median of slowest-rank steps rather than a typical rank's.
   std::map<std::pair<int, int>, std::pair<GemmKey, double>> slowest_gemm;  // (iter, task)
   std::map<std::pair<int, int>, std::pair<ElemKey, double>> slowest_elem;
+  std::map<std::pair<int, int>, std::pair<GemmKey, double>> slowest_clean_gemm;
   auto keep_slowest = [](auto& slowest, int it, int task, const auto& key, double d) {
     auto [entry, inserted] = slowest.try_emplace({it, task}, key, d);
     if (!inserted) entry->second.second = std::max(entry->second.second, d);
@@ -219,8 +219,8 @@ void collect_case(const CaseView& v, Collected& out) {
         }
         if (t.kind == TaskKind::gemm) {
           const GemmKey key{v.dtype, t.m, t.n, t.k, t.batch};
-          if (!touched && reference) keep_slowest(slowest_gemm, it, t.id, key, d);
-          if (!touched && !reference) out.gemm.clean[key].push_back(d);
+          if (!touched)
+            keep_slowest(reference ? slowest_gemm : slowest_clean_gemm, it, t.id, key, d);
           if (overlaps && started_under) out.contended.emplace_back(key, d);
         } else if (!touched) {
           const ElemKey key{v.dtype, t.kind, t.m, t.n};
@@ -235,6 +235,9 @@ void collect_case(const CaseView& v, Collected& out) {
   }
   for (const auto& [where, sample] : slowest_gemm) {
     out.gemm.reference[sample.first].push_back(sample.second);
+  }
+  for (const auto& [where, sample] : slowest_clean_gemm) {
+    out.gemm.clean[sample.first].push_back(sample.second);
   }
   for (const auto& [where, sample] : slowest_elem) {
     out.elem.reference[sample.first].push_back(sample.second);
