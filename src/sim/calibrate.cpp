@@ -3,8 +3,9 @@
 // element-wise extent, collective op); the files' timings then give:
 //   GEMMs      per (dtype, m, n, k, batch) the median over iterations of each iteration's
 //              slowest rank's duration, from compute_only cases where that shape ran there,
-//              else from other cases' GEMMs that no comm-stream task of their rank overlapped. peak_flops = the best rate
-//              seen, efficiency = rate / peak per (m, n, k) (the median over batch counts).
+//              else from other cases' GEMMs that no comm-stream task of their rank overlapped.
+//              peak_flops = the best rate seen, efficiency = rate / peak per (m, n, k) (the median
+//              over batch counts).
 //   memory     element-wise tasks (add 3 passes, copy/softmax 2, as the simulator prices
 //              them): per distinct task the bytes touched / median duration; the median rate.
 //   links      one class, least squares of per-step seconds on block bytes: comm_only
