@@ -29,6 +29,8 @@
 #include <string>
 #include <vector>
 
+#include "gemm_shape.h"
+
 namespace {
 
 constexpr int64_t kDefaultM = 16384;
@@ -409,32 +411,12 @@ void BM_GemmSlices(benchmark::State& state, Dtype dtype) {
   state.counters["rows_per_slice"] = static_cast<double>(m / slices);
 }
 
-// The shape: FOB_GEMM_SHAPE=M,D,FN or the default.
-void shape(int64_t& m, int64_t& d, int64_t& fn) {
-  m = kDefaultM;
-  d = kDefaultD;
-  fn = kDefaultFn;
-  const char* env = std::getenv("FOB_GEMM_SHAPE");
-  if (env == nullptr || *env == '\0') return;
-  long long a = 0, b = 0, c = 0;
-  if (std::sscanf(env, "%lld,%lld,%lld", &a, &b, &c) == 3 && a > 0 && b > 0 && c > 0) {
-    m = a;
-    d = b;
-    fn = c;
-  } else {
-    std::fprintf(
-        stderr, "FOB_GEMM_SHAPE=%s: expected M,D,FN (positive integers); using %lld,%lld,%lld\n",
-        env, static_cast<long long>(m), static_cast<long long>(d), static_cast<long long>(fn));
-  }
-}
-
 void apply_args(benchmark::internal::Benchmark* b) {
   // Read once for all the benchmark families, so a bad value is reported once.
-  static int64_t m = 0, d = 0, fn = 0;
-  if (m == 0) shape(m, d, fn);
-  b->ArgNames({"M", "D", "FN", "S"});
-  for (int64_t s : {1, 2, 4, 8, 16}) b->Args({m, d, fn, s});
-  b->UseManualTime()->Unit(benchmark::kMillisecond);
+  static const fob::bench::GemmShape shape =
+      fob::bench::gemm_shape({kDefaultM, kDefaultD, kDefaultFn});
+  fob::bench::add_slice_args(b, shape);
+  b->UseManualTime();
 }
 
 BENCHMARK_CAPTURE(BM_GemmSlices, fp32, Dtype::fp32)->Name("gemm_slices/fp32")->Apply(apply_args);
