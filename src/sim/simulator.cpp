@@ -4,7 +4,6 @@
 #include <queue>
 #include <stdexcept>
 #include <string>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -31,8 +30,9 @@ std::string describe(const Plan& plan, int task) {
 }
 
 // Ends sort before starts at the same instant, so a compute task that starts just as a
-// transfer ends is not slowed by it, and one that starts with a transfer is.
-enum class EventKind : uint8_t { flow_end, compute_end, flow_start, compute_start };
+// transfer ends is not slowed by it, and one that starts with a transfer is. Compute starts
+// come last of all and are not events: see Simulation::starting_.
+enum class EventKind : uint8_t { flow_end, compute_end, flow_start };
 
 struct Event {
   double time = 0;
@@ -49,11 +49,22 @@ struct Event {
 };
 
 struct TaskState {
-  int pending = 0;  // unfinished deps, plus the stream's previous task
-  int halves = 0;   // point-to-point halves not yet delivered
+  int pending = 0;      // unfinished deps, plus the stream's previous task
+  int halves = 0;       // point-to-point halves not yet delivered
+  int collective = -1;  // the k of the rank's k-th collective, or -1
   bool posted = false, ended = false;
   double start = 0, end = 0;
   TaskRef send_to, recv_from;  // the matching halves on the peers
+};
+
+// One half of a point-to-point message, for matching sends with receives.
+struct Half {
+  uint64_t key = 0;  // (sender, receiver, tag)
+  TaskRef ref;
+  bool operator<(const Half& o) const {
+    if (key != o.key) return key < o.key;
+    return ref.task < o.ref.task;  // a rank's halves of one key meet in plan order
+  }
 };
 
 // One rank's end of one link class: the flows now leaving (out) and arriving (in) over it.
@@ -87,8 +98,11 @@ class Simulation {
  public:
   Simulation(const std::vector<Plan>& plans, const CostModel& cost) : plans_(plans), cost_(cost) {
     const size_t n = plans.size();
-    state_.resize(n);
-    dependents_.resize(n);
+    // Every rank's tasks live in flat arrays, rank after rank: a simulation touches hundreds
+    // of thousands of tasks, and one allocation per task would cost more than the events.
+    base_.resize(n + 1, 0);
+    for (size_t r = 0; r < n; ++r) base_[r + 1] = base_[r] + plans[r].tasks.size();
+    state_.resize(base_[n]);
     collectives_.resize(n);
     in_flight_.assign(n, 0);
     ports_.resize(n);
@@ -98,8 +112,8 @@ class Simulation {
                                  std::to_string(plans[r].rank) + " of " +
                                  std::to_string(plans[r].world));
       }
-      link_streams(r);
     }
+    link_streams();
     pair_transfers();
     check_collectives();
   }
@@ -107,10 +121,20 @@ class Simulation {
   void run() {
     for (size_t r = 0; r < plans_.size(); ++r) {
       for (const Task& t : plans_[r].tasks) {
-        if (state_[r][static_cast<size_t>(t.id)].pending == 0) post({static_cast<int>(r), t.id});
+        if (st({static_cast<int>(r), t.id}).pending == 0) post({static_cast<int>(r), t.id});
       }
     }
-    while (!events_.empty()) {
+    for (;;) {
+      const bool event_now = !events_.empty() && events_.top().time <= now_;
+      if (next_start_ < starting_.size() && !event_now) {
+        start_compute(starting_[next_start_++]);
+        if (next_start_ == starting_.size()) {
+          starting_.clear();
+          next_start_ = 0;
+        }
+        continue;
+      }
+      if (events_.empty()) break;
       const Event e = events_.top();
       events_.pop();
       if (e.kind == EventKind::flow_end &&
@@ -125,16 +149,6 @@ class Simulation {
         case EventKind::flow_start:
           begin_flow(e.flow);
           break;
-        case EventKind::compute_start: {
-          const Task& t = task(e.a);
-          double seconds =
-              cost_.compute_seconds(t, plans_[static_cast<size_t>(e.a.rank)].dtype, e.a.rank);
-          if (in_flight_[static_cast<size_t>(e.a.rank)] > 0) {
-            seconds *= cost_.compute_slowdown_while_transferring();
-          }
-          push(now_ + seconds, EventKind::compute_end, e.a);
-          break;
-        }
         case EventKind::compute_end:
           finish(e.a);
           break;
@@ -143,50 +157,77 @@ class Simulation {
     check_finished();
   }
 
-  const TaskState& at(int rank, int task) const {
-    return state_[static_cast<size_t>(rank)][static_cast<size_t>(task)];
+  void start_compute(TaskRef ref) {
+    double seconds =
+        cost_.compute_seconds(task(ref), plans_[static_cast<size_t>(ref.rank)].dtype, ref.rank);
+    if (in_flight_[static_cast<size_t>(ref.rank)] > 0) {
+      seconds *= cost_.compute_slowdown_while_transferring();
+    }
+    push(now_ + seconds, EventKind::compute_end, ref);
   }
+
+  const TaskState& at(int rank, int task) const { return state_[index({rank, task})]; }
 
  private:
   const Task& task(TaskRef t) const {
     return plans_[static_cast<size_t>(t.rank)].tasks[static_cast<size_t>(t.task)];
   }
-  TaskState& st(TaskRef t) {
-    return state_[static_cast<size_t>(t.rank)][static_cast<size_t>(t.task)];
+  size_t index(TaskRef t) const {
+    return base_[static_cast<size_t>(t.rank)] + static_cast<size_t>(t.task);
   }
+  TaskState& st(TaskRef t) { return state_[index(t)]; }
 
-  // Each task waits for its deps and for the previous task of its stream.
-  void link_streams(size_t r) {
-    const Plan& p = plans_[r];
-    state_[r].resize(p.tasks.size());
-    dependents_[r].resize(p.tasks.size());
-    int last[kNumStreams] = {-1, -1};
-    for (const Task& t : p.tasks) {
-      const size_t i = static_cast<size_t>(t.id);
-      if (t.id != static_cast<int>(i) || i >= p.tasks.size()) {
-        throw std::runtime_error("simulate_case: task ids out of order on rank " +
-                                 std::to_string(r));
-      }
-      for (int d : t.deps) {
-        if (d < 0 || d >= t.id) {
-          throw std::runtime_error("simulate_case: " + describe(p, t.id) +
-                                   " depends on a task that does not precede it");
+  // Each task waits for its deps and for the previous task of its stream. The tasks that wait
+  // for a task are kept in one array for all tasks (dependents_, indexed by dependents_begin_).
+  void link_streams() {
+    dependents_begin_.assign(state_.size() + 1, 0);
+    std::vector<int> previous(state_.size(), -1);  // the stream's previous task, or -1
+    for (size_t r = 0; r < plans_.size(); ++r) {
+      const Plan& p = plans_[r];
+      int last[kNumStreams] = {-1, -1};
+      for (const Task& t : p.tasks) {
+        const size_t i = static_cast<size_t>(t.id);
+        if (t.id != static_cast<int>(&t - p.tasks.data())) {
+          throw std::runtime_error("simulate_case: task ids out of order on rank " +
+                                   std::to_string(r));
         }
-        dependents_[r][static_cast<size_t>(d)].push_back(t.id);
-        ++state_[r][i].pending;
+        const size_t g = base_[r] + i;
+        for (int d : t.deps) {
+          if (d < 0 || d >= t.id) {
+            throw std::runtime_error("simulate_case: " + describe(p, t.id) +
+                                     " depends on a task that does not precede it");
+          }
+          ++dependents_begin_[base_[r] + static_cast<size_t>(d) + 1];
+        }
+        int& prev = last[static_cast<size_t>(t.stream)];
+        if (prev >= 0) ++dependents_begin_[base_[r] + static_cast<size_t>(prev) + 1];
+        previous[g] = prev;
+        state_[g].pending = static_cast<int>(t.deps.size()) + (prev >= 0 ? 1 : 0);
+        prev = t.id;
+        if (t.kind == TaskKind::collective) {
+          state_[g].collective = static_cast<int>(collectives_[r].size());
+          collectives_[r].push_back(t.id);
+        }
       }
-      int& prev = last[static_cast<size_t>(t.stream)];
-      if (prev >= 0) {
-        dependents_[r][static_cast<size_t>(prev)].push_back(t.id);
-        ++state_[r][i].pending;
+    }
+    for (size_t g = 0; g < state_.size(); ++g) dependents_begin_[g + 1] += dependents_begin_[g];
+    dependents_.resize(static_cast<size_t>(dependents_begin_.back()));
+    std::vector<int> fill(dependents_begin_.begin(), dependents_begin_.end() - 1);
+    for (size_t r = 0; r < plans_.size(); ++r) {
+      for (const Task& t : plans_[r].tasks) {
+        auto add = [&](int on) {
+          dependents_[static_cast<size_t>(fill[base_[r] + static_cast<size_t>(on)]++)] = t.id;
+        };
+        for (int d : t.deps) add(d);
+        const int prev = previous[base_[r] + static_cast<size_t>(t.id)];
+        if (prev >= 0) add(prev);
       }
-      prev = t.id;
-      if (t.kind == TaskKind::collective) collectives_[r].push_back(t.id);
     }
   }
 
   // The k-th send from r to p with tag t meets the k-th receive on p from r with tag t (MPI's
-  // non-overtaking order).
+  // non-overtaking order). Both sides are sorted by (sender, receiver, tag) and then walked
+  // together.
   void pair_transfers() {
     const int n = static_cast<int>(plans_.size());
     auto key = [](int from, int to, int tag) {
@@ -194,10 +235,7 @@ class Simulation {
              (static_cast<uint64_t>(static_cast<uint16_t>(to)) << 32) |
              static_cast<uint64_t>(static_cast<uint32_t>(tag));
     };
-    std::unordered_map<uint64_t, std::vector<TaskRef>> send_halves, recv_halves;
-    size_t halves = 0;
-    for (const Plan& p : plans_) halves += p.tasks.size();
-    flows_.reserve(halves / 2);
+    std::vector<Half> send_halves, recv_halves;
     for (const Plan& p : plans_) {
       for (const Task& t : p.tasks) {
         const bool s = sends(t), rcv = receives(t);
@@ -205,33 +243,33 @@ class Simulation {
           throw std::runtime_error("simulate_case: " + describe(p, t.id) + " names a peer past " +
                                    "the world size " + std::to_string(n));
         }
-        if (s) send_halves[key(p.rank, t.send_peer, t.tag)].push_back({p.rank, t.id});
-        if (rcv) recv_halves[key(t.recv_peer, p.rank, t.tag)].push_back({p.rank, t.id});
+        if (s) send_halves.push_back({key(p.rank, t.send_peer, t.tag), {p.rank, t.id}});
+        if (rcv) recv_halves.push_back({key(t.recv_peer, p.rank, t.tag), {p.rank, t.id}});
         st({p.rank, t.id}).halves = (s ? 1 : 0) + (rcv ? 1 : 0);
       }
     }
-    for (auto& [k, senders] : send_halves) {
-      std::vector<TaskRef>& receivers = recv_halves[k];
-      for (size_t i = 0; i < senders.size(); ++i) {
-        if (i >= receivers.size()) {
-          throw std::runtime_error(
-              "simulate_case: unmatched transfer: " +
-              describe(plans_[static_cast<size_t>(senders[i].rank)], senders[i].task) +
-              " sends with no receive to meet it");
-        }
-        st(senders[i]).send_to = receivers[i];
-        st(receivers[i]).recv_from = senders[i];
+    std::sort(send_halves.begin(), send_halves.end());
+    std::sort(recv_halves.begin(), recv_halves.end());
+    flows_.reserve(send_halves.size() + collectives_.front().size());
+    size_t i = 0, j = 0;
+    while (i < send_halves.size() || j < recv_halves.size()) {
+      if (j == recv_halves.size() ||
+          (i < send_halves.size() && send_halves[i].key < recv_halves[j].key)) {
+        const TaskRef r = send_halves[i].ref;
+        throw std::runtime_error("simulate_case: unmatched transfer: " +
+                                 describe(plans_[static_cast<size_t>(r.rank)], r.task) +
+                                 " sends with no receive to meet it");
       }
-    }
-    for (auto& [k, receivers] : recv_halves) {
-      const auto it = send_halves.find(k);
-      const size_t matched = it == send_halves.end() ? 0 : it->second.size();
-      if (receivers.size() > matched) {
-        const TaskRef r = receivers[matched];
+      if (i == send_halves.size() || recv_halves[j].key < send_halves[i].key) {
+        const TaskRef r = recv_halves[j].ref;
         throw std::runtime_error("simulate_case: unmatched transfer: " +
                                  describe(plans_[static_cast<size_t>(r.rank)], r.task) +
                                  " receives with no send to meet it");
       }
+      st(send_halves[i].ref).send_to = recv_halves[j].ref;
+      st(recv_halves[j].ref).recv_from = send_halves[i].ref;
+      ++i;
+      ++j;
     }
   }
 
@@ -253,13 +291,6 @@ class Simulation {
       }
     }
     collective_posted_.assign(collectives_.empty() ? 0 : collectives_[0].size(), 0);
-    collective_index_.resize(plans_.size());
-    for (size_t r = 0; r < plans_.size(); ++r) {
-      collective_index_[r].assign(plans_[r].tasks.size(), -1);
-      for (size_t k = 0; k < collectives_[r].size(); ++k) {
-        collective_index_[r][static_cast<size_t>(collectives_[r][k])] = static_cast<int>(k);
-      }
-    }
   }
 
   void push(double time, EventKind kind, TaskRef a, int flow = -1, uint32_t version = 0) {
@@ -276,8 +307,8 @@ class Simulation {
       case TaskKind::copy:
       case TaskKind::softmax:
         s.posted = true;
-        // Decided once every transfer starting at this instant has started.
-        push(now_, EventKind::compute_start, ref);
+        // Priced once every transfer starting at this instant has started.
+        starting_.push_back(ref);
         return;
       case TaskKind::collective:
         s.posted = true;
@@ -331,7 +362,7 @@ class Simulation {
   }
 
   void post_collective(TaskRef ref) {
-    const int k = collective_index_[static_cast<size_t>(ref.rank)][static_cast<size_t>(ref.task)];
+    const int k = st(ref).collective;
     const size_t n = plans_.size();
     if (++collective_posted_[static_cast<size_t>(k)] < static_cast<int>(n)) return;
     // Every rank has posted it.
@@ -475,8 +506,9 @@ class Simulation {
     TaskState& s = st(ref);
     s.end = now_;
     s.ended = true;
-    for (int d : dependents_[static_cast<size_t>(ref.rank)][static_cast<size_t>(ref.task)]) {
-      const TaskRef next{ref.rank, d};
+    const size_t g = index(ref);
+    for (int i = dependents_begin_[g]; i < dependents_begin_[g + 1]; ++i) {
+      const TaskRef next{ref.rank, dependents_[static_cast<size_t>(i)]};
       if (--st(next).pending == 0) post(next);
     }
   }
@@ -485,8 +517,8 @@ class Simulation {
     // Report a posted task first: it is the one stuck waiting for its peer.
     for (int want_posted : {1, 0}) {
       for (size_t r = 0; r < plans_.size(); ++r) {
-        for (size_t i = 0; i < state_[r].size(); ++i) {
-          const TaskState& s = state_[r][i];
+        for (size_t i = 0; i < plans_[r].tasks.size(); ++i) {
+          const TaskState& s = state_[base_[r] + i];
           if (!s.ended && s.posted == (want_posted == 1)) {
             throw std::runtime_error(
                 "simulate_case: deadlock: " + describe(plans_[r], static_cast<int>(i)) +
@@ -499,15 +531,21 @@ class Simulation {
 
   const std::vector<Plan>& plans_;
   const CostModel& cost_;
-  std::vector<std::vector<TaskState>> state_;
-  std::vector<std::vector<std::vector<int>>> dependents_;
-  std::vector<std::vector<int>> collectives_;       // per rank: task ids of its collectives
-  std::vector<std::vector<int>> collective_index_;  // per rank and task: k, or -1
-  std::vector<int> collective_posted_;              // ranks that have posted the k-th one
-  std::vector<int> in_flight_;                      // transfers to or from each rank
-  std::vector<std::vector<Port>> ports_;            // per rank, one per link class in use
-  std::vector<Flow> flows_;                         // every message and collective started
+  std::vector<size_t> base_;           // per rank: its first task's index in the flat arrays
+  std::vector<TaskState> state_;       // per task, flat
+  std::vector<int> dependents_begin_;  // per task, flat: its first entry in dependents_
+  std::vector<int> dependents_;        // the task ids that wait for each task, by rank
+  std::vector<std::vector<int>> collectives_;  // per rank: task ids of its collectives
+  std::vector<int> collective_posted_;         // ranks that have posted the k-th one
+  std::vector<int> in_flight_;                 // transfers to or from each rank
+  std::vector<std::vector<Port>> ports_;       // per rank, one per link class in use
+  std::vector<Flow> flows_;                    // every message and collective started
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
+  // Compute tasks posted at now_, in post order. They start after every event of this instant,
+  // those that events of this instant add included, which a queue of their own gives without
+  // a heap operation per task.
+  std::vector<TaskRef> starting_;
+  size_t next_start_ = 0;
   uint64_t seq_ = 0;
   double now_ = 0;
 };
