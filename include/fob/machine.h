@@ -18,7 +18,8 @@
 //     - {name: nvlink, latency_us: 3, gbytes_per_s: 450}   # 1e9 bytes/s per rank and direction
 //     - {name: ib, latency_us: 5, gbytes_per_s: 50}
 //   topology: {ranks_per_node: 8, intra_node: nvlink, inter_node: ib}   # names from links
-//   contention: 1.05                              # optional, >= 1; default 1
+//   contention: 1.05                              # optional, >= 1; default 1 (GEMMs only), or
+//   contention: {gemm: 1.05, transfer: 1.2, comm_start_us: 40}   # every key optional
 //
 // Pricing (MachineCost): a GEMM takes batch * max(flops / (peak * eff(m, n, k)),
 // (m*k + k*n + m*n) * element size / memory bandwidth) per batch entry (a roofline); add takes
@@ -73,6 +74,13 @@ struct Machine {
   std::string inter_node;
   // A GEMM runs this many times slower while its rank has a transfer in flight (NCCL's SMs).
   double contention = 1;
+  // The other direction: a transfer runs this many times slower while a rank at either end of
+  // it (any rank of a collective's ring link) computes, and one that becomes ready while its
+  // rank computes starts up to this long later (at the latest when that compute task ends).
+  // On a GPU, NCCL kernels wait for SMs a GEMM holds; on the CPU backend the comm thread waits
+  // for the core a GEMM holds.
+  double transfer_contention = 1;
+  double comm_start_delay_s = 0;
 };
 
 // Reads a machine file. InputError naming the file, line, key and the valid choices.
@@ -92,6 +100,8 @@ class MachineCost : public CostModel {
   double bytes_per_second(int from_rank, int to_rank) const override;
   int link_class(int from_rank, int to_rank) const override;
   double compute_slowdown_while_transferring() const override;
+  double transfer_slowdown_while_computing() const override;
+  double comm_start_delay_while_computing() const override;
 
   // InputError naming `dtype` and the dtypes the machine has, unless it has `dtype`.
   void require(DType dtype) const;

@@ -32,6 +32,13 @@ class CostModel {
   // applies it to the whole task when a message to or from the rank (or a collective) is in
   // flight at the moment the task starts: simple, and it never changes a task's length midway.
   virtual double compute_slowdown_while_transferring() const { return 1.0; }
+  // The other direction. A message flows this many times slower while a rank at either end is
+  // running a compute task (a collective: per ring link, with that link's two ranks), the rate
+  // changing as compute tasks start and end.
+  virtual double transfer_slowdown_while_computing() const { return 1.0; }
+  // A transfer or collective that becomes ready while its rank runs a compute task is posted
+  // this many seconds later, or when that task ends if that is sooner.
+  virtual double comm_start_delay_while_computing() const { return 0.0; }
 };
 
 // The same rates everywhere: GEMM time = flops / flops_per_second; add, copy and softmax time =

@@ -96,7 +96,11 @@ std::string machine_summary(const Machine& m) {
   }
   out << m.ranks_per_node << " ranks per node over " << m.intra_node << ", nodes over "
       << m.inter_node << "; GEMMs " << m.contention
-      << "x slower while a transfer is in flight; concurrent messages share a rank's link";
+      << "x slower while a transfer is in flight; transfers " << m.transfer_contention
+      << "x slower while a rank they involve computes, and posted up to "
+      << m.comm_start_delay_s * 1e6
+      << " us late when ready while their rank computes; concurrent messages share a rank's "
+         "link";
   return out.str();
 }
 

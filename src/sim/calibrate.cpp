@@ -11,11 +11,14 @@
 //   links      one class, least squares of per-step seconds on block bytes: comm_only
 //              collectives (else baseline ones, else exchanges' minimum durations).
 //   contention the median of duration / fitted median over GEMMs of overlapping strategies that
-//              started while a comm-stream task of their rank was in flight, clamped to >= 1.
+//              started while a comm-stream task of their rank was in flight, clamped to >= 1;
+//              contention.transfer and comm_start_us from the transfers of overlapping
+//              strategies (fit_interference).
 #include <algorithm>
 #include <cmath>
 #include <ctime>
 #include <exception>
+#include <limits>
 #include <map>
 #include <set>
 #include <sstream>
@@ -177,12 +180,187 @@ struct LinkPoint {
   double seconds = 0;  // one step's time
 };
 
+// A transfer of an overlapping strategy, for the transfer slowdown: from when its last end
+// posted it to its end, with the stretches of that window in which a rank it involves computed.
+struct TransferSample {
+  bool collective = false;
+  double bytes = 0;  // a message's bytes, or one ring step's block
+  int steps = 1;     // a collective's ring steps
+  Interval window;
+  std::vector<Interval> busy;  // disjoint, sorted, inside the window
+};
+
+// A transfer that became ready while its rank was computing: how long it waited to be posted.
+// Censored: it was posted only when that compute task ended, so it would have waited longer.
+struct DelaySample {
+  double wait = 0;
+  bool censored = false;
+};
+
 struct Collected {
   Pools<GemmKey> gemm;
   Pools<ElemKey> elem;
   std::vector<std::pair<GemmKey, double>> contended;  // GEMMs started under a transfer
   std::vector<LinkPoint> comm_only, baseline, exchange;
+  std::vector<TransferSample> transfers;
+  std::vector<DelaySample> delays;
 };
+
+// The parts of `intervals` inside `window`, merged.
+std::vector<Interval> clip_merge(std::vector<Interval> intervals, const Interval& window) {
+  std::sort(intervals.begin(), intervals.end(),
+            [](const Interval& a, const Interval& b) { return a.start < b.start; });
+  std::vector<Interval> out;
+  for (const Interval& x : intervals) {
+    const Interval c{std::max(x.start, window.start), std::min(x.end, window.end)};
+    if (c.end <= c.start) continue;
+    if (!out.empty() && c.start <= out.back().end) {
+      out.back().end = std::max(out.back().end, c.end);
+    } else {
+      out.push_back(c);
+    }
+  }
+  return out;
+}
+
+double covered(const std::vector<Interval>& busy, double from, double to) {
+  double sum = 0;
+  for (const Interval& x : busy)
+    sum += std::max(0.0, std::min(x.end, to) - std::max(x.start, from));
+  return sum;
+}
+
+// How compute and transfers got in each other's way in an overlapping strategy's case: the
+// transfers' windows with the compute inside them, and the waits of transfers that became
+// ready while their rank computed. A task is ready when its stream's previous task and its
+// deps have ended; a rank's first task of a stream without deps has no known ready time.
+void collect_interference(const CaseView& v, Collected& out) {
+  const CaseResult& c = *v.c;
+  const size_t world = static_cast<size_t>(c.world);
+  std::vector<std::vector<int>> previous(world);  // per rank and task: the stream's previous
+  for (size_t r = 0; r < world; ++r) {
+    int last[kNumStreams] = {-1, -1};
+    for (const Task& t : v.plans[r].tasks) {
+      previous[r].push_back(last[static_cast<size_t>(t.stream)]);
+      last[static_cast<size_t>(t.stream)] = t.id;
+    }
+  }
+  // Message halves matched as the simulator matches them: the k-th send from a to b with a
+  // tag meets the k-th receive on b from a with that tag.
+  std::map<std::tuple<int, int, int>, std::vector<int>> sends, recvs;  // -> task ids in order
+  std::vector<std::vector<std::vector<std::pair<int, int>>>> halves(world);
+  for (size_t r = 0; r < world; ++r) {
+    halves[r].resize(v.plans[r].tasks.size());
+    for (const Task& t : v.plans[r].tasks) {
+      const int rank = static_cast<int>(r);
+      if ((t.kind == TaskKind::send || t.kind == TaskKind::exchange) && t.send_peer >= 0) {
+        sends[{rank, t.send_peer, t.tag}].push_back(t.id);
+      }
+      if ((t.kind == TaskKind::recv || t.kind == TaskKind::exchange) && t.recv_peer >= 0) {
+        recvs[{t.recv_peer, rank, t.tag}].push_back(t.id);
+      }
+    }
+  }
+  for (const auto& [key, ids] : sends) {
+    const auto& [from, to, tag] = key;
+    const auto it = recvs.find(key);
+    if (it == recvs.end()) continue;
+    for (size_t i = 0; i < std::min(ids.size(), it->second.size()); ++i) {
+      halves[static_cast<size_t>(from)][static_cast<size_t>(ids[i])].emplace_back(to,
+                                                                                  it->second[i]);
+      halves[static_cast<size_t>(to)][static_cast<size_t>(it->second[i])].emplace_back(from,
+                                                                                       ids[i]);
+    }
+  }
+  std::vector<std::vector<int>> colls(world);
+  for (size_t r = 0; r < world; ++r) {
+    for (const Task& t : v.plans[r].tasks) {
+      if (t.kind == TaskKind::collective) colls[r].push_back(t.id);
+    }
+  }
+
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  for (int it = 0; it < v.iters(); ++it) {
+    std::vector<std::vector<Interval>> at(world);         // per rank and task; NaN when untimed
+    std::vector<std::vector<Interval>> computing(world);  // per rank
+    for (size_t r = 0; r < world; ++r) {
+      for (const Task& t : v.plans[r].tasks) {
+        Interval iv{nan, nan};
+        if (v.timed(it, static_cast<int>(r), t.id, &iv) && t.stream == StreamId::compute) {
+          computing[r].push_back(iv);
+        }
+        at[r].push_back(iv);
+      }
+    }
+    auto ready = [&](size_t r, const Task& t) {
+      double when = -INFINITY;
+      const int prev = previous[r][static_cast<size_t>(t.id)];
+      if (prev < 0 && t.deps.empty()) return nan;
+      if (prev >= 0) when = at[r][static_cast<size_t>(prev)].end;
+      for (int d : t.deps) when = std::max(when, at[r][static_cast<size_t>(d)].end);
+      return when;  // NaN when one of them was not timed
+    };
+    for (size_t r = 0; r < world; ++r) {
+      for (const Task& t : v.plans[r].tasks) {
+        if (t.stream != StreamId::comm) continue;
+        const Interval& mine = at[r][static_cast<size_t>(t.id)];
+        const double when = ready(r, t);
+        if (!std::isfinite(mine.start) || !std::isfinite(when)) continue;
+        // The compute task running when it became ready, or starting then: the first one
+        // that ends later, if it was ready by then.
+        for (const Task& ct : v.plans[r].tasks) {
+          if (ct.stream != StreamId::compute) continue;
+          const Interval& ci = at[r][static_cast<size_t>(ct.id)];
+          if (!std::isfinite(ci.end) || ci.end <= when) continue;
+          const double ct_ready = ready(r, ct);
+          if (std::isnan(ct_ready) ? ci.start <= when : ct_ready <= when) {
+            out.delays.push_back({std::max(0.0, mine.start - when), mine.start >= ci.end});
+          }
+          break;
+        }
+        // The window: from the last of its halves' posts to its end.
+        TransferSample sample;
+        std::vector<size_t> involved{r};
+        double start = mine.start;
+        if (t.kind == TaskKind::collective) {
+          const auto k = static_cast<size_t>(std::find(colls[r].begin(), colls[r].end(), t.id) -
+                                             colls[r].begin());
+          sample.collective = true;
+          sample.steps = (c.world - 1) * (t.op == CollectiveOp::all_reduce ? 2 : 1);
+          int64_t block = 0;
+          double end = mine.end;
+          for (size_t q = 0; q < world; ++q) {
+            if (k >= colls[q].size()) return;  // mismatched collectives: nothing to learn
+            const Interval& theirs = at[q][static_cast<size_t>(colls[q][k])];
+            start = std::max(start, theirs.start);
+            end = std::min(end, theirs.end);
+            block = std::max(block, v.task(static_cast<int>(q), colls[q][k]).bytes / sample.steps);
+            involved.push_back(q);
+          }
+          sample.bytes = static_cast<double>(block);
+          sample.window = {start, end};
+        } else {
+          int64_t bytes = t.bytes;
+          for (const auto& [q, id] : halves[r][static_cast<size_t>(t.id)]) {
+            start = std::max(start, at[static_cast<size_t>(q)][static_cast<size_t>(id)].start);
+            bytes = std::max(bytes, v.task(q, id).bytes);
+            involved.push_back(static_cast<size_t>(q));
+          }
+          sample.bytes = static_cast<double>(bytes);
+          sample.window = {start, mine.end};
+        }
+        if (!std::isfinite(sample.window.start) || !std::isfinite(sample.window.end) ||
+            sample.window.end <= sample.window.start || sample.bytes <= 0) {
+          continue;
+        }
+        std::vector<Interval> busy;
+        for (size_t q : involved) busy.insert(busy.end(), computing[q].begin(), computing[q].end());
+        sample.busy = clip_merge(std::move(busy), sample.window);
+        out.transfers.push_back(std::move(sample));
+      }
+    }
+  }
+}
 
 void collect_case(const CaseView& v, Collected& out) {
   const CaseResult& c = *v.c;
@@ -244,6 +422,7 @@ void collect_case(const CaseView& v, Collected& out) {
     out.elem.reference[sample.first].push_back(sample.second);
   }
   if (c.world < 2 || iters == 0) return;
+  if (overlaps) collect_interference(v, out);
 
   // Collectives, matched across ranks by their order: the ring ends together on every rank,
   // so the rank that posted last (the shortest duration) saw the ring's own time; the ring's
@@ -377,6 +556,82 @@ std::string today_utc() {
   char buf[32];
   std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M UTC", &tm);
   return buf;
+}
+
+// A slowdown factor: the median of `samples`, at least 1, with a note on where it came from.
+void fit_factor(const std::vector<double>& samples, const std::string& key, const std::string& from,
+                const std::string& when_none, double& factor, std::vector<std::string>& notes) {
+  if (samples.empty()) {
+    notes.push_back(key + " = 1: " + when_none);
+    return;
+  }
+  const double m = median(samples);
+  factor = std::max(1.0, m);
+  notes.push_back(key + " = " + fmt(factor) + ": the median of " + std::to_string(samples.size()) +
+                  " " + from +
+                  (m < 1 ? " (measured " + fmt(m) + ", clamped to 1)" : std::string()));
+}
+
+// The transfer slowdown under compute and the comm start delay (see Machine). A transfer's
+// sample counts when compute covered at least half of its window: a message flows at bw while
+// no rank it involves computes and at bw / f while one does, after its latency, so
+// bytes / bw = idle + busy / f over its flowing time; a collective progresses at one ring step
+// of latency + block / bw (block * f / bw under compute) per step. f is the median of the
+// samples. The delay is the median wait, a censored wait (posted when the compute task ended)
+// counting as longer than any.
+void fit_interference(const Collected& data, const LinkClass& link, Machine& machine,
+                      std::vector<std::string>& notes) {
+  std::vector<double> factors;
+  for (const TransferSample& s : data.transfers) {
+    const double length = s.window.end - s.window.start;
+    const double busy = covered(s.busy, s.window.start, s.window.end);
+    if (busy < 0.5 * length) continue;
+    double f = 0;
+    if (s.collective) {
+      const double step = link.latency_s + s.bytes / link.bytes_per_s;
+      const double alone = s.steps * step;
+      const double idle = length - busy;
+      if (idle >= alone) continue;
+      const double busy_step = busy / (1 - idle / alone) / s.steps;
+      f = (busy_step - link.latency_s) * link.bytes_per_s / s.bytes;
+    } else {
+      const double from = s.window.start + link.latency_s;
+      const double flowing = s.window.end - from;
+      const double busy_flowing = covered(s.busy, from, s.window.end);
+      const double alone = s.bytes / link.bytes_per_s;
+      const double idle = flowing - busy_flowing;
+      if (flowing <= 0 || idle >= alone || busy_flowing <= 0) continue;
+      f = busy_flowing / (alone - idle);
+    }
+    if (std::isfinite(f) && f > 0) factors.push_back(f);
+  }
+  fit_factor(factors, "contention.transfer",
+             "transfers' slowdowns, of those that ran mostly under compute, against the fitted "
+             "link",
+             "no transfer of an overlapping strategy ran mostly under compute",
+             machine.transfer_contention, notes);
+
+  if (data.delays.empty()) {
+    notes.push_back(
+        "contention.comm_start_us = 0: no transfer became ready while its rank "
+        "computed");
+    return;
+  }
+  std::vector<double> waits;
+  double longest = 0;
+  for (const DelaySample& d : data.delays) {
+    waits.push_back(d.censored ? INFINITY : d.wait);
+    longest = std::max(longest, d.wait);
+  }
+  std::sort(waits.begin(), waits.end());
+  const double mid = waits[(waits.size() - 1) / 2];
+  machine.comm_start_delay_s = std::isfinite(mid) ? mid : longest;
+  notes.push_back("contention.comm_start_us = " + fmt(machine.comm_start_delay_s * 1e6) +
+                  ": the median wait to be posted of " + std::to_string(waits.size()) +
+                  " transfers that became ready while their rank computed" +
+                  (std::isfinite(mid) ? std::string()
+                                      : " (most waited until the compute ended: the longest "
+                                        "wait seen)"));
 }
 
 }  // namespace
@@ -587,19 +842,13 @@ Machine calibrate(const std::vector<ResultFile>& files, const std::string& name,
     const auto it = gemm_median.find(key);
     if (it != gemm_median.end()) ratios.push_back(d / it->second);
   }
-  if (ratios.empty()) {
-    notes.push_back(
-        "contention = 1: no GEMM of an overlapping strategy started while a transfer was in "
-        "flight (or none had a fitted shape)");
-  } else {
-    const double m = median(ratios);
-    machine.contention = std::max(1.0, m);
-    notes.push_back("contention = " + fmt(machine.contention) + ": the median of " +
-                    std::to_string(ratios.size()) +
-                    " GEMMs' duration over their shape's fitted median, started under a "
-                    "transfer" +
-                    (m < 1 ? " (measured " + fmt(m) + ", clamped to 1)" : std::string()));
-  }
+  fit_factor(ratios, "contention",
+             "GEMMs' duration over their shape's fitted median, started under a transfer",
+             "no GEMM of an overlapping strategy started while a transfer was in flight (or none "
+             "had a fitted shape)",
+             machine.contention, notes);
+
+  fit_interference(data, link, machine, notes);
 
   // Where the numbers come from.
   std::string runs;

@@ -23,6 +23,7 @@ const char* const kTopKeys = "name, source, compute, links, topology, contention
 const char* const kComputeKeys = "peak_tflops, memory_gbytes_per_s, gemm_efficiency";
 const char* const kLinkKeys = "name, latency_us, gbytes_per_s";
 const char* const kTopologyKeys = "ranks_per_node, intra_node, inter_node";
+const char* const kContentionKeys = "gemm, transfer, comm_start_us";
 const char* const kDTypes = "fp32, fp64, bf16, fp16";
 
 class Reader {
@@ -251,10 +252,24 @@ Machine parse_machine(const std::string& yaml_text, const std::string& source) {
     (std::string(key) == "intra_node" ? m.intra_node : m.inter_node) = name;
   }
 
+  // A bare number is the GEMM factor, as in files written before the other two existed.
   if (const YAML::Node c = root["contention"]) {
-    m.contention = r.number(c, "contention");
-    if (!(m.contention >= 1)) {
-      r.fail(c, "contention", "'" + Reader::text(c) + "' must be >= 1 (1: no slowdown)");
+    auto factor = [&](const YAML::Node& node, const std::string& key) {
+      const double v = r.number(node, key);
+      if (!(v >= 1))
+        r.fail(node, key, "'" + Reader::text(node) + "' must be >= 1 (1: no slowdown)");
+      return v;
+    };
+    if (c.IsScalar()) {
+      m.contention = factor(c, "contention");
+    } else {
+      r.check_map(c, "contention", kContentionKeys, {});
+      if (c["gemm"]) m.contention = factor(c["gemm"], "contention.gemm");
+      if (c["transfer"]) m.transfer_contention = factor(c["transfer"], "contention.transfer");
+      if (c["comm_start_us"]) {
+        m.comm_start_delay_s =
+            r.non_negative(c["comm_start_us"], "contention.comm_start_us") * kMicro;
+      }
     }
   }
   return m;
@@ -298,7 +313,9 @@ void save_machine(std::ostream& out, const Machine& machine) {
   out << "topology: {ranks_per_node: " << machine.ranks_per_node
       << ", intra_node: " << quoted(machine.intra_node)
       << ", inter_node: " << quoted(machine.inter_node) << "}\n";
-  out << "contention: " << num(machine.contention) << "\n";
+  out << "contention: {gemm: " << num(machine.contention)
+      << ", transfer: " << num(machine.transfer_contention)
+      << ", comm_start_us: " << num(machine.comm_start_delay_s / kMicro) << "}\n";
 }
 
 }  // namespace fob

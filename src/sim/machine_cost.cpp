@@ -140,4 +140,12 @@ double MachineCost::compute_slowdown_while_transferring() const {
   return machine_.contention;
 }
 
+double MachineCost::transfer_slowdown_while_computing() const {
+  return machine_.transfer_contention;
+}
+
+double MachineCost::comm_start_delay_while_computing() const {
+  return machine_.comm_start_delay_s;
+}
+
 }  // namespace fob

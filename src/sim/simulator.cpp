@@ -31,8 +31,10 @@ std::string describe(const Plan& plan, int task) {
 
 // Ends sort before starts at the same instant, so a compute task that starts just as a
 // transfer ends is not slowed by it, and one that starts with a transfer is. Compute starts
-// come last of all and are not events: see Simulation::starting_.
-enum class EventKind : uint8_t { flow_end, compute_end, flow_start };
+// come last of all and are not events: see Simulation::starting_. A transfer posted late
+// because its rank was computing (comm_post) is posted after the ends at its instant, so a
+// compute task that ended then no longer delays it.
+enum class EventKind : uint8_t { flow_end, compute_end, flow_start, comm_post };
 
 struct Event {
   double time = 0;
@@ -105,6 +107,9 @@ class Simulation {
     state_.resize(base_[n]);
     collectives_.resize(n);
     in_flight_.assign(n, 0);
+    computing_until_.assign(n, kIdle);
+    transfer_slowdown_ = cost_.transfer_slowdown_while_computing();
+    comm_start_delay_ = cost_.comm_start_delay_while_computing();
     ports_.resize(n);
     for (size_t r = 0; r < n; ++r) {
       if (plans[r].rank != static_cast<int>(r) || plans[r].world != static_cast<int>(n)) {
@@ -134,6 +139,14 @@ class Simulation {
         }
         continue;
       }
+      if (next_comm_ < comm_ready_.size() && !event_now) {
+        post_comm(comm_ready_[next_comm_++]);
+        if (next_comm_ == comm_ready_.size()) {
+          comm_ready_.clear();
+          next_comm_ = 0;
+        }
+        continue;
+      }
       if (events_.empty()) break;
       const Event e = events_.top();
       events_.pop();
@@ -149,7 +162,11 @@ class Simulation {
         case EventKind::flow_start:
           begin_flow(e.flow);
           break;
+        case EventKind::comm_post:
+          post_now(e.a);
+          break;
         case EventKind::compute_end:
+          set_computing(e.a.rank, kIdle);
           finish(e.a);
           break;
       }
@@ -164,6 +181,20 @@ class Simulation {
       seconds *= cost_.compute_slowdown_while_transferring();
     }
     push(now_ + seconds, EventKind::compute_end, ref);
+    set_computing(ref.rank, now_ + seconds);
+  }
+
+  bool computing(int rank) const { return computing_until_[static_cast<size_t>(rank)] != kIdle; }
+
+  // Marks `rank` computing until `until`, or idle (kIdle), and re-rates the transfers at its
+  // ports when transfers slow down under compute.
+  void set_computing(int rank, double until) {
+    computing_until_[static_cast<size_t>(rank)] = until;
+    if (transfer_slowdown_ == 1.0) return;
+    for (const Port& p : ports_[static_cast<size_t>(rank)]) {
+      for (int id : p.out) refresh(id);
+      for (int id : p.in) refresh(id);
+    }
   }
 
   const TaskState& at(int rank, int task) const { return state_[index({rank, task})]; }
@@ -298,6 +329,25 @@ class Simulation {
   }
 
   void post(TaskRef ref) {
+    if (comm_start_delay_ > 0 && task(ref).is_transfer()) {
+      comm_ready_.push_back(ref);
+      return;
+    }
+    post_now(ref);
+  }
+
+  // A transfer that became ready now, once the compute tasks starting now have started: it
+  // waits while its rank computes, for the delay or until that compute task ends.
+  void post_comm(TaskRef ref) {
+    const double busy_until = computing_until_[static_cast<size_t>(ref.rank)];
+    if (busy_until > now_) {
+      push(std::min(now_ + comm_start_delay_, busy_until), EventKind::comm_post, ref);
+    } else {
+      post_now(ref);
+    }
+  }
+
+  void post_now(TaskRef ref) {
     TaskState& s = st(ref);
     const Task& t = task(ref);
     s.start = now_;
@@ -467,6 +517,7 @@ class Simulation {
       const double bw = cost_.bytes_per_second(f.from.rank, f.to.rank);
       const size_t s = share(f.from.rank, f.out_port, f.to.rank, f.in_port);
       rate = s == 1 ? bw : bw / static_cast<double>(s);
+      if (computing(f.from.rank) || computing(f.to.rank)) rate /= transfer_slowdown_;
       if (f.scheduled && rate == f.rate) return;
     } else {
       // Each ring step waits for the slowest link's block at that link's share.
@@ -475,7 +526,9 @@ class Simulation {
       for (int r = 0; r < n; ++r) {
         const RingLink& l = f.links[static_cast<size_t>(r)];
         const size_t s = share(r, l.out_port, (r + 1) % n, l.in_port);
-        step = std::max(step, l.latency + l.block * static_cast<double>(s) / l.bytes_per_second);
+        double seconds = l.block * static_cast<double>(s) / l.bytes_per_second;
+        if (computing(r) || computing((r + 1) % n)) seconds *= transfer_slowdown_;
+        step = std::max(step, l.latency + seconds);
       }
       period = step * f.steps;
       if (f.scheduled && period == f.period) return;
@@ -538,14 +591,20 @@ class Simulation {
   std::vector<std::vector<int>> collectives_;  // per rank: task ids of its collectives
   std::vector<int> collective_posted_;         // ranks that have posted the k-th one
   std::vector<int> in_flight_;                 // transfers to or from each rank
-  std::vector<std::vector<Port>> ports_;       // per rank, one per link class in use
-  std::vector<Flow> flows_;                    // every message and collective started
+  static constexpr double kIdle = -1;
+  std::vector<double> computing_until_;  // per rank: its compute task's end, or kIdle
+  double transfer_slowdown_ = 1, comm_start_delay_ = 0;
+  std::vector<std::vector<Port>> ports_;  // per rank, one per link class in use
+  std::vector<Flow> flows_;               // every message and collective started
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
   // Compute tasks posted at now_, in post order. They start after every event of this instant,
   // those that events of this instant add included, which a queue of their own gives without
   // a heap operation per task.
   std::vector<TaskRef> starting_;
   size_t next_start_ = 0;
+  // With a comm start delay: transfers that became ready at now_, decided after starting_.
+  std::vector<TaskRef> comm_ready_;
+  size_t next_comm_ = 0;
   uint64_t seq_ = 0;
   double now_ = 0;
 };

@@ -30,6 +30,8 @@ double efficiency(int64_t m, int64_t n, int64_t k) {
 
 class KnownMachine : public CostModel {
  public:
+  explicit KnownMachine(double transfer_slowdown = 1, double comm_start_delay = 0)
+      : transfer_slowdown_(transfer_slowdown), comm_start_delay_(comm_start_delay) {}
   double compute_seconds(const Task& t, DType dtype, int /*rank*/) const override {
     if (t.kind == TaskKind::gemm) {
       return t.batch * 2.0 * static_cast<double>(t.m * t.n * t.k) /
@@ -44,6 +46,11 @@ class KnownMachine : public CostModel {
   double latency_seconds(int /*from*/, int /*to*/) const override { return kLatency; }
   double bytes_per_second(int /*from*/, int /*to*/) const override { return kBandwidth; }
   double compute_slowdown_while_transferring() const override { return kSlowdown; }
+  double transfer_slowdown_while_computing() const override { return transfer_slowdown_; }
+  double comm_start_delay_while_computing() const override { return comm_start_delay_; }
+
+ private:
+  double transfer_slowdown_, comm_start_delay_;
 };
 
 Shape shape(int64_t hidden) {
@@ -59,7 +66,8 @@ Shape shape(int64_t hidden) {
 // One simulated case, its iteration repeated kIters times; rank 0's tasks in iteration 1 take
 // 1.5 times as long (an outlier the medians must ignore).
 CaseResult measured(Workload workload, const Shape& s, const std::string& strategy, int world,
-                    const std::string& id, bool outlier = true) {
+                    const std::string& id, bool outlier = true,
+                    const KnownMachine& machine = KnownMachine()) {
   CaseSpec spec;
   spec.workload = workload;
   spec.shape = s;
@@ -67,7 +75,7 @@ CaseResult measured(Workload workload, const Shape& s, const std::string& strate
   spec.strategy = parse_strategy(strategy);
   std::vector<Plan> plans;
   for (int r = 0; r < world; ++r) plans.push_back(make_plan(spec, r));
-  CaseResult c = simulate_case(plans, KnownMachine(), id);
+  CaseResult c = simulate_case(plans, machine, id);
   const std::vector<double> start = c.task_start, end = c.task_end, step = c.step_seconds;
   const size_t per_iter = start.size();
   c.iters = kIters;
@@ -166,6 +174,35 @@ TEST(Calibrate, RecoversAKnownMachine) {
     link_residual = link_residual || r.what.rfind("link emulated", 0) == 0;
   }
   EXPECT_TRUE(link_residual);
+}
+
+// Transfers that slow down under compute and wait to be posted while their rank computes: the
+// fit finds both from the transfers' windows and waits. At world 2 every transfer involves
+// both ranks, so "a rank it involves computes" is exact for messages and rings alike.
+TEST(Calibrate, RecoversTransferContentionAndStartDelay) {
+  const int world = 2;
+  const double transfer_slowdown = 1.3, delay = 3e-6;
+  const KnownMachine machine(transfer_slowdown, delay);
+  std::vector<CaseResult> cases;
+  for (const char* strategy : {"compute_only", "comm_only", "flash", "slicing:2", "decompose"}) {
+    cases.push_back(measured(Workload::mlp, shape(256), strategy, world, strategy, false, machine));
+  }
+  // A second message size separates the link's latency from its bandwidth.
+  cases.push_back(measured(Workload::mlp, shape(128), "comm_only", world, "c", false, machine));
+  FitReport rep;
+  const Machine m = calibrate({file_of(cases, world)}, "interfering", &rep);
+  EXPECT_NEAR(m.transfer_contention, transfer_slowdown, 1e-9);
+  EXPECT_NEAR(m.comm_start_delay_s, delay, 1e-12);
+  EXPECT_TRUE(has_note(rep, "contention.transfer = 1.3"));
+
+  // Without either effect, neither is found.
+  cases.clear();
+  for (const char* strategy : {"compute_only", "comm_only", "flash", "slicing:2", "decompose"}) {
+    cases.push_back(measured(Workload::mlp, shape(256), strategy, world, strategy, false));
+  }
+  const Machine plain = calibrate({file_of(cases, world)}, "plain", nullptr);
+  EXPECT_EQ(plain.transfer_contention, 1.0);
+  EXPECT_EQ(plain.comm_start_delay_s, 0.0);
 }
 
 TEST(Calibrate, OneMessageSizeGivesZeroLatency) {

@@ -106,6 +106,36 @@ TEST(Machine, BadValues) {
   EXPECT_NE(e.find("links[1].gbytes_per_s: 'fast' is not a number"), std::string::npos) << e;
   e = error_of(replaced("contention: 1.25", "contention: 0.5"));
   EXPECT_NE(e.find("contention: '0.5' must be >= 1"), std::string::npos) << e;
+  e = error_of(replaced("contention: 1.25", "contention: {gemm: 1.1, transfer: 0.9}"));
+  EXPECT_NE(e.find("contention.transfer: '0.9' must be >= 1"), std::string::npos) << e;
+  e = error_of(replaced("contention: 1.25", "contention: {comm_start_us: -3}"));
+  EXPECT_NE(e.find("contention.comm_start_us: '-3' must be >= 0"), std::string::npos) << e;
+  e = error_of(replaced("contention: 1.25", "contention: {gemm: 1.1, sms: 8}"));
+  EXPECT_NE(e.find("unknown key 'sms' in contention; valid keys: gemm, transfer, comm_start_us"),
+            std::string::npos)
+      << e;
+}
+
+// A bare number is the GEMM factor; the mapping sets any of the three.
+TEST(Machine, ContentionForms) {
+  const Machine bare = parse_machine(kGood, "m.yaml");
+  EXPECT_EQ(bare.contention, 1.25);
+  EXPECT_EQ(bare.transfer_contention, 1.0);
+  EXPECT_EQ(bare.comm_start_delay_s, 0.0);
+  const Machine full = parse_machine(
+      replaced("contention: 1.25", "contention: {gemm: 1.1, transfer: 1.5, comm_start_us: 40}"),
+      "m.yaml");
+  EXPECT_EQ(full.contention, 1.1);
+  EXPECT_EQ(full.transfer_contention, 1.5);
+  EXPECT_NEAR(full.comm_start_delay_s, 40e-6, 1e-18);
+  const MachineCost cost(full);
+  EXPECT_EQ(cost.compute_slowdown_while_transferring(), 1.1);
+  EXPECT_EQ(cost.transfer_slowdown_while_computing(), 1.5);
+  EXPECT_NEAR(cost.comm_start_delay_while_computing(), 40e-6, 1e-18);
+  const Machine part =
+      parse_machine(replaced("contention: 1.25", "contention: {transfer: 2}"), "m.yaml");
+  EXPECT_EQ(part.contention, 1.0);
+  EXPECT_EQ(part.transfer_contention, 2.0);
 }
 
 TEST(Machine, UndefinedLinkClass) {
@@ -128,6 +158,8 @@ TEST(Machine, SaveParseRoundTrip) {
   m.compute[DType::fp32].peak_flops = 1.0 / 3.0 * 1e13;
   m.links[0].latency_s = 1.7e-6;
   m.contention = 1.0 + 1e-9;
+  m.transfer_contention = 1.25;
+  m.comm_start_delay_s = 12.5e-6;
   std::ostringstream out;
   save_machine(out, m);
   EXPECT_EQ(out.str().rfind("# ", 0), 0u) << "a header comment";
@@ -157,6 +189,8 @@ TEST(Machine, SaveParseRoundTrip) {
   EXPECT_EQ(back.intra_node, m.intra_node);
   EXPECT_EQ(back.inter_node, m.inter_node);
   EXPECT_EQ(back.contention, m.contention);
+  EXPECT_EQ(back.transfer_contention, m.transfer_contention);
+  EXPECT_DOUBLE_EQ(back.comm_start_delay_s, m.comm_start_delay_s);
   std::ostringstream again;
   save_machine(again, back);
   EXPECT_EQ(again.str(), out.str());

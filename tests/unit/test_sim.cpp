@@ -367,10 +367,10 @@ int class_per_pair(int from, int to) {
   return from * 4096 + to;
 }
 
-// Another model's times, with every ordered pair of ranks on a class of its own.
-class PerPairCost : public CostModel {
+// Another model's times; subclasses change one aspect of it.
+class Forwarding : public CostModel {
  public:
-  explicit PerPairCost(const CostModel& base) : base_(base) {}
+  explicit Forwarding(const CostModel& base) : base_(base) {}
   double compute_seconds(const Task& t, DType d, int rank) const override {
     return base_.compute_seconds(t, d, rank);
   }
@@ -383,10 +383,16 @@ class PerPairCost : public CostModel {
   double bytes_per_second(int from, int to) const override {
     return base_.bytes_per_second(from, to);
   }
-  int link_class(int from, int to) const override { return class_per_pair(from, to); }
 
  private:
   const CostModel& base_;
+};
+
+// Every ordered pair of ranks on a class of its own.
+class PerPairCost : public Forwarding {
+ public:
+  using Forwarding::Forwarding;
+  int link_class(int from, int to) const override { return class_per_pair(from, to); }
 };
 
 std::vector<Plan> empty_plans(int world) {
@@ -414,6 +420,11 @@ int add_transfer(Plan& p, StreamId stream, TaskKind kind, int to, int from, int6
   t.label = "t" + std::to_string(t.id);
   p.tasks.push_back(t);
   return t.id;
+}
+
+double start_of(const CaseResult& r, int rank, int task) {
+  return r.task_start[static_cast<size_t>(rank) * static_cast<size_t>(r.max_tasks) +
+                      static_cast<size_t>(task)];
 }
 
 double end_of(const CaseResult& r, int rank, int task) {
@@ -567,6 +578,87 @@ TEST(SimShare, FlashDirectAllGather) {
 
 // Every strategy that applies to mlp at 64 ranks with 16 slices. Prints the time (the project
 // does not time unit tests; this is for quoting).
+// Transfers that slow down under compute and wait to be posted while their rank computes.
+class Interfering : public Forwarding {
+ public:
+  Interfering(const CostModel& base, double transfer_slowdown, double delay)
+      : Forwarding(base), transfer_slowdown_(transfer_slowdown), delay_(delay) {}
+  double transfer_slowdown_while_computing() const override { return transfer_slowdown_; }
+  double comm_start_delay_while_computing() const override { return delay_; }
+
+ private:
+  double transfer_slowdown_, delay_;
+};
+
+// Appends a GEMM of `flops` on the compute stream of `p`; returns its id.
+int add_gemm(Plan& p, double flops) {
+  Task t;
+  t.id = static_cast<int>(p.tasks.size());
+  t.kind = TaskKind::gemm;
+  t.flops = flops;
+  t.label = "g" + std::to_string(t.id);
+  p.tasks.push_back(t);
+  return t.id;
+}
+
+// Rank 0 computes for 2T while it sends 2B (2T alone) to rank 1. At 1.5x under compute the
+// message moves 2B/3 in the first 2T and the remaining 4B/3 alone: it ends at 2T + 4T/3. A
+// latency is paid before flowing, at full speed.
+TEST(SimInterference, TransferSlowsWhileItsRankComputes) {
+  const double lat = 1.0 / 65536;
+  std::vector<Plan> plans = empty_plans(2);
+  add_gemm(plans[0], 2 * kT);  // 1 flop/s: 2T seconds
+  add_transfer(plans[0], StreamId::comm, TaskKind::send, 1, -1, 2 * kB);
+  add_transfer(plans[1], StreamId::comm, TaskKind::recv, -1, 0, 2 * kB);
+  const UniformCost base(1, kInf, lat, kBw);
+  const CaseResult plain = simulate_case(plans, base, "0");
+  EXPECT_CLOSE(end_of(plain, 0, 1), lat + 2 * kT);
+  const CaseResult slowed = simulate_case(plans, Interfering(base, 1.5, 0), "0");
+  // (2T - lat) of flowing under compute at bw / 1.5, then the rest alone.
+  const double moved = (2 * kT - lat) / 1.5;
+  EXPECT_CLOSE(end_of(slowed, 0, 1), 2 * kT + (2 * kT - moved));
+  EXPECT_CLOSE(end_of(slowed, 1, 0), end_of(slowed, 0, 1));
+  EXPECT_CLOSE(end_of(slowed, 0, 0), 2 * kT) << "the GEMM itself is unchanged";
+}
+
+// A ring all-gather on 2 ranks is one step of one block: 1.5x slower while either rank
+// computes, so a collective wholly under a long GEMM on rank 1 takes 1.5 times as long.
+TEST(SimInterference, CollectiveSlowsWhileAnyRingRankComputes) {
+  const int n = 2;
+  const double g = 1.0 / 1024, c = 1.0 / 4096;
+  const UniformCost base = cost_for(n, g, c);
+  std::vector<Plan> plans = plans_for(Workload::ag_gemm, "comm_only", n);
+  const double ring = simulate_case(plans, base, "0").step(0);
+  Task& gemm = plans[1].tasks.emplace_back();
+  gemm.id = static_cast<int>(plans[1].tasks.size()) - 1;
+  gemm.kind = TaskKind::gemm;
+  gemm.flops = 1e30;  // longer than anything: rank 1 computes throughout
+  gemm.label = "long";
+  const CaseResult r = simulate_case(plans, Interfering(base, 1.5, 0), "0");
+  EXPECT_CLOSE(end_of(r, 0, 0), 1.5 * ring);
+}
+
+// A transfer ready while its rank computes is posted `delay` later, or when the compute task
+// ends if sooner; one ready while its rank is idle is posted at once.
+TEST(SimInterference, CommStartWaitsWhileItsRankComputes) {
+  std::vector<Plan> plans = empty_plans(2);
+  add_gemm(plans[0], 4 * kT);
+  add_transfer(plans[0], StreamId::comm, TaskKind::send, 1, -1, kB);
+  add_transfer(plans[1], StreamId::comm, TaskKind::recv, -1, 0, kB);
+  const UniformCost base(1, kInf, 0, kBw);
+  const CaseResult waited = simulate_case(plans, Interfering(base, 1, kT), "0");
+  EXPECT_CLOSE(start_of(waited, 0, 1), kT);
+  EXPECT_CLOSE(end_of(waited, 0, 1), 2 * kT);
+  EXPECT_CLOSE(start_of(waited, 1, 0), 0.0) << "rank 1 computes nothing: posted at once";
+  const CaseResult clipped = simulate_case(plans, Interfering(base, 1, 10 * kT), "0");
+  EXPECT_CLOSE(start_of(clipped, 0, 1), 4 * kT) << "posted when the GEMM ends";
+  EXPECT_CLOSE(end_of(clipped, 0, 1), 5 * kT);
+  std::vector<Plan> idle = empty_plans(2);
+  add_transfer(idle[0], StreamId::comm, TaskKind::send, 1, -1, kB);
+  add_transfer(idle[1], StreamId::comm, TaskKind::recv, -1, 0, kB);
+  EXPECT_CLOSE(end_of(simulate_case(idle, Interfering(base, 1, kT), "0"), 0, 0), kT);
+}
+
 TEST(Sim, SpeedAtSixtyFourRanks) {
   const int n = 64;
   const UniformCost cost = cost_for(n, 1.0 / 1024, 1.0 / 2048);
