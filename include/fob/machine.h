@@ -20,6 +20,7 @@
 //   topology: {ranks_per_node: 8, intra_node: nvlink, inter_node: ib}   # names from links
 //   contention: 1.05                              # optional, >= 1; default 1 (GEMMs only), or
 //   contention: {gemm: 1.05, transfer: 1.2, comm_start_us: 40}   # every key optional
+//   launch_us: {compute: 5, comm: 10}             # optional, >= 0; default 0
 //
 // Pricing (MachineCost): a GEMM takes batch * max(flops / (peak * eff(m, n, k)),
 // (m*k + k*n + m*n) * element size / memory bandwidth) per batch entry (a roofline); add takes
@@ -81,6 +82,9 @@ struct Machine {
   // for the core a GEMM holds.
   double transfer_contention = 1;
   double comm_start_delay_s = 0;
+  // From a task's becoming ready to its start, per stream: kernel launch and stream wake-up.
+  double launch_compute_s = 0;
+  double launch_comm_s = 0;
 };
 
 // Reads a machine file. InputError naming the file, line, key and the valid choices.
@@ -102,6 +106,7 @@ class MachineCost : public CostModel {
   double compute_slowdown_while_transferring() const override;
   double transfer_slowdown_while_computing() const override;
   double comm_start_delay_while_computing() const override;
+  double launch_seconds(StreamId stream) const override;
 
   // InputError naming `dtype` and the dtypes the machine has, unless it has `dtype`.
   void require(DType dtype) const;

@@ -39,6 +39,9 @@ class CostModel {
   // A transfer or collective that becomes ready while its rank runs a compute task is posted
   // this many seconds later, or when that task ends if that is sooner.
   virtual double comm_start_delay_while_computing() const { return 0.0; }
+  // Seconds from a task's becoming ready (its deps and its stream's previous task ended) to
+  // its start: a kernel launch, a stream wake-up. Every rank's first tasks pay it too.
+  virtual double launch_seconds(StreamId /*stream*/) const { return 0.0; }
 };
 
 // The same rates everywhere: GEMM time = flops / flops_per_second; add, copy and softmax time =

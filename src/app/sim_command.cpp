@@ -98,9 +98,9 @@ std::string machine_summary(const Machine& m) {
       << m.inter_node << "; GEMMs " << m.contention
       << "x slower while a transfer is in flight; transfers " << m.transfer_contention
       << "x slower while a rank they involve computes, and posted up to "
-      << m.comm_start_delay_s * 1e6
-      << " us late when ready while their rank computes; concurrent messages share a rank's "
-         "link";
+      << m.comm_start_delay_s * 1e6 << " us late when ready while their rank computes; tasks start "
+      << m.launch_compute_s * 1e6 << " us (compute) and " << m.launch_comm_s * 1e6
+      << " us (comm) after they are ready; concurrent messages share a rank's link";
   return out.str();
 }
 

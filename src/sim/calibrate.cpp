@@ -204,6 +204,9 @@ struct Collected {
   std::vector<LinkPoint> comm_only, baseline, exchange;
   std::vector<TransferSample> transfers;
   std::vector<DelaySample> delays;
+  // From ready to started, per stream; a transfer that became ready while its rank computed is
+  // a delay sample instead.
+  std::vector<double> launch[kNumStreams];
 };
 
 // The parts of `intervals` inside `window`, merged.
@@ -234,7 +237,7 @@ double covered(const std::vector<Interval>& busy, double from, double to) {
 // transfers' windows with the compute inside them, and the waits of transfers that became
 // ready while their rank computed. A task is ready when its stream's previous task and its
 // deps have ended; a rank's first task of a stream without deps has no known ready time.
-void collect_interference(const CaseView& v, Collected& out) {
+void collect_interference(const CaseView& v, bool overlaps, Collected& out) {
   const CaseResult& c = *v.c;
   const size_t world = static_cast<size_t>(c.world);
   std::vector<std::vector<int>> previous(world);  // per rank and task: the stream's previous
@@ -302,22 +305,30 @@ void collect_interference(const CaseView& v, Collected& out) {
     };
     for (size_t r = 0; r < world; ++r) {
       for (const Task& t : v.plans[r].tasks) {
-        if (t.stream != StreamId::comm) continue;
         const Interval& mine = at[r][static_cast<size_t>(t.id)];
         const double when = ready(r, t);
         if (!std::isfinite(mine.start) || !std::isfinite(when)) continue;
+        const double wait = std::max(0.0, mine.start - when);
+        if (t.stream == StreamId::compute) {
+          out.launch[static_cast<size_t>(StreamId::compute)].push_back(wait);
+          continue;
+        }
         // The compute task running when it became ready, or starting then: the first one
         // that ends later, if it was ready by then.
+        bool under_compute = false;
         for (const Task& ct : v.plans[r].tasks) {
           if (ct.stream != StreamId::compute) continue;
           const Interval& ci = at[r][static_cast<size_t>(ct.id)];
           if (!std::isfinite(ci.end) || ci.end <= when) continue;
           const double ct_ready = ready(r, ct);
           if (std::isnan(ct_ready) ? ci.start <= when : ct_ready <= when) {
-            out.delays.push_back({std::max(0.0, mine.start - when), mine.start >= ci.end});
+            under_compute = true;
+            if (overlaps) out.delays.push_back({wait, mine.start >= ci.end});
           }
           break;
         }
+        if (!under_compute) out.launch[static_cast<size_t>(StreamId::comm)].push_back(wait);
+        if (!overlaps) continue;
         // The window: from the last of its halves' posts to its end.
         TransferSample sample;
         std::vector<size_t> involved{r};
@@ -422,7 +433,7 @@ void collect_case(const CaseView& v, Collected& out) {
     out.elem.reference[sample.first].push_back(sample.second);
   }
   if (c.world < 2 || iters == 0) return;
-  if (overlaps) collect_interference(v, out);
+  collect_interference(v, overlaps, out);
 
   // Collectives, matched across ranks by their order: the ring ends together on every rank,
   // so the rank that posted last (the shortest duration) saw the ring's own time; the ring's
@@ -572,7 +583,19 @@ void fit_factor(const std::vector<double>& samples, const std::string& key, cons
                   (m < 1 ? " (measured " + fmt(m) + ", clamped to 1)" : std::string()));
 }
 
-// The transfer slowdown under compute and the comm start delay (see Machine). A transfer's
+// The mean of the lowest 95% of `v`: launch waits add up along a step, so their mean is what
+// a step pays, but a rare stall of the host (tens of ms) must not set it. 0 when empty.
+double trimmed_mean(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const size_t keep = std::max<size_t>(1, v.size() - v.size() / 20);
+  double sum = 0;
+  for (size_t i = 0; i < keep; ++i) sum += v[i];
+  return sum / static_cast<double>(keep);
+}
+
+// The launch overheads, the transfer slowdown under compute and the comm start delay (see
+// Machine). A transfer's
 // sample counts when compute covered at least half of its window: a message flows at bw while
 // no rank it involves computes and at bw / f while one does, after its latency, so
 // bytes / bw = idle + busy / f over its flowing time; a collective progresses at one ring step
@@ -581,6 +604,14 @@ void fit_factor(const std::vector<double>& samples, const std::string& key, cons
 // counting as longer than any.
 void fit_interference(const Collected& data, const LinkClass& link, Machine& machine,
                       std::vector<std::string>& notes) {
+  machine.launch_compute_s = trimmed_mean(data.launch[static_cast<size_t>(StreamId::compute)]);
+  machine.launch_comm_s = trimmed_mean(data.launch[static_cast<size_t>(StreamId::comm)]);
+  notes.push_back("launch_us = {compute: " + fmt(machine.launch_compute_s * 1e6) +
+                  ", comm: " + fmt(machine.launch_comm_s * 1e6) +
+                  "}: the mean (of the lowest 95%) wait from ready to started of " +
+                  std::to_string(data.launch[0].size()) + " compute and " +
+                  std::to_string(data.launch[1].size()) +
+                  " comm tasks (transfers ready while their rank computed aside)");
   std::vector<double> factors;
   for (const TransferSample& s : data.transfers) {
     const double length = s.window.end - s.window.start;
@@ -620,8 +651,10 @@ void fit_interference(const Collected& data, const LinkClass& link, Machine& mac
   std::vector<double> waits;
   double longest = 0;
   for (const DelaySample& d : data.delays) {
-    waits.push_back(d.censored ? INFINITY : d.wait);
-    longest = std::max(longest, d.wait);
+    // The launch comes first, then the wait for the core.
+    const double wait = std::max(0.0, d.wait - machine.launch_comm_s);
+    waits.push_back(d.censored ? INFINITY : wait);
+    longest = std::max(longest, wait);
   }
   std::sort(waits.begin(), waits.end());
   const double mid = waits[(waits.size() - 1) / 2];

@@ -19,11 +19,12 @@ constexpr double kTera = 1e12;
 constexpr double kGiga = 1e9;
 constexpr double kMicro = 1e-6;
 
-const char* const kTopKeys = "name, source, compute, links, topology, contention";
+const char* const kTopKeys = "name, source, compute, links, topology, contention, launch_us";
 const char* const kComputeKeys = "peak_tflops, memory_gbytes_per_s, gemm_efficiency";
 const char* const kLinkKeys = "name, latency_us, gbytes_per_s";
 const char* const kTopologyKeys = "ranks_per_node, intra_node, inter_node";
 const char* const kContentionKeys = "gemm, transfer, comm_start_us";
+const char* const kLaunchKeys = "compute, comm";
 const char* const kDTypes = "fp32, fp64, bf16, fp16";
 
 class Reader {
@@ -272,6 +273,12 @@ Machine parse_machine(const std::string& yaml_text, const std::string& source) {
       }
     }
   }
+  if (const YAML::Node l = root["launch_us"]) {
+    r.check_map(l, "launch_us", kLaunchKeys, {});
+    if (l["compute"])
+      m.launch_compute_s = r.non_negative(l["compute"], "launch_us.compute") * kMicro;
+    if (l["comm"]) m.launch_comm_s = r.non_negative(l["comm"], "launch_us.comm") * kMicro;
+  }
   return m;
 }
 
@@ -316,6 +323,8 @@ void save_machine(std::ostream& out, const Machine& machine) {
   out << "contention: {gemm: " << num(machine.contention)
       << ", transfer: " << num(machine.transfer_contention)
       << ", comm_start_us: " << num(machine.comm_start_delay_s / kMicro) << "}\n";
+  out << "launch_us: {compute: " << num(machine.launch_compute_s / kMicro)
+      << ", comm: " << num(machine.launch_comm_s / kMicro) << "}\n";
 }
 
 }  // namespace fob

@@ -148,4 +148,8 @@ double MachineCost::comm_start_delay_while_computing() const {
   return machine_.comm_start_delay_s;
 }
 
+double MachineCost::launch_seconds(StreamId stream) const {
+  return stream == StreamId::compute ? machine_.launch_compute_s : machine_.launch_comm_s;
+}
+
 }  // namespace fob

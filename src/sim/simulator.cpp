@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <queue>
@@ -33,8 +34,8 @@ std::string describe(const Plan& plan, int task) {
 // transfer ends is not slowed by it, and one that starts with a transfer is. Compute starts
 // come last of all and are not events: see Simulation::starting_. A transfer posted late
 // because its rank was computing (comm_post) is posted after the ends at its instant, so a
-// compute task that ended then no longer delays it.
-enum class EventKind : uint8_t { flow_end, compute_end, flow_start, comm_post };
+// compute task that ended then no longer delays it. `launched`: a task's launch overhead is over.
+enum class EventKind : uint8_t { flow_end, compute_end, flow_start, launched, comm_post };
 
 struct Event {
   double time = 0;
@@ -110,6 +111,9 @@ class Simulation {
     computing_until_.assign(n, kIdle);
     transfer_slowdown_ = cost_.transfer_slowdown_while_computing();
     comm_start_delay_ = cost_.comm_start_delay_while_computing();
+    for (int stream = 0; stream < kNumStreams; ++stream) {
+      launch_[static_cast<size_t>(stream)] = cost_.launch_seconds(static_cast<StreamId>(stream));
+    }
     ports_.resize(n);
     for (size_t r = 0; r < n; ++r) {
       if (plans[r].rank != static_cast<int>(r) || plans[r].world != static_cast<int>(n)) {
@@ -161,6 +165,9 @@ class Simulation {
           break;
         case EventKind::flow_start:
           begin_flow(e.flow);
+          break;
+        case EventKind::launched:
+          launched(e.a);
           break;
         case EventKind::comm_post:
           post_now(e.a);
@@ -328,7 +335,18 @@ class Simulation {
     events_.push(Event{time, kind, seq_++, a, flow, version});
   }
 
+  // A task whose deps and stream predecessor have ended starts after its stream's launch
+  // overhead.
   void post(TaskRef ref) {
+    const double launch = launch_[static_cast<size_t>(task(ref).stream)];
+    if (launch > 0) {
+      push(now_ + launch, EventKind::launched, ref);
+    } else {
+      launched(ref);
+    }
+  }
+
+  void launched(TaskRef ref) {
     if (comm_start_delay_ > 0 && task(ref).is_transfer()) {
       comm_ready_.push_back(ref);
       return;
@@ -594,8 +612,9 @@ class Simulation {
   static constexpr double kIdle = -1;
   std::vector<double> computing_until_;  // per rank: its compute task's end, or kIdle
   double transfer_slowdown_ = 1, comm_start_delay_ = 0;
-  std::vector<std::vector<Port>> ports_;  // per rank, one per link class in use
-  std::vector<Flow> flows_;               // every message and collective started
+  std::array<double, kNumStreams> launch_{};  // per stream: from ready to started
+  std::vector<std::vector<Port>> ports_;      // per rank, one per link class in use
+  std::vector<Flow> flows_;                   // every message and collective started
   std::priority_queue<Event, std::vector<Event>, std::greater<>> events_;
   // Compute tasks posted at now_, in post order. They start after every event of this instant,
   // those that events of this instant add included, which a queue of their own gives without

@@ -5,6 +5,8 @@
 # shellcheck source=common.sh
 source "$(dirname "$0")/common.sh"
 cfg="$scratch/measure.yaml"
+# 60 iterations in 30 rounds: each strategy sees the same stretches of this shared machine's
+# drifting speed, two iterations at a time, so the medians compare like with like.
 cat > "$cfg" <<'YAML'
 workload: mlp
 batch: 2
@@ -13,28 +15,29 @@ hidden: 256
 ffn: 1024
 dtype: fp32
 strategies: [baseline, slicing:2, decompose, flash, flash_direct]
-iters: 12
+iters: 60
+rounds: 30
 warmup: 2
 backend: cpu
 link_gbps: 1
 link_latency_us: 50
 verify: false
 YAML
-mpirun_np 2 run -c "$cfg" -o "$scratch/measured.h5" > /dev/null 2> "$scratch/run.err" ||
-  { cat "$scratch/run.err" >&2; fail "fobench run exited"; }
 
-"$FOBENCH" calibrate "$scratch/measured.h5" -o "$scratch/here.yaml" > "$scratch/fit.md" ||
-  { cat "$scratch/fit.md" >&2; fail "calibrate exited $?"; }
-cat "$scratch/fit.md"
-"$FOBENCH" sim -c "$cfg" --machine "$scratch/here.yaml" --world 2 -o "$scratch/sim.h5" \
-  --format csv > "$scratch/sim.csv" || fail "sim exited $?"
-"$FOBENCH" report "$scratch/measured.h5" --format csv > "$scratch/measured.csv"
-"$FOBENCH" report "$scratch/sim.h5" > "$scratch/sim.md"
-grep -q "SIMULATED" "$scratch/sim.md" || fail "the simulated report does not say SIMULATED"
-
-"$FOB_PYTHON" - "$scratch/measured.csv" "$scratch/sim.csv" "$scratch/sim.h5" <<'PY'
+# Measure, calibrate from the measurement, simulate the same config, compare. Exit 1 when a
+# strategy's prediction is 15% or more off its measured median.
+measure_and_predict() {
+  rm -f "$scratch/measured.h5" "$scratch/sim.h5" "$scratch/here.yaml"
+  mpirun_np 2 run -c "$cfg" -o "$scratch/measured.h5" > /dev/null 2> "$scratch/run.err" ||
+    { cat "$scratch/run.err" >&2; fail "fobench run exited"; }
+  "$FOBENCH" calibrate "$scratch/measured.h5" -o "$scratch/here.yaml" > "$scratch/fit.md" ||
+    { cat "$scratch/fit.md" >&2; fail "calibrate exited $?"; }
+  cat "$scratch/fit.md"
+  "$FOBENCH" sim -c "$cfg" --machine "$scratch/here.yaml" --world 2 -o "$scratch/sim.h5" \
+    --format csv > "$scratch/sim.csv" || fail "sim exited $?"
+  "$FOBENCH" report "$scratch/measured.h5" --format csv > "$scratch/measured.csv"
+  "$FOB_PYTHON" - "$scratch/measured.csv" "$scratch/sim.csv" <<'PY'
 import csv, sys
-import h5py
 def rows(path):
     return {r["strategy"]: r for r in csv.DictReader(l for l in open(path) if not l.startswith("#"))}
 measured, simulated = rows(sys.argv[1]), rows(sys.argv[2])
@@ -46,12 +49,22 @@ for strategy, m in measured.items():
     worst = max(worst, abs(error))
     print(f"{strategy:14s} measured {t_m:8.3f} ms  simulated {t_s:8.3f} ms  {100 * error:+6.1f}%")
 print(f"largest error {100 * worst:.1f}%")
-# 15% is the goal on a quiet machine; a shared 2-core CI machine drifts between the measured
-# run and nothing else, so the test allows 30%.
-assert worst < 0.30, f"simulated step times are {100 * worst:.0f}% off"
-with h5py.File(sys.argv[3], "r") as f:
-    assert "simulated" in f["system"].attrs, "/system does not mark the file simulated"
+sys.exit(0 if worst < 0.15 else 1)
 PY
+}
+# The machine is shared: a neighbour's burst during the run moves the measured medians that
+# no model of this machine can predict. One more measurement is allowed; both are printed.
+if ! measure_and_predict; then
+  echo "-- more than 15% off; measuring once more"
+  measure_and_predict || fail "simulated step times are 15% or more off the measured medians, twice"
+fi
+"$FOBENCH" report "$scratch/sim.h5" > "$scratch/sim.md"
+grep -q "SIMULATED" "$scratch/sim.md" || fail "the simulated report does not say SIMULATED"
+"$FOB_PYTHON" -c "
+import h5py, sys
+with h5py.File(sys.argv[1], 'r') as f:
+    assert 'simulated' in f['system'].attrs, '/system does not mark the file simulated'
+" "$scratch/sim.h5" || fail "the simulated file is not marked"
 
 # Every shipped machine file loads and simulates the paper's MLP at TP 4 and 64.
 # (The CPU machine has no bf16: it runs the fp32 form.)

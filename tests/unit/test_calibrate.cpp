@@ -30,8 +30,11 @@ double efficiency(int64_t m, int64_t n, int64_t k) {
 
 class KnownMachine : public CostModel {
  public:
-  explicit KnownMachine(double transfer_slowdown = 1, double comm_start_delay = 0)
-      : transfer_slowdown_(transfer_slowdown), comm_start_delay_(comm_start_delay) {}
+  explicit KnownMachine(double transfer_slowdown = 1, double comm_start_delay = 0,
+                        double launch = 0)
+      : transfer_slowdown_(transfer_slowdown),
+        comm_start_delay_(comm_start_delay),
+        launch_(launch) {}
   double compute_seconds(const Task& t, DType dtype, int /*rank*/) const override {
     if (t.kind == TaskKind::gemm) {
       return t.batch * 2.0 * static_cast<double>(t.m * t.n * t.k) /
@@ -48,9 +51,13 @@ class KnownMachine : public CostModel {
   double compute_slowdown_while_transferring() const override { return kSlowdown; }
   double transfer_slowdown_while_computing() const override { return transfer_slowdown_; }
   double comm_start_delay_while_computing() const override { return comm_start_delay_; }
+  // The comm stream's is twice the compute stream's.
+  double launch_seconds(StreamId stream) const override {
+    return stream == StreamId::compute ? launch_ : 2 * launch_;
+  }
 
  private:
-  double transfer_slowdown_, comm_start_delay_;
+  double transfer_slowdown_, comm_start_delay_, launch_;
 };
 
 Shape shape(int64_t hidden) {
@@ -176,13 +183,14 @@ TEST(Calibrate, RecoversAKnownMachine) {
   EXPECT_TRUE(link_residual);
 }
 
-// Transfers that slow down under compute and wait to be posted while their rank computes: the
-// fit finds both from the transfers' windows and waits. At world 2 every transfer involves
-// both ranks, so "a rank it involves computes" is exact for messages and rings alike.
+// Transfers that slow down under compute and wait to be posted while their rank computes, and
+// launch overheads: the fit finds all four from the transfers' windows and waits. At world 2 every
+// transfer involves both ranks, so "a rank it involves computes" is exact for messages and rings
+// alike.
 TEST(Calibrate, RecoversTransferContentionAndStartDelay) {
   const int world = 2;
-  const double transfer_slowdown = 1.3, delay = 3e-6;
-  const KnownMachine machine(transfer_slowdown, delay);
+  const double transfer_slowdown = 1.3, delay = 3e-6, launch = 5e-7;
+  const KnownMachine machine(transfer_slowdown, delay, launch);
   std::vector<CaseResult> cases;
   for (const char* strategy : {"compute_only", "comm_only", "flash", "slicing:2", "decompose"}) {
     cases.push_back(measured(Workload::mlp, shape(256), strategy, world, strategy, false, machine));
@@ -194,6 +202,8 @@ TEST(Calibrate, RecoversTransferContentionAndStartDelay) {
   EXPECT_NEAR(m.transfer_contention, transfer_slowdown, 1e-9);
   EXPECT_NEAR(m.comm_start_delay_s, delay, 1e-12);
   EXPECT_TRUE(has_note(rep, "contention.transfer = 1.3"));
+  EXPECT_NEAR(m.launch_compute_s, launch, 1e-15);
+  EXPECT_NEAR(m.launch_comm_s, 2 * launch, 1e-15);
 
   // Without either effect, neither is found.
   cases.clear();
@@ -203,6 +213,8 @@ TEST(Calibrate, RecoversTransferContentionAndStartDelay) {
   const Machine plain = calibrate({file_of(cases, world)}, "plain", nullptr);
   EXPECT_EQ(plain.transfer_contention, 1.0);
   EXPECT_EQ(plain.comm_start_delay_s, 0.0);
+  EXPECT_EQ(plain.launch_compute_s, 0.0);
+  EXPECT_EQ(plain.launch_comm_s, 0.0);
 }
 
 TEST(Calibrate, OneMessageSizeGivesZeroLatency) {

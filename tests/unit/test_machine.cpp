@@ -138,6 +138,22 @@ TEST(Machine, ContentionForms) {
   EXPECT_EQ(part.transfer_contention, 2.0);
 }
 
+TEST(Machine, LaunchOverheads) {
+  const Machine none = parse_machine(kGood, "m.yaml");
+  EXPECT_EQ(none.launch_compute_s, 0.0);
+  EXPECT_EQ(none.launch_comm_s, 0.0);
+  const Machine m =
+      parse_machine(std::string(kGood) + "launch_us: {compute: 5, comm: 12}\n", "m.yaml");
+  const MachineCost cost(m);
+  EXPECT_NEAR(cost.launch_seconds(StreamId::compute), 5e-6, 1e-18);
+  EXPECT_NEAR(cost.launch_seconds(StreamId::comm), 12e-6, 1e-18);
+  std::string e = error_of(std::string(kGood) + "launch_us: {compute: -1}\n");
+  EXPECT_NE(e.find("launch_us.compute: '-1' must be >= 0"), std::string::npos) << e;
+  e = error_of(std::string(kGood) + "launch_us: {gpu: 1}\n");
+  EXPECT_NE(e.find("unknown key 'gpu' in launch_us; valid keys: compute, comm"), std::string::npos)
+      << e;
+}
+
 TEST(Machine, UndefinedLinkClass) {
   const std::string e = error_of(replaced("inter_node: ib", "inter_node: roce"));
   EXPECT_NE(e.find("m.yaml:16: topology.inter_node: 'roce' is not a link class; valid: nvlink, ib"),
@@ -160,6 +176,8 @@ TEST(Machine, SaveParseRoundTrip) {
   m.contention = 1.0 + 1e-9;
   m.transfer_contention = 1.25;
   m.comm_start_delay_s = 12.5e-6;
+  m.launch_compute_s = 4.5e-6;
+  m.launch_comm_s = 9e-6;
   std::ostringstream out;
   save_machine(out, m);
   EXPECT_EQ(out.str().rfind("# ", 0), 0u) << "a header comment";
@@ -191,6 +209,8 @@ TEST(Machine, SaveParseRoundTrip) {
   EXPECT_EQ(back.contention, m.contention);
   EXPECT_EQ(back.transfer_contention, m.transfer_contention);
   EXPECT_DOUBLE_EQ(back.comm_start_delay_s, m.comm_start_delay_s);
+  EXPECT_DOUBLE_EQ(back.launch_compute_s, m.launch_compute_s);
+  EXPECT_DOUBLE_EQ(back.launch_comm_s, m.launch_comm_s);
   std::ostringstream again;
   save_machine(again, back);
   EXPECT_EQ(again.str(), out.str());

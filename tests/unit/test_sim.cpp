@@ -578,16 +578,25 @@ TEST(SimShare, FlashDirectAllGather) {
 
 // Every strategy that applies to mlp at 64 ranks with 16 slices. Prints the time (the project
 // does not time unit tests; this is for quoting).
-// Transfers that slow down under compute and wait to be posted while their rank computes.
+// Transfers that slow down under compute and wait to be posted while their rank computes, and
+// launch overheads per stream.
 class Interfering : public Forwarding {
  public:
-  Interfering(const CostModel& base, double transfer_slowdown, double delay)
-      : Forwarding(base), transfer_slowdown_(transfer_slowdown), delay_(delay) {}
+  Interfering(const CostModel& base, double transfer_slowdown, double delay,
+              double launch_compute = 0, double launch_comm = 0)
+      : Forwarding(base),
+        transfer_slowdown_(transfer_slowdown),
+        delay_(delay),
+        launch_compute_(launch_compute),
+        launch_comm_(launch_comm) {}
   double transfer_slowdown_while_computing() const override { return transfer_slowdown_; }
   double comm_start_delay_while_computing() const override { return delay_; }
+  double launch_seconds(StreamId stream) const override {
+    return stream == StreamId::compute ? launch_compute_ : launch_comm_;
+  }
 
  private:
-  double transfer_slowdown_, delay_;
+  double transfer_slowdown_, delay_, launch_compute_, launch_comm_;
 };
 
 // Appends a GEMM of `flops` on the compute stream of `p`; returns its id.
@@ -657,6 +666,23 @@ TEST(SimInterference, CommStartWaitsWhileItsRankComputes) {
   add_transfer(idle[0], StreamId::comm, TaskKind::send, 1, -1, kB);
   add_transfer(idle[1], StreamId::comm, TaskKind::recv, -1, 0, kB);
   EXPECT_CLOSE(end_of(simulate_case(idle, Interfering(base, 1, kT), "0"), 0, 0), kT);
+}
+
+// Every task starts its stream's launch overhead after it is ready: two GEMMs in a row end at
+// 2 (L + T); a message starts when the later of its two launched halves is posted.
+TEST(SimInterference, LaunchOverheadPerTask) {
+  std::vector<Plan> plans = empty_plans(2);
+  add_gemm(plans[0], kT);
+  add_gemm(plans[0], kT);
+  add_transfer(plans[0], StreamId::comm, TaskKind::send, 1, -1, kB);
+  add_transfer(plans[1], StreamId::comm, TaskKind::recv, -1, 0, kB);
+  const UniformCost base(1, kInf, 0, kBw);
+  const double lc = kT / 8, lm = kT / 4;
+  const CaseResult r = simulate_case(plans, Interfering(base, 1, 0, lc, lm), "0");
+  EXPECT_CLOSE(start_of(r, 0, 0), lc);
+  EXPECT_CLOSE(end_of(r, 0, 1), 2 * (lc + kT));
+  EXPECT_CLOSE(start_of(r, 0, 2), lm);
+  EXPECT_CLOSE(end_of(r, 1, 0), lm + kT);
 }
 
 TEST(Sim, SpeedAtSixtyFourRanks) {
