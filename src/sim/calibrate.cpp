@@ -10,10 +10,11 @@
 //              them): per distinct task the bytes touched / median duration; the median rate.
 //   links      one class, least squares of per-step seconds on block bytes: comm_only
 //              collectives (else baseline ones, else exchanges' minimum durations).
-//   contention the median of duration / fitted median over GEMMs of overlapping strategies that
-//              started while a comm-stream task of their rank was in flight, clamped to >= 1;
-//              contention.transfer and comm_start_us from the transfers of overlapping
-//              strategies (fit_interference).
+//   contention the median of duration / the shape's median duration on any rank over GEMMs of
+//              overlapping strategies that started while a comm-stream task of their rank was
+//              in flight, clamped to >= 1; contention.transfer and comm_start_us from the
+//              transfers of overlapping strategies, launch_us from every task's wait from
+//              ready to started (fit_interference).
 #include <algorithm>
 #include <cmath>
 #include <ctime>
@@ -201,6 +202,9 @@ struct Collected {
   Pools<GemmKey> gemm;
   Pools<ElemKey> elem;
   std::vector<std::pair<GemmKey, double>> contended;  // GEMMs started under a transfer
+  // Every rank's duration of each GEMM no transfer touched: what a contended GEMM, one rank's
+  // duration, is compared with (the fitted medians are the slowest rank's).
+  Pools<GemmKey> gemm_any_rank;
   std::vector<LinkPoint> comm_only, baseline, exchange;
   std::vector<TransferSample> transfers;
   std::vector<DelaySample> delays;
@@ -409,8 +413,10 @@ void collect_case(const CaseView& v, Collected& out) {
         }
         if (t.kind == TaskKind::gemm) {
           const GemmKey key{v.dtype, t.m, t.n, t.k, t.batch};
-          if (!touched)
+          if (!touched) {
             keep_slowest(reference ? slowest_gemm : slowest_clean_gemm, it, t.id, key, d);
+            (reference ? out.gemm_any_rank.reference : out.gemm_any_rank.clean)[key].push_back(d);
+          }
           if (overlaps && started_under) out.contended.emplace_back(key, d);
         } else if (!touched) {
           const ElemKey key{v.dtype, t.kind, t.m, t.n};
@@ -871,12 +877,14 @@ Machine calibrate(const std::vector<ResultFile>& files, const std::string& name,
 
   // Contention.
   std::vector<double> ratios;
+  const std::map<GemmKey, double> any_rank_median = data.gemm_any_rank.medians();
   for (const auto& [key, d] : data.contended) {
-    const auto it = gemm_median.find(key);
-    if (it != gemm_median.end()) ratios.push_back(d / it->second);
+    const auto it = any_rank_median.find(key);
+    if (it != any_rank_median.end()) ratios.push_back(d / it->second);
   }
   fit_factor(ratios, "contention",
-             "GEMMs' duration over their shape's fitted median, started under a transfer",
+             "GEMMs' durations over their shape's median duration on any rank, started under a "
+             "transfer",
              "no GEMM of an overlapping strategy started while a transfer was in flight (or none "
              "had a fitted shape)",
              machine.contention, notes);
