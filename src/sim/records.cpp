@@ -28,7 +28,7 @@ void fill_task_records(const std::vector<Plan>& plans, int iters, CaseResult& re
       rec.bytes = t.bytes;
       rec.flops = t.flops;
       // The file stores labels as fixed-length strings of 63 characters.
-      rec.label = t.label.substr(0, 63);
+      rec.label.assign(t.label, 0, 63);
       for (int d : t.deps) result.deps.push_back({static_cast<int32_t>(r), t.id, d});
     }
   }
