@@ -3,9 +3,10 @@
 // write-after-write) instead of being written out by hand in every strategy.
 #pragma once
 
-#include <map>
+#include <cstddef>
+#include <cstdint>
 #include <string>
-#include <utility>
+#include <unordered_map>
 #include <vector>
 
 #include "fob/plan.h"
@@ -40,31 +41,36 @@ class PlanBuilder {
   void input(const InputRegion& region);
   void check(int buffer, CheckKind kind);
 
-  int gemm(const GemmArgs& args, const std::string& label);
+  int gemm(const GemmArgs& args, std::string label);
   // c[i] (=|+=) a[i] * b, i in [0, batch): a and c advance by their strides (in rows).
-  int gemm(const View& a, const View& b, const View& c, bool accumulate, const std::string& label,
+  int gemm(const View& a, const View& b, const View& c, bool accumulate, std::string label,
            int batch = 1, int64_t a_stride_rows = 0, int64_t c_stride_rows = 0);
   // c = a^T * b, where `a` is the k rows of a buffer m columns wide.
-  int gemm_transposed_a(const View& a, const View& b, const View& c, const std::string& label);
+  int gemm_transposed_a(const View& a, const View& b, const View& c, std::string label);
   // Every row of `rows` becomes softmax(scale * row), in place.
-  int softmax(const View& rows, double scale, const std::string& label);
-  int add(const View& dst, const View& src, const std::string& label);  // dst += src
-  int copy(const View& dst, const View& src, const std::string& label);
+  int softmax(const View& rows, double scale, std::string label);
+  int add(const View& dst, const View& src, std::string label);  // dst += src
+  int copy(const View& dst, const View& src, std::string label);
   int exchange(const View& send, int send_peer, const View& recv, int recv_peer, int tag,
-               const std::string& label);
-  int send(const View& src, int peer, int tag, const std::string& label);
-  int recv(const View& dst, int peer, int tag, const std::string& label);
+               std::string label);
+  int send(const View& src, int peer, int tag, std::string label);
+  int recv(const View& dst, int peer, int tag, std::string label);
   // All-gather: every rank's block (rows `block_rows`) lands at dst_row + j * dst_stride in
   // `buffer`, in place; this rank's own block is already there.
   int all_gather(int buffer, int64_t dst_row, int64_t block_rows, int64_t dst_stride,
-                 const std::string& label);
+                 std::string label);
   // Reduce-scatter: rank j's block of `src` (at src_row + j * src_stride) is summed over ranks
   // into this rank's `dst` view.
   int reduce_scatter(int src, int64_t src_row, int64_t src_stride, const View& dst,
-                     const std::string& label);
+                     std::string label);
 
   // An extra ordering edge that the data does not imply (e.g. decompose's lock-step).
   void depend(int task, int on);
+
+  // Room for `count` more tasks, from a strategy that knows how many it is about to add: the
+  // plan's task list is then sized once instead of doubling its way there, moving every task
+  // each time (in a large plan, as costly as all the hazard tracking).
+  void reserve_tasks(int64_t count);
 
  private:
   struct Region {
@@ -76,7 +82,10 @@ class PlanBuilder {
     std::vector<Region> reads;
     std::vector<Region> writes;
   };
-  int add_task(Task task, Access access);
+  // The Access every task lists its rows in, emptied: reused from task to task, its vectors
+  // stop allocating once grown. One is enough, as no task is listed while another one is.
+  Access& fresh_access();
+  int add_task(Task&& task, const Access& access);
   int64_t view_cols(const View& v) const { return fob::view_cols(plan_, v); }
   // Element-wise tasks and transfers move whole rows.
   void require_full_rows(const View& v, const std::string& label) const;
@@ -84,23 +93,40 @@ class PlanBuilder {
   void require_inside(const View& v, const Step& step, int batch, const std::string& label) const;
   // A point-to-point task; a side with peer -1 is absent.
   int transfer(TaskKind kind, const View& send, int send_peer, const View& recv, int recv_peer,
-               int tag, const std::string& label);
+               int tag, std::string label);
   int64_t elem_bytes() const { return dtype_bytes(plan_.dtype); }
 
   Plan& plan_;
-  // Which task last touched each row, kept as runs of rows: tasks touch long row ranges at
-  // once, so the runs stay few and a lookup costs the runs a range crosses.
+  std::unordered_map<std::string, int> buffer_ids_;  // name -> id, for plan_.buffers[0, indexed_)
+  size_t indexed_ = 0;
+  Access access_;
+  // Which task last touched each row of a buffer, kept as runs of rows, each starting where a
+  // bit is set: tasks touch long row ranges at once, so the runs stay few, and finding them
+  // costs a bit scan instead of the node allocations and pointer chasing of an ordered map.
   class RowOwners {
    public:
+    explicit RowOwners(int64_t rows) : rows_(rows) {}
     int latest(int64_t begin, int64_t end) const;  // -1 when no task touched [begin, end)
     void assign(int64_t begin, int64_t end, int task);
 
    private:
-    std::map<int64_t, std::pair<int64_t, int>> runs_;  // begin -> (end, task)
+    static constexpr int64_t kWord = 64;    // rows per word of starts_
+    int64_t run_start(int64_t row) const;   // where the run holding `row` starts
+    int64_t next_start(int64_t row) const;  // the first run start after `row`; rows_ if none
+
+    int64_t rows_;
+    // Both empty until the first assign: most buffers are never touched on most streams.
+    // Bit r of starts_: a run starts at row r. The first row of every word starts one too, so
+    // that the run holding any row starts within that row's word: no scan goes further.
+    std::vector<uint64_t> starts_;
+    std::vector<int> owner_;  // at each run's start row, its task (-1: none yet)
   };
   // Per buffer, the latest task of each stream that read or wrote each row, so that a new
   // task's latest conflict on the other stream is found without scanning earlier tasks.
   struct RowHistory {
+    explicit RowHistory(int64_t rows)
+        : last_read{RowOwners(rows), RowOwners(rows)},
+          last_write{RowOwners(rows), RowOwners(rows)} {}
     RowOwners last_read[kNumStreams];
     RowOwners last_write[kNumStreams];
   };

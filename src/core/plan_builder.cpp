@@ -1,20 +1,30 @@
 #include "fob/plan_builder.h"
 
 #include <algorithm>
+#include <bit>
+#include <cstdint>
 #include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
 
 namespace fob {
 
 int PlanBuilder::buffer(const std::string& name, int64_t rows, int64_t cols, BufferInit init) {
-  int id = plan_.buffer_id(name);
-  if (id >= 0) {
-    if (plan_.buffers[id].cols != cols || plan_.buffers[id].rows != rows) {
+  // Strategies ask for their buffers by name again and again (flash: twice per ring step), so
+  // names are looked up in an index rather than compared with every buffer's.
+  for (; indexed_ < plan_.buffers.size(); ++indexed_) {
+    buffer_ids_.try_emplace(plan_.buffers[indexed_].name, static_cast<int>(indexed_));
+  }
+  if (auto found = buffer_ids_.find(name); found != buffer_ids_.end()) {
+    const BufferSpec& buf = plan_.buffers[static_cast<size_t>(found->second)];
+    if (buf.cols != cols || buf.rows != rows) {
       throw std::logic_error("buffer " + name + " redeclared with another shape");
     }
-    return id;
+    return found->second;
   }
   plan_.buffers.push_back(BufferSpec{name, rows, cols});
-  id = static_cast<int>(plan_.buffers.size()) - 1;
+  const int id = static_cast<int>(plan_.buffers.size()) - 1;
   if (init == BufferInit::zeros) {
     plan_.inputs.push_back(InputRegion{id, 0, rows, "zeros", 0, 0});
   }
@@ -29,11 +39,10 @@ void PlanBuilder::check(int buffer, CheckKind kind) {
   plan_.checks.push_back({buffer, kind});
 }
 
-int PlanBuilder::gemm(const GemmArgs& g, const std::string& label) {
+int PlanBuilder::gemm(const GemmArgs& g, std::string label) {
   Task t;
   t.stream = StreamId::compute;
   t.kind = TaskKind::gemm;
-  t.label = label;
   t.a = g.a;
   t.b = g.b;
   t.c = g.c;
@@ -57,24 +66,28 @@ int PlanBuilder::gemm(const GemmArgs& g, const std::string& label) {
   t.accumulate = g.accumulate;
   t.flops = 2.0 * static_cast<double>(t.m) * static_cast<double>(t.n) * static_cast<double>(t.k) *
             g.batch;
+  t.label = std::move(label);
   // Hazards are tracked by rows: a column slice conflicts with anything in its rows, which may
-  // add an edge but never misses one.
-  Access access;
+  // add an edge but never misses one. An operand that steps by columns only (one attention head
+  // after another) has the same rows in every batch entry, so they are listed once.
+  Access& access = fresh_access();
   for (int i = 0; i < g.batch; ++i) {
     const int64_t ar = g.a.row + i * g.a_step.rows;
     const int64_t br = g.b.row + i * g.b_step.rows;
     const int64_t cr = g.c.row + i * g.c_step.rows;
-    access.reads.push_back({g.a.buffer, ar, ar + g.a.rows});
-    access.reads.push_back({g.b.buffer, br, br + g.b.rows});
-    access.writes.push_back({g.c.buffer, cr, cr + g.c.rows});
-    if (g.accumulate) access.reads.push_back({g.c.buffer, cr, cr + g.c.rows});
+    const bool first = i == 0;
+    if (first || g.a_step.rows != 0) access.reads.push_back({g.a.buffer, ar, ar + g.a.rows});
+    if (first || g.b_step.rows != 0) access.reads.push_back({g.b.buffer, br, br + g.b.rows});
+    if (first || g.c_step.rows != 0) {
+      access.writes.push_back({g.c.buffer, cr, cr + g.c.rows});
+      if (g.accumulate) access.reads.push_back({g.c.buffer, cr, cr + g.c.rows});
+    }
   }
-  return add_task(std::move(t), std::move(access));
+  return add_task(std::move(t), access);
 }
 
 int PlanBuilder::gemm(const View& a, const View& b, const View& c, bool accumulate,
-                      const std::string& label, int batch, int64_t a_stride_rows,
-                      int64_t c_stride_rows) {
+                      std::string label, int batch, int64_t a_stride_rows, int64_t c_stride_rows) {
   GemmArgs g;
   g.a = a;
   g.b = b;
@@ -83,42 +96,42 @@ int PlanBuilder::gemm(const View& a, const View& b, const View& c, bool accumula
   g.batch = batch;
   g.a_step.rows = a_stride_rows;
   g.c_step.rows = c_stride_rows;
-  return gemm(g, label);
+  return gemm(g, std::move(label));
 }
 
-int PlanBuilder::gemm_transposed_a(const View& a, const View& b, const View& c,
-                                   const std::string& label) {
+int PlanBuilder::gemm_transposed_a(const View& a, const View& b, const View& c, std::string label) {
   GemmArgs g;
   g.a = a;
   g.b = b;
   g.c = c;
   g.transpose_a = true;
-  return gemm(g, label);
+  return gemm(g, std::move(label));
 }
 
-int PlanBuilder::softmax(const View& rows, double scale, const std::string& label) {
+int PlanBuilder::softmax(const View& rows, double scale, std::string label) {
   Task t;
   t.kind = TaskKind::softmax;
-  t.label = label;
+  t.label = std::move(label);
   t.c = rows;
   t.m = rows.rows;
   t.n = view_cols(rows);
   t.scale = scale;
   // Per element: scale, running max, exp, sum and the division.
   t.flops = 5.0 * static_cast<double>(t.m) * static_cast<double>(t.n);
-  Access access;
-  access.reads = {{rows.buffer, rows.row, rows.row + rows.rows}};
-  access.writes = access.reads;
-  return add_task(std::move(t), std::move(access));
+  Access& access = fresh_access();
+  access.reads.push_back({rows.buffer, rows.row, rows.row + rows.rows});
+  access.writes.push_back(access.reads.back());
+  return add_task(std::move(t), access);
 }
 
 void PlanBuilder::require_inside(const View& v, const Step& step, int batch,
                                  const std::string& label) const {
   const BufferSpec& buf = plan_.buffers.at(v.buffer);
+  const int64_t cols = view_cols(v);
   for (int i : {0, batch - 1}) {
     const int64_t row = v.row + i * step.rows;
     const int64_t col = v.col + i * step.cols;
-    if (row < 0 || row + v.rows > buf.rows || col < 0 || col + view_cols(v) > buf.cols) {
+    if (row < 0 || row + v.rows > buf.rows || col < 0 || col + cols > buf.cols) {
       // A view past its buffer's edge would wrap into other rows the hazards never see.
       throw std::logic_error("gemm " + label + ": a view leaves buffer " + buf.name);
     }
@@ -131,88 +144,88 @@ void PlanBuilder::require_full_rows(const View& v, const std::string& label) con
   }
 }
 
-int PlanBuilder::add(const View& dst, const View& src, const std::string& label) {
+int PlanBuilder::add(const View& dst, const View& src, std::string label) {
   require_full_rows(dst, label);
   require_full_rows(src, label);
   Task t;
   t.kind = TaskKind::add;
-  t.label = label;
+  t.label = std::move(label);
   t.a = src;
   t.c = dst;
   t.m = dst.rows;
   t.n = cols(dst.buffer);
   t.flops = static_cast<double>(t.m) * static_cast<double>(t.n);
-  Access access;
-  access.reads = {{src.buffer, src.row, src.row + src.rows},
-                  {dst.buffer, dst.row, dst.row + dst.rows}};
-  access.writes = {{dst.buffer, dst.row, dst.row + dst.rows}};
-  return add_task(std::move(t), std::move(access));
+  Access& access = fresh_access();
+  access.reads.push_back({src.buffer, src.row, src.row + src.rows});
+  access.reads.push_back({dst.buffer, dst.row, dst.row + dst.rows});
+  access.writes.push_back({dst.buffer, dst.row, dst.row + dst.rows});
+  return add_task(std::move(t), access);
 }
 
-int PlanBuilder::copy(const View& dst, const View& src, const std::string& label) {
+int PlanBuilder::copy(const View& dst, const View& src, std::string label) {
   require_full_rows(dst, label);
   require_full_rows(src, label);
   Task t;
   t.kind = TaskKind::copy;
-  t.label = label;
+  t.label = std::move(label);
   t.a = src;
   t.c = dst;
   t.m = dst.rows;
   t.n = cols(dst.buffer);
-  Access access;
-  access.reads = {{src.buffer, src.row, src.row + src.rows}};
-  access.writes = {{dst.buffer, dst.row, dst.row + dst.rows}};
-  return add_task(std::move(t), std::move(access));
+  Access& access = fresh_access();
+  access.reads.push_back({src.buffer, src.row, src.row + src.rows});
+  access.writes.push_back({dst.buffer, dst.row, dst.row + dst.rows});
+  return add_task(std::move(t), access);
 }
 
 int PlanBuilder::transfer(TaskKind kind, const View& send, int send_peer, const View& recv,
-                          int recv_peer, int tag, const std::string& label) {
+                          int recv_peer, int tag, std::string label) {
   require_full_rows(send, label);
   require_full_rows(recv, label);
   Task t;
   t.stream = StreamId::comm;
   t.kind = kind;
-  t.label = label;
+  t.label = std::move(label);
   t.a = send;
   t.c = recv;
   t.send_peer = send_peer;
   t.recv_peer = recv_peer;
   t.tag = tag;
-  Access access;
+  Access& access = fresh_access();
   if (send_peer >= 0) {
     t.bytes = send.rows * cols(send.buffer) * elem_bytes();
-    access.reads = {{send.buffer, send.row, send.row + send.rows}};
+    access.reads.push_back({send.buffer, send.row, send.row + send.rows});
   }
-  if (recv_peer >= 0) access.writes = {{recv.buffer, recv.row, recv.row + recv.rows}};
-  return add_task(std::move(t), std::move(access));
+  if (recv_peer >= 0) access.writes.push_back({recv.buffer, recv.row, recv.row + recv.rows});
+  return add_task(std::move(t), access);
 }
 
 int PlanBuilder::exchange(const View& send, int send_peer, const View& recv, int recv_peer, int tag,
-                          const std::string& label) {
-  return transfer(TaskKind::exchange, send, send_peer, recv, recv_peer, tag, label);
+                          std::string label) {
+  return transfer(TaskKind::exchange, send, send_peer, recv, recv_peer, tag, std::move(label));
 }
 
-int PlanBuilder::send(const View& src, int peer, int tag, const std::string& label) {
-  return transfer(TaskKind::send, src, peer, View{}, -1, tag, label);
+int PlanBuilder::send(const View& src, int peer, int tag, std::string label) {
+  return transfer(TaskKind::send, src, peer, View{}, -1, tag, std::move(label));
 }
 
-int PlanBuilder::recv(const View& dst, int peer, int tag, const std::string& label) {
-  return transfer(TaskKind::recv, View{}, -1, dst, peer, tag, label);
+int PlanBuilder::recv(const View& dst, int peer, int tag, std::string label) {
+  return transfer(TaskKind::recv, View{}, -1, dst, peer, tag, std::move(label));
 }
 
 int PlanBuilder::all_gather(int buffer, int64_t dst_row, int64_t block_rows, int64_t dst_stride,
-                            const std::string& label) {
+                            std::string label) {
   Task t;
   t.stream = StreamId::comm;
   t.kind = TaskKind::collective;
   t.op = CollectiveOp::all_gather;
-  t.label = label;
+  t.label = std::move(label);
   t.a = View{buffer, dst_row + rank() * dst_stride, block_rows};
   t.c = View{buffer, dst_row, block_rows};
   t.dst_stride_rows = dst_stride;
   // A ring all-gather sends N-1 blocks from every rank.
   t.bytes = (world() - 1) * block_rows * cols(buffer) * elem_bytes();
-  Access access;
+  Access& access = fresh_access();
   for (int j = 0; j < world(); ++j) {
     int64_t r = dst_row + j * dst_stride;
     if (j == rank()) {
@@ -221,29 +234,29 @@ int PlanBuilder::all_gather(int buffer, int64_t dst_row, int64_t block_rows, int
       access.writes.push_back({buffer, r, r + block_rows});
     }
   }
-  return add_task(std::move(t), std::move(access));
+  return add_task(std::move(t), access);
 }
 
 int PlanBuilder::reduce_scatter(int src, int64_t src_row, int64_t src_stride, const View& dst,
-                                const std::string& label) {
+                                std::string label) {
   Task t;
   t.stream = StreamId::comm;
   t.kind = TaskKind::collective;
   t.op = CollectiveOp::reduce_scatter;
-  t.label = label;
+  t.label = std::move(label);
   t.a = View{src, src_row, dst.rows};
   t.c = dst;
   t.src_stride_rows = src_stride;
   t.bytes = (world() - 1) * dst.rows * cols(src) * elem_bytes();
   // The reduction's additions are part of the collective, as in NCCL.
   t.flops = static_cast<double>(world() - 1) * static_cast<double>(dst.rows * cols(src));
-  Access access;
+  Access& access = fresh_access();
   for (int j = 0; j < world(); ++j) {
     int64_t r = src_row + j * src_stride;
     access.reads.push_back({src, r, r + dst.rows});
   }
   access.writes.push_back({dst.buffer, dst.row, dst.row + dst.rows});
-  return add_task(std::move(t), std::move(access));
+  return add_task(std::move(t), access);
 }
 
 void PlanBuilder::depend(int task, int on) {
@@ -253,65 +266,105 @@ void PlanBuilder::depend(int task, int on) {
   std::sort(deps.begin(), deps.end());
 }
 
+void PlanBuilder::reserve_tasks(int64_t count) {
+  std::vector<Task>& tasks = plan_.tasks;
+  const size_t wanted = tasks.size() + static_cast<size_t>(std::max<int64_t>(count, 0));
+  // At least doubling still, so that many small reservations cannot make growth quadratic.
+  if (wanted > tasks.capacity()) tasks.reserve(std::max(wanted, 2 * tasks.capacity()));
+}
+
 int PlanBuilder::RowOwners::latest(int64_t begin, int64_t end) const {
-  int best = -1;
-  auto it = runs_.upper_bound(begin);
-  if (it != runs_.begin()) --it;
-  for (; it != runs_.end() && it->first < end; ++it) {
-    if (it->second.first > begin) best = std::max(best, it->second.second);
+  if (starts_.empty() || begin >= end) return -1;
+  int best = owner_[static_cast<size_t>(run_start(begin))];
+  for (int64_t s = next_start(begin); s < end; s = next_start(s)) {
+    best = std::max(best, owner_[static_cast<size_t>(s)]);
   }
   return best;
 }
 
 void PlanBuilder::RowOwners::assign(int64_t begin, int64_t end, int task) {
   if (begin >= end) return;
-  // Most tasks touch the very rows an earlier one did (a weight, a block): just re-own them.
-  if (auto same = runs_.find(begin); same != runs_.end() && same->second.first == end) {
-    same->second.second = task;
-    return;
+  if (starts_.empty()) {
+    starts_.assign(static_cast<size_t>((rows_ + kWord - 1) / kWord), 1);
+    owner_.assign(static_cast<size_t>(rows_), -1);
   }
-  // Cut the runs that straddle either edge, drop everything inside, insert the new run.
-  auto split = [&](int64_t at) {
-    auto it = runs_.upper_bound(at);
-    if (it == runs_.begin()) return;
-    --it;
-    const auto [run_end, owner] = it->second;
-    if (it->first < at && at < run_end) {
-      it->second.first = at;
-      runs_.emplace(at, std::pair{run_end, owner});
-    }
-  };
-  split(begin);
-  split(end);
-  runs_.erase(runs_.lower_bound(begin), runs_.lower_bound(end));
-  runs_.emplace(begin, std::pair{end, task});
+  // The rows from `end` on keep their owner: the run holding `end` is cut there.
+  const size_t end_word = static_cast<size_t>(end / kWord);
+  const uint64_t end_bit = uint64_t{1} << (end % kWord);
+  if (end < rows_ && !(starts_[end_word] & end_bit)) {
+    owner_[static_cast<size_t>(end)] = owner_[static_cast<size_t>(run_start(end))];
+    starts_[end_word] |= end_bit;
+  }
+  // Within each word, the rows of [begin, end) become one run.
+  for (int64_t lo = begin; lo < end;) {
+    const int64_t word = lo / kWord;
+    const int64_t hi = std::min(end, (word + 1) * kWord);
+    const uint64_t rows = (~uint64_t{0} >> (kWord - (hi - lo))) << (lo % kWord);  // [lo, hi)
+    uint64_t& bits = starts_[static_cast<size_t>(word)];
+    bits = (bits & ~rows) | (uint64_t{1} << (lo % kWord));
+    owner_[static_cast<size_t>(lo)] = task;
+    lo = hi;
+  }
 }
 
-int PlanBuilder::add_task(Task task, Access access) {
+int64_t PlanBuilder::RowOwners::run_start(int64_t row) const {
+  const int64_t word = row / kWord;
+  // The starts at or below `row` in its word: never none, as the word's first row is one.
+  const uint64_t bits = starts_[static_cast<size_t>(word)] & (~uint64_t{0} >> (63 - row % kWord));
+  return word * kWord + 63 - std::countl_zero(bits);
+}
+
+int64_t PlanBuilder::RowOwners::next_start(int64_t row) const {
+  const int64_t word = row / kWord;
+  // The starts above `row` in its word; failing those, the next word's first row.
+  const uint64_t bits = starts_[static_cast<size_t>(word)] & (~uint64_t{1} << (row % kWord));
+  const int64_t next = bits ? word * kWord + std::countr_zero(bits) : (word + 1) * kWord;
+  return std::min(next, rows_);
+}
+
+PlanBuilder::Access& PlanBuilder::fresh_access() {
+  access_.reads.clear();
+  access_.writes.clear();
+  return access_;
+}
+
+int PlanBuilder::add_task(Task&& task, const Access& access) {
   task.id = static_cast<int>(plan_.tasks.size());
+  for (const std::vector<Region>* regions : {&access.reads, &access.writes}) {
+    for (const Region& r : *regions) {
+      // The rows are tracked per buffer, so a range past its buffer's end has nowhere to go.
+      const BufferSpec& buf = plan_.buffers.at(static_cast<size_t>(r.buffer));
+      if (r.begin < 0 || r.end < r.begin || r.end > buf.rows) {
+        throw std::logic_error(task.label + ": rows " + std::to_string(r.begin) + ":" +
+                               std::to_string(r.end) + " leave buffer " + buf.name);
+      }
+    }
+  }
+  while (history_.size() < plan_.buffers.size()) {
+    history_.emplace_back(plan_.buffers[history_.size()].rows);
+  }
+  auto history = [&](const Region& r) -> RowHistory& {
+    return history_[static_cast<size_t>(r.buffer)];
+  };
   // Tasks on one stream run in order, so only the latest conflicting task on the other
   // stream needs to become an edge: it completes after every earlier one there.
   const int self = static_cast<int>(task.stream);
   const int other = 1 - self;
-  auto history = [&](int buffer) -> RowHistory& {
-    if (static_cast<size_t>(buffer) >= history_.size()) history_.resize(buffer + 1);
-    return history_[static_cast<size_t>(buffer)];
-  };
   int latest = -1;
   for (const Region& r : access.reads) {  // read after write
-    latest = std::max(latest, history(r.buffer).last_write[other].latest(r.begin, r.end));
+    latest = std::max(latest, history(r).last_write[other].latest(r.begin, r.end));
   }
   for (const Region& r : access.writes) {  // write after read, write after write
-    RowHistory& h = history(r.buffer);
+    const RowHistory& h = history(r);
     latest = std::max({latest, h.last_read[other].latest(r.begin, r.end),
                        h.last_write[other].latest(r.begin, r.end)});
   }
   if (latest >= 0) task.deps.push_back(latest);
   for (const Region& r : access.reads) {
-    history(r.buffer).last_read[self].assign(r.begin, r.end, task.id);
+    history(r).last_read[self].assign(r.begin, r.end, task.id);
   }
   for (const Region& r : access.writes) {
-    history(r.buffer).last_write[self].assign(r.begin, r.end, task.id);
+    history(r).last_write[self].assign(r.begin, r.end, task.id);
   }
   plan_.tasks.push_back(std::move(task));
   return plan_.tasks.back().id;

@@ -10,6 +10,8 @@ namespace fob {
 // Flash-AG: compute blocks r, r-1, ..., r-N+1, forwarding each one as it is computed.
 void flash_all_gather_gemm(PlanBuilder& b, const AgProblem& p, int m) {
   const int n = b.world();
+  // Per sub-slice a GEMM, and an exchange in every step but the last.
+  b.reserve_tasks((2 * n - 1) * m);
   for (int k = 0; k < n; ++k) {
     const int held = b.peer(-k);
     for (int i = 0; i < m; ++i) {
@@ -34,6 +36,9 @@ void flash_all_gather_gemm(PlanBuilder& b, const AgProblem& p, int m) {
 void flash_gemm_reduce_scatter(PlanBuilder& b, const RsProblem& p, int m) {
   const int n = b.world();
   const int part = n > 1 ? b.buffer("part", (p.block + m - 1) / m, p.hidden) : -1;
+  // Per sub-slice a GEMM, and an exchange and an add in every step but the first (and whatever
+  // a producer of H adds).
+  b.reserve_tasks((3 * n - 2) * m);
   for (int k = 0; k < n; ++k) {
     const int slice = b.peer(-1 - k);
     for (int i = 0; i < m; ++i) {

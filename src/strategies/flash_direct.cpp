@@ -9,6 +9,8 @@ namespace {
 
 // Own block first, then block r-k as exchange k lands.
 void all_gather_gemm(PlanBuilder& b, const AgProblem& p, int m) {
+  // Per sub-slice a GEMM, and an exchange for every block but the own one.
+  b.reserve_tasks((2 * b.world() - 1) * m);
   for (int k = 0; k < b.world(); ++k) {
     const int from = b.peer(-k);
     for (int i = 0; i < m; ++i) {
@@ -31,6 +33,8 @@ void all_gather_gemm(PlanBuilder& b, const AgProblem& p, int m) {
 void gemm_reduce_scatter(PlanBuilder& b, const RsProblem& p, int m) {
   const int n = b.world();
   const View w{p.w, 0, p.ffn_local};
+  // Per sub-slice the own GEMM, and for every other rank a GEMM, an exchange and an add.
+  b.reserve_tasks((3 * n - 2) * m);
   std::vector<int> received(n, -1);
   for (int k = 1; k < n; ++k) {
     const int owner = b.peer(k);
@@ -65,6 +69,7 @@ void gemm_reduce_scatter(PlanBuilder& b, const RsProblem& p, int m) {
 
 // The reduced blocks go straight to every other rank, sub-slice by sub-slice as they complete.
 void all_gather_blocks_direct(PlanBuilder& b, const AgProblem& p, int m) {
+  b.reserve_tasks((b.world() - 1) * m);  // an exchange per sub-slice and other rank
   for (int i = 0; i < m; ++i) {
     const int64_t off = piece_begin(p.block, m, i);
     const int64_t sub = piece_rows(p.block, m, i);
