@@ -51,6 +51,26 @@ struct Event {
   }
 };
 
+// Tasks in the order they were pushed, for the ones decided at one instant: a vector read from
+// the front, emptied (its memory kept) when read to the end.
+class InstantQueue {
+ public:
+  bool empty() const { return next_ == items_.size(); }
+  void push(TaskRef ref) { items_.push_back(ref); }
+  TaskRef pop() {
+    const TaskRef ref = items_[next_++];
+    if (next_ == items_.size()) {
+      items_.clear();
+      next_ = 0;
+    }
+    return ref;
+  }
+
+ private:
+  std::vector<TaskRef> items_;
+  size_t next_ = 0;
+};
+
 struct TaskState {
   int pending = 0;      // unfinished deps, plus the stream's previous task
   int halves = 0;       // point-to-point halves not yet delivered
@@ -135,20 +155,12 @@ class Simulation {
     }
     for (;;) {
       const bool event_now = !events_.empty() && events_.top().time <= now_;
-      if (next_start_ < starting_.size() && !event_now) {
-        start_compute(starting_[next_start_++]);
-        if (next_start_ == starting_.size()) {
-          starting_.clear();
-          next_start_ = 0;
-        }
+      if (!starting_.empty() && !event_now) {
+        start_compute(starting_.pop());
         continue;
       }
-      if (next_comm_ < comm_ready_.size() && !event_now) {
-        post_comm(comm_ready_[next_comm_++]);
-        if (next_comm_ == comm_ready_.size()) {
-          comm_ready_.clear();
-          next_comm_ = 0;
-        }
+      if (!comm_ready_.empty() && !event_now) {
+        post_comm(comm_ready_.pop());
         continue;
       }
       if (events_.empty()) break;
@@ -348,7 +360,7 @@ class Simulation {
 
   void launched(TaskRef ref) {
     if (comm_start_delay_ > 0 && task(ref).is_transfer()) {
-      comm_ready_.push_back(ref);
+      comm_ready_.push(ref);
       return;
     }
     post_now(ref);
@@ -376,7 +388,7 @@ class Simulation {
       case TaskKind::softmax:
         s.posted = true;
         // Priced once every transfer starting at this instant has started.
-        starting_.push_back(ref);
+        starting_.push(ref);
         return;
       case TaskKind::collective:
         s.posted = true;
@@ -619,11 +631,9 @@ class Simulation {
   // Compute tasks posted at now_, in post order. They start after every event of this instant,
   // those that events of this instant add included, which a queue of their own gives without
   // a heap operation per task.
-  std::vector<TaskRef> starting_;
-  size_t next_start_ = 0;
+  InstantQueue starting_;
   // With a comm start delay: transfers that became ready at now_, decided after starting_.
-  std::vector<TaskRef> comm_ready_;
-  size_t next_comm_ = 0;
+  InstantQueue comm_ready_;
   uint64_t seq_ = 0;
   double now_ = 0;
 };
