@@ -192,10 +192,12 @@ struct TransferSample {
 };
 
 // A transfer that became ready while its rank was computing: how long it waited to be posted.
-// Censored: it was posted only when that compute task ended, so it would have waited longer.
+// A transfer that became ready while its rank computed: its wait from ready to started, and
+// how much longer that compute task ran. A wait that lasted that long is censored: it was
+// posted only when the compute task ended, so it would have waited longer.
 struct DelaySample {
   double wait = 0;
-  bool censored = false;
+  double compute_left = 0;
 };
 
 struct Collected {
@@ -208,8 +210,8 @@ struct Collected {
   std::vector<LinkPoint> comm_only, baseline, exchange;
   std::vector<TransferSample> transfers;
   std::vector<DelaySample> delays;
-  // From ready to started, per stream; a transfer that became ready while its rank computed is
-  // a delay sample instead.
+  // From ready to started, per stream; not a transfer that became ready while its rank computed
+  // (a delay sample, in overlapping strategies).
   std::vector<double> launch[kNumStreams];
 };
 
@@ -299,16 +301,23 @@ void collect_interference(const CaseView& v, bool overlaps, Collected& out) {
         at[r].push_back(iv);
       }
     }
+    // NaN when one of them was not timed: std::max would drop a NaN second operand.
+    auto latest_end = [&](double when, size_t r, int task) {
+      const double end = at[r][static_cast<size_t>(task)].end;
+      return std::isnan(end) ? nan : std::max(when, end);
+    };
     auto ready = [&](size_t r, const Task& t) {
       double when = -INFINITY;
       const int prev = previous[r][static_cast<size_t>(t.id)];
       if (prev < 0 && t.deps.empty()) return nan;
-      if (prev >= 0) when = at[r][static_cast<size_t>(prev)].end;
-      for (int d : t.deps) when = std::max(when, at[r][static_cast<size_t>(d)].end);
-      return when;  // NaN when one of them was not timed
+      if (prev >= 0) when = latest_end(when, r, prev);
+      for (int d : t.deps) when = latest_end(when, r, d);
+      return when;
     };
     for (size_t r = 0; r < world; ++r) {
+      size_t collective = 0;  // the rank's collectives so far
       for (const Task& t : v.plans[r].tasks) {
+        if (t.kind == TaskKind::collective) ++collective;
         const Interval& mine = at[r][static_cast<size_t>(t.id)];
         const double when = ready(r, t);
         if (!std::isfinite(mine.start) || !std::isfinite(when)) continue;
@@ -327,7 +336,7 @@ void collect_interference(const CaseView& v, bool overlaps, Collected& out) {
           const double ct_ready = ready(r, ct);
           if (std::isnan(ct_ready) ? ci.start <= when : ct_ready <= when) {
             under_compute = true;
-            if (overlaps) out.delays.push_back({wait, mine.start >= ci.end});
+            if (overlaps) out.delays.push_back({wait, ci.end - when});
           }
           break;
         }
@@ -338,15 +347,18 @@ void collect_interference(const CaseView& v, bool overlaps, Collected& out) {
         std::vector<size_t> involved{r};
         double start = mine.start;
         if (t.kind == TaskKind::collective) {
-          const auto k = static_cast<size_t>(std::find(colls[r].begin(), colls[r].end(), t.id) -
-                                             colls[r].begin());
+          const size_t k = collective - 1;
           sample.collective = true;
           sample.steps = (c.world - 1) * (t.op == CollectiveOp::all_reduce ? 2 : 1);
           int64_t block = 0;
           double end = mine.end;
           for (size_t q = 0; q < world; ++q) {
-            if (k >= colls[q].size()) return;  // mismatched collectives: nothing to learn
+            if (k >= colls[q].size()) {  // no k-th collective there: no window to measure
+              end = nan;
+              break;
+            }
             const Interval& theirs = at[q][static_cast<size_t>(colls[q][k])];
+            if (!std::isfinite(theirs.start) || !std::isfinite(theirs.end)) end = nan;
             start = std::max(start, theirs.start);
             end = std::min(end, theirs.end);
             block = std::max(block, v.task(static_cast<int>(q), colls[q][k]).bytes / sample.steps);
@@ -357,7 +369,8 @@ void collect_interference(const CaseView& v, bool overlaps, Collected& out) {
         } else {
           int64_t bytes = t.bytes;
           for (const auto& [q, id] : halves[r][static_cast<size_t>(t.id)]) {
-            start = std::max(start, at[static_cast<size_t>(q)][static_cast<size_t>(id)].start);
+            const double theirs = at[static_cast<size_t>(q)][static_cast<size_t>(id)].start;
+            start = std::isnan(theirs) ? nan : std::max(start, theirs);
             bytes = std::max(bytes, v.task(q, id).bytes);
             involved.push_back(static_cast<size_t>(q));
           }
@@ -648,25 +661,29 @@ void fit_interference(const Collected& data, const LinkClass& link, Machine& mac
              "no transfer of an overlapping strategy ran mostly under compute",
              machine.transfer_contention, notes);
 
-  if (data.delays.empty()) {
-    notes.push_back(
-        "contention.comm_start_us = 0: no transfer became ready while its rank "
-        "computed");
-    return;
-  }
+  // The simulator posts such a transfer at ready + launch + delay, or when the compute task
+  // ends if sooner, but never before its launch is over: a compute task that ended within the
+  // launch says nothing of the delay.
   std::vector<double> waits;
   double longest = 0;
   for (const DelaySample& d : data.delays) {
-    // The launch comes first, then the wait for the core.
+    if (d.compute_left <= machine.launch_comm_s) continue;
     const double wait = std::max(0.0, d.wait - machine.launch_comm_s);
-    waits.push_back(d.censored ? INFINITY : wait);
+    waits.push_back(d.wait >= d.compute_left ? INFINITY : wait);
     longest = std::max(longest, wait);
+  }
+  if (waits.empty()) {
+    notes.push_back(
+        "contention.comm_start_us = 0: no transfer became ready while its rank computed (for "
+        "longer than a launch)");
+    return;
   }
   std::sort(waits.begin(), waits.end());
   const double mid = waits[(waits.size() - 1) / 2];
   machine.comm_start_delay_s = std::isfinite(mid) ? mid : longest;
   notes.push_back("contention.comm_start_us = " + fmt(machine.comm_start_delay_s * 1e6) +
-                  ": the median wait to be posted of " + std::to_string(waits.size()) +
+                  ": the median wait to be posted, after the launch, of " +
+                  std::to_string(waits.size()) +
                   " transfers that became ready while their rank computed" +
                   (std::isfinite(mid) ? std::string()
                                       : " (most waited until the compute ended: the longest "

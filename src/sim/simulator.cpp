@@ -129,6 +129,8 @@ class Simulation {
     collectives_.resize(n);
     in_flight_.assign(n, 0);
     computing_until_.assign(n, kIdle);
+    compute_active_.assign(n, 0);
+    waiting_.assign(n, {});
     transfer_slowdown_ = cost_.transfer_slowdown_while_computing();
     comm_start_delay_ = cost_.comm_start_delay_while_computing();
     for (int stream = 0; stream < kNumStreams; ++stream) {
@@ -179,13 +181,14 @@ class Simulation {
           begin_flow(e.flow);
           break;
         case EventKind::launched:
-          launched(e.a);
+          post_now(e.a);
           break;
         case EventKind::comm_post:
-          post_now(e.a);
+          if (!st(e.a).posted) post_now(e.a);
           break;
         case EventKind::compute_end:
           set_computing(e.a.rank, kIdle);
+          if (comm_start_delay_ > 0) release_waiting(e.a.rank);
           finish(e.a);
           break;
       }
@@ -350,31 +353,52 @@ class Simulation {
   // A task whose deps and stream predecessor have ended starts after its stream's launch
   // overhead.
   void post(TaskRef ref) {
-    const double launch = launch_[static_cast<size_t>(task(ref).stream)];
+    const Task& t = task(ref);
+    if (comm_start_delay_ > 0) {
+      if (t.stream == StreamId::compute) compute_active_[static_cast<size_t>(ref.rank)] = 1;
+      if (t.is_transfer()) {
+        comm_ready_.push(ref);
+        return;
+      }
+    }
+    const double launch = launch_[static_cast<size_t>(t.stream)];
     if (launch > 0) {
       push(now_ + launch, EventKind::launched, ref);
     } else {
-      launched(ref);
+      post_now(ref);
     }
   }
 
-  void launched(TaskRef ref) {
-    if (comm_start_delay_ > 0 && task(ref).is_transfer()) {
-      comm_ready_.push(ref);
-      return;
-    }
-    post_now(ref);
-  }
-
-  // A transfer that became ready now, once the compute tasks starting now have started: it
-  // waits while its rank computes, for the delay or until that compute task ends.
+  // A transfer that became ready now, once the compute tasks starting now have started: after
+  // its launch, and if its rank has a compute task launching or running now, the delay later,
+  // or when that compute task ends if sooner (release_waiting), but never before the launch.
+  // That is what calibrate measures: it sees when a task was ready and when it started.
   void post_comm(TaskRef ref) {
-    const double busy_until = computing_until_[static_cast<size_t>(ref.rank)];
-    if (busy_until > now_) {
-      push(std::min(now_ + comm_start_delay_, busy_until), EventKind::comm_post, ref);
+    const double launched = now_ + launch_[static_cast<size_t>(StreamId::comm)];
+    if (compute_active_[static_cast<size_t>(ref.rank)]) {
+      push(launched + comm_start_delay_, EventKind::comm_post, ref);
+      waiting_[static_cast<size_t>(ref.rank)].push_back({ref, launched});
+    } else if (launched > now_) {
+      push(launched, EventKind::comm_post, ref);
     } else {
       post_now(ref);
     }
+  }
+
+  // The rank's compute task ended: the transfers still waiting for it are posted now, or when
+  // their launch is over. Their events at the end of the delay then find them posted.
+  void release_waiting(int rank) {
+    compute_active_[static_cast<size_t>(rank)] = 0;
+    std::vector<Waiting>& waiting = waiting_[static_cast<size_t>(rank)];
+    for (const Waiting& w : waiting) {
+      if (st(w.ref).posted) continue;  // its delay ran out first
+      if (w.launched > now_) {
+        push(w.launched, EventKind::comm_post, w.ref);
+      } else {
+        post_now(w.ref);
+      }
+    }
+    waiting.clear();
   }
 
   void post_now(TaskRef ref) {
@@ -623,6 +647,14 @@ class Simulation {
   std::vector<int> in_flight_;                 // transfers to or from each rank
   static constexpr double kIdle = -1;
   std::vector<double> computing_until_;  // per rank: its compute task's end, or kIdle
+  // With a comm start delay, per rank: whether a compute task is launching or running, and the
+  // transfers posted late because of it.
+  struct Waiting {
+    TaskRef ref;
+    double launched = 0;
+  };
+  std::vector<uint8_t> compute_active_;
+  std::vector<std::vector<Waiting>> waiting_;
   double transfer_slowdown_ = 1, comm_start_delay_ = 0;
   std::array<double, kNumStreams> launch_{};  // per stream: from ready to started
   std::vector<std::vector<Port>> ports_;      // per rank, one per link class in use

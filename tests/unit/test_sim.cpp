@@ -576,8 +576,6 @@ TEST(SimShare, FlashDirectAllGather) {
   }
 }
 
-// Every strategy that applies to mlp at 64 ranks with 16 slices. Prints the time (the project
-// does not time unit tests; this is for quoting).
 // Transfers that slow down under compute and wait to be posted while their rank computes, and
 // launch overheads per stream.
 class Interfering : public Forwarding {
@@ -668,6 +666,28 @@ TEST(SimInterference, CommStartWaitsWhileItsRankComputes) {
   EXPECT_CLOSE(end_of(simulate_case(idle, Interfering(base, 1, kT), "0"), 0, 0), kT);
 }
 
+// With launch overheads too, whether the rank computes is decided when the transfer is ready
+// (as calibrate sees it), a compute task still launching then counting, and the delay follows
+// the transfer's launch: ready at 0 beside a 4T GEMM, a send is posted at L + T, or when the
+// GEMM ends if sooner, but never before its launch is over.
+TEST(SimInterference, CommStartDelayFollowsTheLaunch) {
+  const double lm = kT / 4;
+  auto send_beside_gemm = [&](double gemm_seconds, double delay, double launch_compute) {
+    std::vector<Plan> plans = empty_plans(2);
+    add_gemm(plans[0], gemm_seconds);
+    add_transfer(plans[0], StreamId::comm, TaskKind::send, 1, -1, kB);
+    add_transfer(plans[1], StreamId::comm, TaskKind::recv, -1, 0, kB);
+    const UniformCost base(1, kInf, 0, kBw);
+    return start_of(simulate_case(plans, Interfering(base, 1, delay, launch_compute, lm), "0"), 0,
+                    1);
+  };
+  EXPECT_CLOSE(send_beside_gemm(4 * kT, kT, 0), lm + kT);
+  EXPECT_CLOSE(send_beside_gemm(4 * kT, kT, 2 * lm), lm + kT) << "the GEMM launches till 2L";
+  EXPECT_CLOSE(send_beside_gemm(4 * kT, 10 * kT, 0), 4 * kT) << "posted when the GEMM ends";
+  EXPECT_CLOSE(send_beside_gemm(4 * kT, 10 * kT, 2 * lm), 2 * lm + 4 * kT);
+  EXPECT_CLOSE(send_beside_gemm(kT / 8, kT, 0), lm) << "the GEMM ended during the launch";
+}
+
 // Every task starts its stream's launch overhead after it is ready: two GEMMs in a row end at
 // 2 (L + T); a message starts when the later of its two launched halves is posted.
 TEST(SimInterference, LaunchOverheadPerTask) {
@@ -685,6 +705,8 @@ TEST(SimInterference, LaunchOverheadPerTask) {
   EXPECT_CLOSE(end_of(r, 1, 0), lm + kT);
 }
 
+// Every strategy that applies to mlp at 64 ranks with 16 slices. Prints the time (the project
+// does not time unit tests; this is for quoting).
 TEST(Sim, SpeedAtSixtyFourRanks) {
   const int n = 64;
   const UniformCost cost = cost_for(n, 1.0 / 1024, 1.0 / 2048);
