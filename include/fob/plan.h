@@ -124,7 +124,20 @@ struct Task {
     return kind == TaskKind::send || kind == TaskKind::recv || kind == TaskKind::exchange ||
            kind == TaskKind::collective;
   }
+  // The point-to-point halves it has: an exchange with peer -1 on one side lacks that half.
+  bool sends() const {
+    return (kind == TaskKind::send || kind == TaskKind::exchange) && send_peer >= 0;
+  }
+  bool receives() const {
+    return (kind == TaskKind::recv || kind == TaskKind::exchange) && recv_peer >= 0;
+  }
 };
+
+// The steps of the ring algorithm a collective runs on `world` ranks (an all-reduce is a
+// reduce-scatter and an all-gather).
+inline int ring_steps(int world, CollectiveOp op) {
+  return (world - 1) * (op == CollectiveOp::all_reduce ? 2 : 1);
+}
 
 struct Plan {
   Workload workload = Workload::ag_gemm;

@@ -262,10 +262,10 @@ void collect_interference(const CaseView& v, bool overlaps, Collected& out) {
     halves[r].resize(v.plans[r].tasks.size());
     for (const Task& t : v.plans[r].tasks) {
       const int rank = static_cast<int>(r);
-      if ((t.kind == TaskKind::send || t.kind == TaskKind::exchange) && t.send_peer >= 0) {
+      if (t.sends()) {
         sends[{rank, t.send_peer, t.tag}].push_back(t.id);
       }
-      if ((t.kind == TaskKind::recv || t.kind == TaskKind::exchange) && t.recv_peer >= 0) {
+      if (t.receives()) {
         recvs[{t.recv_peer, rank, t.tag}].push_back(t.id);
       }
     }
@@ -349,7 +349,7 @@ void collect_interference(const CaseView& v, bool overlaps, Collected& out) {
         if (t.kind == TaskKind::collective) {
           const size_t k = collective - 1;
           sample.collective = true;
-          sample.steps = (c.world - 1) * (t.op == CollectiveOp::all_reduce ? 2 : 1);
+          sample.steps = ring_steps(c.world, t.op);
           int64_t block = 0;
           double end = mine.end;
           for (size_t q = 0; q < world; ++q) {
@@ -466,7 +466,7 @@ void collect_case(const CaseView& v, Collected& out) {
     }
     for (size_t k = 0; k < colls[0].size(); ++k) {
       const Task& t0 = v.task(0, colls[0][k]);
-      const int steps = (c.world - 1) * (t0.op == CollectiveOp::all_reduce ? 2 : 1);
+      const int steps = ring_steps(c.world, t0.op);
       int64_t block = 0;
       bool same = true;
       for (int r = 0; r < c.world; ++r) {

@@ -18,13 +18,6 @@ struct TaskRef {
   int task = -1;
 };
 
-bool sends(const Task& t) {
-  return (t.kind == TaskKind::send || t.kind == TaskKind::exchange) && t.send_peer >= 0;
-}
-bool receives(const Task& t) {
-  return (t.kind == TaskKind::recv || t.kind == TaskKind::exchange) && t.recv_peer >= 0;
-}
-
 std::string describe(const Plan& plan, int task) {
   return "rank " + std::to_string(plan.rank) + " task " + std::to_string(task) + " (" +
          plan.tasks[static_cast<size_t>(task)].label + ")";
@@ -291,7 +284,7 @@ class Simulation {
     std::vector<Half> send_halves, recv_halves;
     for (const Plan& p : plans_) {
       for (const Task& t : p.tasks) {
-        const bool s = sends(t), rcv = receives(t);
+        const bool s = t.sends(), rcv = t.receives();
         if ((s && t.send_peer >= n) || (rcv && t.recv_peer >= n)) {
           throw std::runtime_error("simulate_case: " + describe(p, t.id) + " names a peer past " +
                                    "the world size " + std::to_string(n));
@@ -425,9 +418,9 @@ class Simulation {
     }
     // A message starts once both of its ends are posted. The receive half is checked after
     // `posted` is set, so a task that sends to itself starts its message exactly once.
-    if (sends(t) && st(s.send_to).posted) start_message(ref, s.send_to);
+    if (t.sends() && st(s.send_to).posted) start_message(ref, s.send_to);
     s.posted = true;
-    if (receives(t) && st(s.recv_from).posted) start_message(s.recv_from, ref);
+    if (t.receives() && st(s.recv_from).posted) start_message(s.recv_from, ref);
     if (s.halves == 0) finish(ref);
   }
 
@@ -477,7 +470,7 @@ class Simulation {
     f.remaining = 1;
     if (n > 1) {
       const CollectiveOp op = task(ref).op;
-      f.steps = static_cast<int>(n - 1) * (op == CollectiveOp::all_reduce ? 2 : 1);
+      f.steps = ring_steps(static_cast<int>(n), op);
       f.links.resize(n);
       for (size_t r = 0; r < n; ++r) {
         const Task& t =
