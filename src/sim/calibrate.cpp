@@ -85,6 +85,16 @@ struct CaseView {
     *out = {s, e};
     return true;
   }
+  // Per rank, its collectives' task ids in plan order: the k-th ones are one ring.
+  std::vector<std::vector<int>> collectives() const {
+    std::vector<std::vector<int>> ids(plans.size());
+    for (size_t r = 0; r < plans.size(); ++r) {
+      for (const Task& t : plans[r].tasks) {
+        if (t.kind == TaskKind::collective) ids[r].push_back(t.id);
+      }
+    }
+    return ids;
+  }
   int iters() const {
     const size_t per_iter = static_cast<size_t>(c->world) * static_cast<size_t>(c->max_tasks);
     if (per_iter == 0) return 0;
@@ -281,12 +291,7 @@ void collect_interference(const CaseView& v, bool overlaps, Collected& out) {
                                                                                        ids[i]);
     }
   }
-  std::vector<std::vector<int>> colls(world);
-  for (size_t r = 0; r < world; ++r) {
-    for (const Task& t : v.plans[r].tasks) {
-      if (t.kind == TaskKind::collective) colls[r].push_back(t.id);
-    }
-  }
+  const std::vector<std::vector<int>> colls = v.collectives();
 
   const double nan = std::numeric_limits<double>::quiet_NaN();
   for (int it = 0; it < v.iters(); ++it) {
@@ -458,12 +463,7 @@ void collect_case(const CaseView& v, Collected& out) {
   // so the rank that posted last (the shortest duration) saw the ring's own time; the ring's
   // step moves the largest block, as the simulator prices it.
   if (v.strategy == "comm_only" || v.strategy == "baseline") {
-    std::vector<std::vector<int>> colls(static_cast<size_t>(c.world));
-    for (int r = 0; r < c.world; ++r) {
-      for (const Task& t : v.plans[static_cast<size_t>(r)].tasks) {
-        if (t.kind == TaskKind::collective) colls[static_cast<size_t>(r)].push_back(t.id);
-      }
-    }
+    const std::vector<std::vector<int>> colls = v.collectives();
     for (size_t k = 0; k < colls[0].size(); ++k) {
       const Task& t0 = v.task(0, colls[0][k]);
       const int steps = ring_steps(c.world, t0.op);
