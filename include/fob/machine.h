@@ -77,7 +77,8 @@ struct Machine {
   double contention = 1;
   // The other direction: a transfer runs this many times slower while a rank at either end of
   // it (any rank of a collective's ring link) computes, and one that becomes ready while its
-  // rank computes starts up to this long later (at the latest when that compute task ends).
+  // rank computes (or launches a compute task) starts up to this long after its launch (at
+  // the latest when that compute task ends, at the earliest when its launch is over).
   // On a GPU, NCCL kernels wait for SMs a GEMM holds; on the CPU backend the comm thread waits
   // for the core a GEMM holds.
   double transfer_contention = 1;

@@ -36,8 +36,9 @@ class CostModel {
   // running a compute task (a collective: per ring link, with that link's two ranks), the rate
   // changing as compute tasks start and end.
   virtual double transfer_slowdown_while_computing() const { return 1.0; }
-  // A transfer or collective that becomes ready while its rank runs a compute task is posted
-  // this many seconds later, or when that task ends if that is sooner.
+  // A transfer or collective that becomes ready while its rank runs (or launches) a compute
+  // task is posted this many seconds after its own launch, or when that task ends if that is
+  // sooner, but not before its launch is over.
   virtual double comm_start_delay_while_computing() const { return 0.0; }
   // Seconds from a task's becoming ready (its deps and its stream's previous task ended) to
   // its start: a kernel launch, a stream wake-up. Every rank's first tasks pay it too.
