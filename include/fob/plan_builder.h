@@ -25,7 +25,8 @@ struct GemmArgs {
 
 class PlanBuilder {
  public:
-  explicit PlanBuilder(Plan& plan) : plan_(plan) {}
+  // Buffers the plan already has are tracked as if declared here.
+  explicit PlanBuilder(Plan& plan);
 
   int world() const { return plan_.world; }
   int rank() const { return plan_.rank; }
@@ -97,8 +98,7 @@ class PlanBuilder {
   int64_t elem_bytes() const { return dtype_bytes(plan_.dtype); }
 
   Plan& plan_;
-  std::unordered_map<std::string, int> buffer_ids_;  // name -> id, for plan_.buffers[0, indexed_)
-  size_t indexed_ = 0;
+  std::unordered_map<std::string, int> buffer_ids_;  // name -> id, for every buffer
   Access access_;
   // Which task last touched each row of a buffer, kept as runs of rows, each starting where a
   // bit is set: tasks touch long row ranges at once, so the runs stay few, and finding them

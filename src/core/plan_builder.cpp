@@ -10,12 +10,16 @@
 
 namespace fob {
 
+PlanBuilder::PlanBuilder(Plan& plan) : plan_(plan) {
+  for (size_t id = 0; id < plan_.buffers.size(); ++id) {
+    buffer_ids_.try_emplace(plan_.buffers[id].name, static_cast<int>(id));
+    history_.emplace_back(plan_.buffers[id].rows);
+  }
+}
+
 int PlanBuilder::buffer(const std::string& name, int64_t rows, int64_t cols, BufferInit init) {
   // Strategies ask for their buffers by name again and again (flash: twice per ring step), so
   // names are looked up in an index rather than compared with every buffer's.
-  for (; indexed_ < plan_.buffers.size(); ++indexed_) {
-    buffer_ids_.try_emplace(plan_.buffers[indexed_].name, static_cast<int>(indexed_));
-  }
   if (auto found = buffer_ids_.find(name); found != buffer_ids_.end()) {
     const BufferSpec& buf = plan_.buffers[static_cast<size_t>(found->second)];
     if (buf.cols != cols || buf.rows != rows) {
@@ -25,6 +29,8 @@ int PlanBuilder::buffer(const std::string& name, int64_t rows, int64_t cols, Buf
   }
   plan_.buffers.push_back(BufferSpec{name, rows, cols});
   const int id = static_cast<int>(plan_.buffers.size()) - 1;
+  buffer_ids_.emplace(name, id);
+  history_.emplace_back(rows);
   if (init == BufferInit::zeros) {
     plan_.inputs.push_back(InputRegion{id, 0, rows, "zeros", 0, 0});
   }
@@ -339,9 +345,6 @@ int PlanBuilder::add_task(Task&& task, const Access& access) {
                                std::to_string(r.end) + " leave buffer " + buf.name);
       }
     }
-  }
-  while (history_.size() < plan_.buffers.size()) {
-    history_.emplace_back(plan_.buffers[history_.size()].rows);
   }
   auto history = [&](const Region& r) -> RowHistory& {
     return history_[static_cast<size_t>(r.buffer)];
