@@ -38,7 +38,8 @@ class Executor {
   using CaseCallback = std::function<void(const CaseResult& measured, int round, int rounds)>;
 
   // Runs the cases of one shape: their timed iterations are spread over options.rounds rounds,
-  // every case running its share in each; each case is verified before its first share.
+  // every case running its share in each; each case is verified before its first share and
+  // again after its last one.
   // Results are complete on rank 0; other ranks get the case fields and the verification
   // outcome. Verification failures are printed by the failing rank.
   std::vector<CaseResult> run_cases(const std::vector<const Plan*>& plans,
@@ -54,8 +55,11 @@ class Executor {
   };
 
   IterationTimes iterate(const Plan& plan, double timeout_s);
-  void verify_case(const Plan& plan, const ExecOptions& options, CaseResult& result);
-  int verify(const Plan& plan, const ExecOptions& options, const std::string& id, double* max_err);
+  // Poisons the outputs, runs one iteration and checks it; `when` names the moment in messages.
+  void verify_case(const Plan& plan, const ExecOptions& options, const char* when,
+                   CaseResult& result);
+  int verify(const Plan& plan, const ExecOptions& options, const std::string& id, const char* when,
+             double* max_err);
   void time_iterations(const Plan& plan, const ExecOptions& options, int iters, Samples& samples);
   // Collective: every rank's samples so far into `result` on rank 0.
   void gather(const Plan& plan, const Samples& samples, CaseResult& result);

@@ -146,6 +146,10 @@ struct Plan {
   DType dtype = DType::fp32;
   int world = 1;
   int rank = 0;
+  // > 0: every input tensor repeats every `input_period` rows and columns, a period that divides
+  // every shard, so all ranks hold equal shards and one process can stand in for all of them
+  // (CaseSpec::loopback). 0: the inputs do not repeat.
+  int64_t input_period = 0;
   std::vector<BufferSpec> buffers;
   std::vector<InputRegion> inputs;
   std::vector<OutputCheck> checks;

@@ -15,12 +15,14 @@ namespace fob {
 // select_from > 0 the tensor is a signed selection matrix: column col holds one +-1, in a row
 // below select_from. attn projects Q, K and V that way, so that Q K^T / sqrt(dh) is of order
 // one, as trained attention's logits are, instead of saturating the softmax; a dense GEMM does
-// the same work whatever the values.
+// the same work whatever the values. With period > 0 every tensor repeats every `period` rows
+// and columns (a selection matrix: columns only), so that all ranks' shards are equal (see
+// Plan::input_period).
 double input_value(uint64_t seed, const std::string& tensor, int64_t row, int64_t col,
-                   int64_t select_from = 0);
+                   int64_t select_from = 0, int64_t period = 0);
 
-// Fills region.rows x cols values, row-major, for the plan's input region.
-void fill_input(const InputRegion& region, int64_t cols, uint64_t seed, double* out);
+// Fills the region's rows of its buffer (region.rows x the buffer's width), row-major.
+void fill_input(const Plan& plan, const InputRegion& region, uint64_t seed, double* out);
 
 // What the checked buffer must hold, computed with plain loops in double (exact for these
 // integers) from the global tensors, independently of any strategy or BLAS.

@@ -14,6 +14,11 @@ struct CaseSpec {
   DType dtype = DType::fp32;
   int world = 1;
   StrategySpec strategy;
+  // A check mode: the plans of a `world`-rank case, run by one process whose every transfer
+  // goes to itself. The inputs repeat with a period that divides every shard (see
+  // loopback_period), so what a rank receives from itself is what its peer would have sent and
+  // the output is the `world`-rank output, verified against the usual reference.
+  bool loopback = false;
 };
 
 // A workload's GEMMs in the roles the strategies know. M rows are split over the ranks (the
@@ -53,6 +58,11 @@ Geometry geometry(Workload workload, const Shape& shape);
 void validate_case(const CaseSpec& spec);
 
 Plan make_plan(const CaseSpec& spec, int rank);
+
+// The period with which a loopback case's inputs repeat: the greatest common divisor of every
+// extent a rank's shard or block spans (and of the sequence length for attention, so that all
+// sequences are equal too). Throws InputError when it is 1 (every input would be one value).
+int64_t loopback_period(const CaseSpec& spec);
 
 // The tasks computing rows [row, row + rows) of this rank's attention output `o` from `qkv`,
 // sequence by sequence, all local heads in one batched GEMM: scores = Q K^T, softmax, O = P V.

@@ -114,7 +114,9 @@ void print_plan(std::ostream& out, const Plan& plan) {
       << plan.strategy << "  M=" << plan.shape.tokens() << " D=" << plan.shape.hidden
       << (plan.workload == Workload::attn ? " heads=" + std::to_string(plan.shape.head_count())
                                           : " F=" + std::to_string(plan.shape.ffn))
-      << " " << to_string(plan.dtype) << "\n";
+      << " " << to_string(plan.dtype);
+  if (plan.input_period > 0) out << "  loopback: inputs repeat every " << plan.input_period;
+  out << "\n";
   out << "  buffers:";
   for (const BufferSpec& b : plan.buffers)
     out << " " << b.name << "[" << b.rows << "x" << b.cols << "]";

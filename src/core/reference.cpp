@@ -31,12 +31,18 @@ struct Matrix {
   double& at(int64_t i, int64_t j) { return v[static_cast<size_t>(i * cols + j)]; }
 };
 
-Matrix global_slice(uint64_t seed, const std::string& tensor, int64_t row0, int64_t rows,
+// Where input values come from: the seed, and the period with which they repeat (0: none).
+struct Source {
+  uint64_t seed = 1;
+  int64_t period = 0;
+};
+
+Matrix global_slice(const Source& src, const std::string& tensor, int64_t row0, int64_t rows,
                     int64_t col0, int64_t cols, int64_t select_from = 0) {
   Matrix out(rows, cols);
   for (int64_t i = 0; i < rows; ++i) {
     for (int64_t j = 0; j < cols; ++j) {
-      out.at(i, j) = input_value(seed, tensor, row0 + i, col0 + j, select_from);
+      out.at(i, j) = input_value(src.seed, tensor, row0 + i, col0 + j, select_from, src.period);
     }
   }
   return out;
@@ -68,7 +74,7 @@ std::pair<int64_t, double> selection_entry(uint64_t seed, const std::string& ten
 // are columns of X * WQKV_j, and every sequence attends over itself, in double with the
 // textbook softmax. WQKV is a selection matrix, so each column of QKV is a signed column of X;
 // only the sequences the rows touch are computed.
-Matrix attention_output(uint64_t seed, const Geometry& g, int64_t n, int64_t j, int64_t row0,
+Matrix attention_output(const Source& src, const Geometry& g, int64_t n, int64_t j, int64_t row0,
                         int64_t rows) {
   const int64_t width = g.d / n;
   const int64_t s = g.seq, dh = g.head_dim;
@@ -76,9 +82,11 @@ Matrix attention_output(uint64_t seed, const Geometry& g, int64_t n, int64_t j, 
   const int64_t end_seq = (row0 + rows + s - 1) / s * s;
   Matrix qkv(end_seq - first_seq, 3 * width);
   for (int64_t c = 0; c < 3 * width; ++c) {
-    const auto [pick, sign] = selection_entry(seed, g.w1, j * 3 * width + c, g.d);
+    const int64_t col = j * 3 * width + c;
+    const auto [pick, sign] =
+        selection_entry(src.seed, g.w1, src.period > 0 ? col % src.period : col, g.d);
     for (int64_t t = first_seq; t < end_seq; ++t) {
-      qkv.at(t - first_seq, c) = sign * input_value(seed, g.x, t, pick);
+      qkv.at(t - first_seq, c) = sign * input_value(src.seed, g.x, t, pick, 0, src.period);
     }
   }
   const double scale = 1.0 / std::sqrt(static_cast<double>(dh));
@@ -116,8 +124,13 @@ Matrix attention_output(uint64_t seed, const Geometry& g, int64_t n, int64_t j, 
 }  // namespace
 
 double input_value(uint64_t seed, const std::string& tensor, int64_t row, int64_t col,
-                   int64_t select_from) {
+                   int64_t select_from, int64_t period) {
   if (tensor == "zeros") return 0.0;
+  if (period > 0) {
+    // A selection matrix keeps its one +-1 per column: only its columns repeat.
+    col %= period;
+    if (select_from == 0) row %= period;
+  }
   if (select_from > 0) {
     const auto [pick, sign] = selection_entry(seed, tensor, col, select_from);
     return row == pick ? sign : 0.0;
@@ -128,11 +141,12 @@ double input_value(uint64_t seed, const std::string& tensor, int64_t row, int64_
   return static_cast<double>(static_cast<int>(h % 3) - 1);
 }
 
-void fill_input(const InputRegion& region, int64_t cols, uint64_t seed, double* out) {
+void fill_input(const Plan& plan, const InputRegion& region, uint64_t seed, double* out) {
+  const int64_t cols = plan.buffers[region.buffer].cols;
   for (int64_t i = 0; i < region.rows; ++i) {
     for (int64_t j = 0; j < cols; ++j) {
       out[i * cols + j] = input_value(seed, region.tensor, region.global_row + i,
-                                      region.global_col + j, region.select_from);
+                                      region.global_col + j, region.select_from, plan.input_period);
     }
   }
 }
@@ -146,6 +160,7 @@ std::vector<double> expected_output(const Plan& plan, const OutputCheck& check, 
   const int64_t r = plan.rank;
   const int64_t block = m / n;
   const int64_t f_local = f / n;
+  const Source src{seed, plan.input_period};
 
   // H restricted to rows [row0, row0+rows) and F columns [col0, col0+cols).
   auto h_slice = [&](int64_t row0, int64_t rows, int64_t col0, int64_t cols) {
@@ -153,7 +168,7 @@ std::vector<double> expected_output(const Plan& plan, const OutputCheck& check, 
       // Attention's O is computed per rank's heads: assemble the ranks the columns span.
       Matrix out(rows, cols);
       for (int64_t j = col0 / f_local; j * f_local < col0 + cols; ++j) {
-        const Matrix o = attention_output(seed, g, n, j, row0, rows);
+        const Matrix o = attention_output(src, g, n, j, row0, rows);
         for (int64_t i = 0; i < rows; ++i) {
           for (int64_t c = std::max(col0, j * f_local);
                c < std::min(col0 + cols, (j + 1) * f_local); ++c) {
@@ -163,39 +178,39 @@ std::vector<double> expected_output(const Plan& plan, const OutputCheck& check, 
       }
       return out;
     }
-    if (!g.h_is_y) return global_slice(seed, g.h, row0, rows, col0, cols);
-    return multiply(global_slice(seed, g.x, row0, rows, 0, d),
-                    global_slice(seed, g.w1, 0, d, col0, cols));
+    if (!g.h_is_y) return global_slice(src, g.h, row0, rows, col0, cols);
+    return multiply(global_slice(src, g.x, row0, rows, 0, d),
+                    global_slice(src, g.w1, 0, d, col0, cols));
   };
 
   switch (check.kind) {
     case CheckKind::gathered:
-      return global_slice(seed, g.x, 0, m, 0, d).v;
+      return global_slice(src, g.x, 0, m, 0, d).v;
     case CheckKind::ag_out: {
       const int64_t ag_f_local = g.ag_f / n;
       return multiply(
-                 global_slice(seed, g.x, 0, m, 0, d),
-                 global_slice(seed, g.w1, 0, d, r * ag_f_local, ag_f_local, g.attention ? d : 0))
+                 global_slice(src, g.x, 0, m, 0, d),
+                 global_slice(src, g.w1, 0, d, r * ag_f_local, ag_f_local, g.attention ? d : 0))
           .v;
     }
     case CheckKind::attn_out:
-      return attention_output(seed, g, n, r, 0, m).v;
+      return attention_output(src, g, n, r, 0, m).v;
     case CheckKind::rs_out:
       // The sum over ranks of H_j * W2_j is H * W2 over the full FFN width.
-      return multiply(h_slice(r * block, block, 0, f), global_slice(seed, g.w2, 0, f, 0, d)).v;
+      return multiply(h_slice(r * block, block, 0, f), global_slice(src, g.w2, 0, f, 0, d)).v;
     case CheckKind::local_product:
       return multiply(h_slice(0, m, r * f_local, f_local),
-                      global_slice(seed, g.w2, r * f_local, f_local, 0, d))
+                      global_slice(src, g.w2, r * f_local, f_local, 0, d))
           .v;
     case CheckKind::gathered_forward:
-      return global_slice(seed, "X", 0, m, 0, d).v;
+      return global_slice(src, "X", 0, m, 0, d).v;
     case CheckKind::grad_w2:
-      return multiply(global_slice(seed, "YT", r * f_local, f_local, 0, m),
-                      global_slice(seed, g.x, 0, m, 0, d))
+      return multiply(global_slice(src, "YT", r * f_local, f_local, 0, m),
+                      global_slice(src, g.x, 0, m, 0, d))
           .v;
     case CheckKind::grad_w1: {
       // X^T [d, m] times dY_r = dZ * W2T[:, cols r] [m, f/N].
-      const Matrix x = global_slice(seed, "X", 0, m, 0, d);
+      const Matrix x = global_slice(src, "X", 0, m, 0, d);
       Matrix xt(d, m);
       for (int64_t i = 0; i < m; ++i) {
         for (int64_t j = 0; j < d; ++j) xt.at(j, i) = x.v[static_cast<size_t>(i * d + j)];
@@ -203,7 +218,7 @@ std::vector<double> expected_output(const Plan& plan, const OutputCheck& check, 
       return multiply(xt, h_slice(0, m, r * f_local, f_local)).v;
     }
     case CheckKind::ar_out:
-      return multiply(h_slice(0, m, 0, f), global_slice(seed, g.w2, 0, f, 0, d)).v;
+      return multiply(h_slice(0, m, 0, f), global_slice(src, g.w2, 0, f, 0, d)).v;
     case CheckKind::reduced_input:
     case CheckKind::allreduced_input: {
       // Rank r's block, or every row for the all-reduce.
@@ -212,7 +227,7 @@ std::vector<double> expected_output(const Plan& plan, const OutputCheck& check, 
       const int64_t rows = all ? m : block;
       Matrix sum(rows, d);
       for (int64_t j = 0; j < n; ++j) {
-        Matrix part = global_slice(seed, "P", row0, rows, j * d, d);
+        Matrix part = global_slice(src, "P", row0, rows, j * d, d);
         for (size_t e = 0; e < sum.v.size(); ++e) sum.v[e] += part.v[e];
       }
       return sum.v;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <stdexcept>
 #include <string>
 
@@ -130,6 +131,20 @@ void validate_case(const CaseSpec& spec) {
   }
 }
 
+int64_t loopback_period(const CaseSpec& spec) {
+  const Geometry g = geometry(spec.workload, spec.shape);
+  const int64_t n = spec.world;
+  int64_t period = std::gcd(std::gcd(g.m / n, g.d), std::gcd(g.f / n, g.ag_f / n));
+  if (g.attention) period = std::gcd(period, g.seq);
+  if (period < 2) {
+    throw InputError("loopback: the shards of this shape at world " + std::to_string(n) +
+                     " have no common period above 1 (" + g.m_key + "/world, hidden, " + g.f_key +
+                     "/world" + (g.attention ? ", seq" : "") +
+                     "), so every input would be one value; choose sizes with a common factor");
+  }
+  return period;
+}
+
 Plan make_plan(const CaseSpec& spec, int rank) {
   validate_case(spec);
   Plan plan;
@@ -139,6 +154,7 @@ Plan make_plan(const CaseSpec& spec, int rank) {
   plan.dtype = spec.dtype;
   plan.world = spec.world;
   plan.rank = rank;
+  if (spec.loopback) plan.input_period = loopback_period(spec);
   PlanBuilder b(plan);
 
   const Geometry g = geometry(spec.workload, spec.shape);
@@ -244,6 +260,19 @@ Plan make_plan(const CaseSpec& spec, int rank) {
       const int dw1 = b.buffer("dw1", d, f_local);
       b.gemm_transposed_a({forward_x, 0, m}, {y, 0, m}, {dw1, 0, d}, "dW1 = X^T * dY");
       b.check(dw1, CheckKind::grad_w1);
+    }
+  }
+  if (spec.loopback) {
+    // To itself, a send only completes against the receive posted with it (one NCCL group, one
+    // MPI request set): a half posted alone would wait forever.
+    for (const Task& t : plan.tasks) {
+      const bool p2p = t.is_transfer() && t.kind != TaskKind::collective;
+      if (p2p && t.sends() != t.receives()) {
+        throw InputError("loopback: strategy '" + spec.strategy.text +
+                         "' has a one-sided transfer (task " + std::to_string(t.id) + " '" +
+                         t.label +
+                         "'), which cannot be sent to the same process; use it without --loopback");
+      }
     }
   }
   return plan;

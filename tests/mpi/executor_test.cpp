@@ -5,9 +5,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <deque>
 #include <vector>
 
 #include "../common/mpi_gtest.h"
+#include "../common/workload_cases.h"
 #include "fob/backend.h"
 #include "fob/executor.h"
 #include "fob/workload.h"
@@ -48,6 +50,49 @@ TEST_F(Fixture, EveryStrategyVerifies) {
     EXPECT_EQ(r.verified, 1) << s;
     EXPECT_EQ(r.max_abs_err, 0.0) << s;
   }
+}
+
+// Loopback: one process runs rank 0's plans of a 2-, 3- and 4-rank case with every transfer
+// sent to itself; the shard-periodic inputs make that the real N-rank result, so the usual
+// reference verifies it, before and after the timed iterations. What the cuda backend runs on
+// one GPU (tests/gpu) rests on this.
+TEST_F(Fixture, LoopbackRunsEveryWorkloadAndStrategyVerified) {
+  if (world != 1) GTEST_SKIP() << "loopback is one process";
+  BackendOptions o;
+  o.loopback = true;
+  auto backend = make_cpu_backend(o);
+  Executor executor(*backend, MPI_COMM_WORLD);
+  for (Workload w : every_workload()) {
+    for (int n : {2, 3, 4}) {
+      for (const std::string& s : strategies_for(w)) {
+        Plan plan = make_plan(test_case(w, s, n, DType::fp32, true), 0);
+        ASSERT_GT(plan.input_period, 1);
+        CaseResult r = executor.run_case(plan, options(1), "loop");
+        const bool exact = w != Workload::attn;
+        EXPECT_EQ(r.verified, 1) << to_string(w) << " " << s << " N=" << n;
+        if (exact) {
+          EXPECT_EQ(r.max_abs_err, 0.0) << to_string(w) << " " << s << " N=" << n;
+        }
+      }
+    }
+  }
+}
+
+// Without repeating inputs a process talking to itself receives its own block where a peer's
+// belongs: verification must notice, or the loopback test above could not fail.
+TEST_F(Fixture, LoopbackWithoutRepeatingInputsFailsVerification) {
+  if (world != 1) GTEST_SKIP() << "loopback is one process";
+  BackendOptions o;
+  o.loopback = true;
+  auto backend = make_cpu_backend(o);
+  Executor executor(*backend, MPI_COMM_WORLD);
+  Plan plan = make_plan(test_case(Workload::mlp, "flash", 2, DType::fp32, true), 0);
+  plan.input_period = 0;
+  testing::internal::CaptureStderr();
+  CaseResult r = executor.run_case(plan, options(1), "loop");
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(r.verified, 0);
+  EXPECT_NE(err.find("VERIFY FAILED"), std::string::npos) << err;
 }
 
 TEST_F(Fixture, RoundsInterleaveCasesAndKeepEveryIteration) {
@@ -140,6 +185,59 @@ TEST_F(Fixture, VerificationCatchesAWrongAttention) {
     if (t.kind == TaskKind::gemm && t.c.buffer == scores) t.b.col += t.k;
   }
   EXPECT_EQ(executor.run_case(shifted, options(1), "keys").verified, 0);
+}
+
+// Runs its inner backend faithfully for the first iteration only; afterwards one GEMM adds to
+// its output instead of overwriting it, as a stale graph or a lost dependency would.
+class GoesWrongAfterFirstIteration : public Backend {
+ public:
+  explicit GoesWrongAfterFirstIteration(Backend& inner) : inner_(inner) {}
+  std::string name() const override { return inner_.name(); }
+  std::string device() const override { return inner_.device(); }
+  std::string blas() const override { return inner_.blas(); }
+  std::string transport() const override { return inner_.transport(); }
+  void setup(const Plan& plan) override { inner_.setup(plan); }
+  void release(const Plan& plan) override { inner_.release(plan); }
+  void poison(const Plan& plan) override { inner_.poison(plan); }
+  std::vector<double> read(const Plan& plan, int buffer) override {
+    return inner_.read(plan, buffer);
+  }
+  void begin(const Plan& plan) override {
+    ++iterations_;
+    victim_ = -1;
+    for (const Task& t : plan.tasks) {
+      if (t.kind == TaskKind::gemm) victim_ = t.id;
+    }
+    inner_.begin(plan);
+  }
+  void launch(const Task& task, const std::vector<int>& wait_for) override {
+    if (iterations_ == 1 || task.id != victim_) return inner_.launch(task, wait_for);
+    wrong_.push_back(task);  // the backend keeps a reference until finish()
+    wrong_.back().accumulate = true;
+    inner_.launch(wrong_.back(), wait_for);
+  }
+  IterationTimes finish(double timeout_s) override { return inner_.finish(timeout_s); }
+
+ private:
+  Backend& inner_;
+  int iterations_ = 0;
+  int victim_ = -1;
+  std::deque<Task> wrong_;
+};
+
+// nccl-tests checks once more after its timed loop: a fault that only the later iterations
+// have (with --graphs, a broken replay) must fail the case too.
+TEST_F(Fixture, VerificationAfterTimingCatchesWhatTheFirstCheckMissed) {
+  auto cpu = make_cpu_backend({});
+  GoesWrongAfterFirstIteration backend(*cpu);
+  Executor executor(backend, MPI_COMM_WORLD);
+  Plan plan = make_plan(spec_for("flash", world), rank);
+  testing::internal::CaptureStderr();
+  CaseResult r = executor.run_case(plan, options(2), "late");
+  const std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(r.verified, 0);
+  EXPECT_NE(err.find("after the timed iterations"), std::string::npos) << err;
+  EXPECT_EQ(err.find("before timing"), std::string::npos) << err;
 }
 
 TEST_F(Fixture, VerificationCatchesAMissingTransfer) {

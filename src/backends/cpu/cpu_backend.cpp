@@ -1,5 +1,5 @@
-// The CPU backend: OpenBLAS GEMMs on a compute thread, MPI transfers on a comm thread, and
-// completion flags with timestamps in place of CUDA events.
+// The CPU backend: BLAS GEMMs (OpenBLAS in a normal build) on a compute thread, MPI transfers on a
+// comm thread, and completion flags with timestamps in place of CUDA events.
 #include <cblas.h>
 #include <unistd.h>
 
@@ -21,6 +21,7 @@
 #include "../host/cpu_stream.h"
 #include "../host/link.h"
 #include "../host/ring.h"
+#include "blas_runtime.h"
 #include "core_slots.h"
 #include "fob/backend.h"
 #include "fob/reference.h"
@@ -68,14 +69,14 @@ class CpuBackend : public Backend {
  public:
   explicit CpuBackend(const BackendOptions& options)
       : options_(options),
-        link_(options.comm, options.link, abort_),
+        link_(options.comm, options.link, abort_, options.loopback),
         slots_(options.comm, options.blas_threads) {
     MPI_Comm_rank(options_.comm, &rank_);
     MPI_Comm_size(options_.comm, &world_);
     const int threads = options_.blas_threads;
     // Each stream thread sets OpenBLAS's thread count for itself: the setting is per caller
     // in some OpenBLAS builds and global in others, so set it where the GEMMs run.
-    auto init = [threads] { openblas_set_num_threads(threads); };
+    auto init = [threads] { blas_set_threads(threads); };
     compute_ = std::make_unique<CpuStream>(init);
     comm_ = std::make_unique<CpuStream>();
   }
@@ -84,8 +85,8 @@ class CpuBackend : public Backend {
   std::string transport() const override { return "mpi"; }
   std::string device() const override { return "cpu: " + cpu_model(); }
   std::string blas() const override {
-    return std::string("OpenBLAS ") + openblas_get_config() + " (" +
-           std::to_string(options_.blas_threads) + " thread(s) per rank)";
+    return blas_description() + " (" + std::to_string(options_.blas_threads) +
+           " thread(s) per rank requested)";
   }
 
   void setup(const Plan& plan) override {
@@ -265,10 +266,11 @@ class CpuBackend : public Backend {
       case TaskKind::send:
       case TaskKind::recv:
       case TaskKind::exchange: {
-        const int64_t send_count = t.kind == TaskKind::recv ? 0 : t.a.rows * cols(t.a.buffer);
-        const int64_t recv_count = t.kind == TaskKind::send ? 0 : t.c.rows * cols(t.c.buffer);
-        link_.transfer(t.kind == TaskKind::recv ? nullptr : at<T>(t.a), send_count, t.send_peer,
-                       t.kind == TaskKind::send ? nullptr : at<T>(t.c), recv_count, t.recv_peer,
+        // A side with no peer (a one-sided exchange) is not posted at all.
+        const bool sends = t.sends(), receives = t.receives();
+        link_.transfer(sends ? at<T>(t.a) : nullptr, sends ? t.a.rows * cols(t.a.buffer) : 0,
+                       sends ? t.send_peer : -1, receives ? at<T>(t.c) : nullptr,
+                       receives ? t.c.rows * cols(t.c.buffer) : 0, receives ? t.recv_peer : -1,
                        t.tag, mpi_type(), current_->elem);
         break;
       }
@@ -319,7 +321,9 @@ class CpuBackend : public Backend {
   void ring_all_gather(const Task& t) {
     const int64_t count = t.c.rows * cols(t.c.buffer);
     auto block = [&](int j) { return at<T>(t.c, j * t.dst_stride_rows); };
-    fob::ring_all_gather(link_, rank_, world_, count, block, mpi_type(), current_->elem, abort_);
+    // The plan's rank and world: in loopback they are a larger world's, every peer this process.
+    fob::ring_all_gather(link_, plan_->rank, plan_->world, count, block, mpi_type(), current_->elem,
+                         abort_);
   }
 
   template <typename T>
@@ -329,8 +333,8 @@ class CpuBackend : public Backend {
     T* temp[2] = {static_cast<T*>(current_->scratch[0]->data),
                   static_cast<T*>(current_->scratch[1]->data)};
     fob::ring_reduce_scatter<T>(
-        link_, rank_, world_, count, local, at<T>(t.c), temp, [](T x, T y) { return x + y; },
-        mpi_type(), current_->elem, abort_);
+        link_, plan_->rank, plan_->world, count, local, at<T>(t.c), temp,
+        [](T x, T y) { return x + y; }, mpi_type(), current_->elem, abort_);
   }
 
   void fill_inputs(const Plan& plan, Prepared& p) {
@@ -338,7 +342,7 @@ class CpuBackend : public Backend {
     for (const InputRegion& region : plan.inputs) {
       const int64_t c = plan.buffers[region.buffer].cols;
       values.resize(region.rows * c);
-      fill_input(region, c, options_.seed, values.data());
+      fill_input(plan, region, options_.seed, values.data());
       void* base = p.buffers[region.buffer]->data;
       for (size_t i = 0; i < values.size(); ++i) {
         const int64_t at_elem = region.row * c + static_cast<int64_t>(i);

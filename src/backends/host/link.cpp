@@ -31,11 +31,13 @@ std::string LinkEmulation::describe() const {
   return text;
 }
 
-Link::Link(MPI_Comm comm, const LinkEmulation& emulation, const std::atomic<bool>& abort)
-    : comm_(comm), emulation_(emulation), abort_(abort) {
+Link::Link(MPI_Comm comm, const LinkEmulation& emulation, const std::atomic<bool>& abort,
+           bool loopback)
+    : comm_(comm), emulation_(emulation), abort_(abort), loopback_(loopback) {
   int rank = 0, size = 1;
   MPI_Comm_rank(comm_, &rank);
   MPI_Comm_size(comm_, &size);
+  self_ = rank;
   // Cristian's algorithm against rank 0, keeping the round trip with the least delay.
   constexpr int kRounds = 16;
   for (int peer = 1; peer < size; ++peer) {
@@ -60,6 +62,11 @@ Link::Link(MPI_Comm comm, const LinkEmulation& emulation, const std::atomic<bool
       }
     }
   }
+}
+
+int Link::mpi_peer(int peer) const {
+  if (peer < 0) return MPI_PROC_NULL;
+  return loopback_ ? self_ : peer;
 }
 
 double Link::global_now() const {
@@ -95,8 +102,8 @@ bool Link::transfer(const void* send, int64_t send_count, int send_peer, void* r
   const double posted = global_now();
   double peer_posted = posted;
   // An absent side talks to MPI_PROC_NULL, which completes at once.
-  const int from = recv_peer >= 0 ? recv_peer : MPI_PROC_NULL;
-  const int to = send_peer >= 0 ? send_peer : MPI_PROC_NULL;
+  const int from = mpi_peer(recv_peer);
+  const int to = mpi_peer(send_peer);
   constexpr int n = 4;
   MPI_Request requests[n];
   MPI_Irecv(&peer_posted, 1, MPI_DOUBLE, from, 2 * tag + 1, comm_, &requests[0]);

@@ -16,8 +16,10 @@ namespace fob {
 class Link {
  public:
   // Collective over `comm`: estimates each rank's clock offset from rank 0 so that post times
-  // can be compared across processes.
-  Link(MPI_Comm comm, const LinkEmulation& emulation, const std::atomic<bool>& abort);
+  // can be compared across processes. With `loopback` every peer is this process itself
+  // (BackendOptions::loopback): both halves of a transfer go to and come from its own rank.
+  Link(MPI_Comm comm, const LinkEmulation& emulation, const std::atomic<bool>& abort,
+       bool loopback = false);
 
   // Sends `send_count` elements to `send_peer` and receives `recv_count` into `recv` from
   // `recv_peer` (either side may be absent: peer < 0). Returns when both are done, or when
@@ -31,11 +33,15 @@ class Link {
  private:
   double global_now() const;
   bool wait_all(int count, MPI_Request* requests);
+  // The MPI rank a plan's peer maps to: MPI_PROC_NULL for an absent side.
+  int mpi_peer(int peer) const;
 
   MPI_Comm comm_;
   LinkEmulation emulation_;
   const std::atomic<bool>& abort_;
   double clock_offset_ = 0;
+  bool loopback_ = false;
+  int self_ = 0;
   std::atomic<int> waiting_peer_{-1};
   std::atomic<bool> emulating_{false};
 };
