@@ -1,4 +1,5 @@
-// What slicing one workload GEMM costs in efficiency, on the CPU (OpenBLAS, one thread).
+// What slicing one workload GEMM costs in efficiency, on the CPU (the BLAS libblas.so.3 resolves
+// to, OpenBLAS in a normal build, one thread).
 //
 // The mlp's AG GEMM, Y[M, F/N] = X[M, D] * W[D, F/N] (row-major), run as S GEMMs of M/S rows
 // each for S = 1, 2, 4, 8, 16: data slicing and the flash strategies pay this cost for every
@@ -10,6 +11,8 @@
 // is set with FOB_GEMM_SHAPE=M,D,FN in the environment (M must divide by 16).
 #include <benchmark/benchmark.h>
 #include <cblas.h>
+
+#include "backends/cpu/blas_runtime.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -56,7 +59,7 @@ void BM_GemmSlices(benchmark::State& state) {
     state.SkipWithError("M must be positive and divisible by the number of slices");
     return;
   }
-  openblas_set_num_threads(1);
+  fob::blas_set_threads(1);
 
   const int64_t rows = m / slices;
   std::vector<T> x(static_cast<size_t>(m * d));

@@ -24,6 +24,10 @@ struct BackendOptions {
   LinkEmulation link;
   int blas_threads = 1;
   uint64_t seed = 1;
+  // Every transfer goes to this process itself: one rank runs a larger world's plans
+  // (CaseSpec::loopback), so that one GPU exercises the comm path. The collectives run on this
+  // process's own communicator (a 1-rank NCCL communicator) and the ring steps to itself.
+  bool loopback = false;
   // cuda only.
   std::string transport = "nccl";  // nccl, or mpi: host-staged transfers on a host thread
   bool graphs = false;             // capture one iteration as a CUDA graph and replay it
@@ -75,13 +79,21 @@ class Backend {
 
 std::unique_ptr<Backend> make_cpu_backend(const BackendOptions& options);
 
-// The cuda backend, where it was built (see FOB_CUDA in CMakeLists.txt). Collective over
-// options.comm. Throws InputError when it cannot run (not built, no device, two NCCL ranks on
-// one GPU), before allocating anything.
+// The cuda backend, where it was built (see FOB_CUDA in CMakeLists.txt): a module loaded on
+// first use, which needs cuBLAS and NCCL on the library path. Collective over options.comm.
+// make_cuda_backend throws InputError when it cannot run (not built, its libraries missing or
+// unsupported, no device, two NCCL ranks on one GPU), before allocating anything.
 bool cuda_backend_built();
-int cuda_device_count();  // 0 when not built or no device is visible
+struct CudaStatus {
+  bool loaded = false;       // the module and the libraries it needs loaded
+  int devices = 0;           // devices the CUDA runtime sees
+  std::string error;         // why not loaded, or the CUDA error of counting the devices
+  bool gpu_present = false;  // an NVIDIA driver is on this machine (/dev/nvidiactl)
+};
+CudaStatus cuda_status();
+int cuda_device_count();  // 0 when not built, not loadable, or no device is visible
 std::unique_ptr<Backend> make_cuda_backend(const BackendOptions& options);
-// CUDA runtime, driver, cuBLAS and NCCL versions, or why they are absent.
+// CUDA runtime, driver, cuBLAS and NCCL versions and where they were found, or why not.
 std::string cuda_versions();
 
 }  // namespace fob

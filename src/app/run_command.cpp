@@ -18,6 +18,7 @@
 #include <sstream>
 #include <thread>
 
+#include "backends/cpu/blas_runtime.h"
 #include "cases.h"
 #include "commands.h"
 #include "core/gather.h"
@@ -109,11 +110,12 @@ void resolve_backend(Config& c) {
     c.backend = cuda_backend_built() && cuda_device_count() > 0 ? "cuda" : "cpu";
   }
   if (c.backend == "cuda") {
-    if (!cuda_backend_built()) make_cuda_backend({});  // throws the message that says why
-    if (cuda_device_count() == 0) {
-      throw InputError(
-          "backend: 'cuda' but no CUDA device is visible to this rank; valid here: "
-          "auto, cpu");
+    const CudaStatus status = cuda_status();
+    if (!status.loaded) make_cuda_backend({});  // throws the message that says why
+    if (status.devices == 0) {
+      throw InputError("backend: 'cuda' but no CUDA device is visible to this rank" +
+                       (status.error.empty() ? std::string() : " (" + status.error + ")") +
+                       "; valid here: auto, cpu");
     }
   }
   const bool cuda = c.backend == "cuda";
@@ -221,21 +223,33 @@ int finalize(int code) {
 
 }  // namespace
 
+namespace {
+
+// The cuda backend as this machine finds it: its versions and devices, or why it cannot run.
+std::string cuda_version_line() {
+  if (!cuda_backend_built()) {
+    return "not built (configure with -DFOB_CUDA=AUTO|ON where the CUDA toolkit, cuBLAS and "
+           "NCCL are found)";
+  }
+  const CudaStatus status = cuda_status();
+  if (!status.loaded) return status.error.substr(status.error.find(": ") + 2);
+  std::string line = cuda_versions() + ", " + std::to_string(status.devices) + " device(s) visible";
+  if (!status.error.empty()) line += " (" + status.error + ")";
+  return line;
+}
+
+}  // namespace
+
 std::string version_text() {
   unsigned major = 0, minor = 0, release = 0;
   H5get_libversion(&major, &minor, &release);
   std::ostringstream out;
   out << "fobench " << FOB_VERSION << " (git " << FOB_GIT_COMMIT << ")\n"
       << "backends: cpu" << (cuda_backend_built() ? ", cuda" : "") << "\n"
-      << "cuda: "
-      << (cuda_backend_built()
-              ? cuda_versions() + ", " + std::to_string(cuda_device_count()) + " device(s) visible"
-              : std::string("not built (configure with -DFOB_CUDA=AUTO|ON where "
-                            "the CUDA toolkit, cuBLAS and NCCL are found)"))
-      << "\n"
+      << "cuda: " << cuda_version_line() << "\n"
       << "MPI: " << mpi_library_version() << "\n"
       << "HDF5: " << major << "." << minor << "." << release << "\n"
-      << "BLAS: OpenBLAS\n";
+      << "BLAS: " << blas_description() << "\n";
   return out.str();
 }
 

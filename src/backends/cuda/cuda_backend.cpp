@@ -464,9 +464,9 @@ void CudaBackend::gemm(const Task& t) {
   const cublasOperation_t op_a = t.transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N;
   if (t.batch == 1) {
     check_.blas(
-        cublasGemmEx(blas_, op_b, op_a, n, m, k, alpha, device_at(t.b), type,
-                     static_cast<int>(ldb), device_at(t.a), type, static_cast<int>(lda), beta,
-                     device_at(t.c), type, static_cast<int>(ldc), compute, CUBLAS_GEMM_DEFAULT),
+        cublasGemmEx(blas_, op_b, op_a, n, m, k, alpha, device_at(t.b), type, static_cast<int>(ldb),
+                     device_at(t.a), type, static_cast<int>(lda), beta, device_at(t.c), type,
+                     static_cast<int>(ldc), compute, CUBLAS_GEMM_DEFAULT),
         "cublasGemmEx");
     return;
   }
@@ -541,8 +541,8 @@ std::string CudaBackend::stuck_tasks() const {
     for (const Task& t : plan_->tasks) {
       if (t.stream != s) continue;
       const bool host = staged_ && s == StreamId::comm;
-      const bool finished = host ? !std::isnan(host_end_[t.id])
-                                 : cudaEventQuery(current_->end[t.id]) == cudaSuccess;
+      const bool finished =
+          host ? !std::isnan(host_end_[t.id]) : cudaEventQuery(current_->end[t.id]) == cudaSuccess;
       if (!finished) {
         stuck = t.id;
         break;
