@@ -37,13 +37,16 @@ if [[ $(id -u) -eq 0 ]]; then
 fi
 export NCCL_DEBUG=${NCCL_DEBUG:-WARN}
 
-# The paper-like mlp (b·s = 32768 tokens, d = 4096, F = 16384), every overlap strategy.
-DEMO_SHAPE=(--batch 8 --seq 4096 --hidden 4096 --ffn 16384 -n 20)
+# The paper-like mlp (b·s = 32768 tokens, d = 4096, F = 16384), every overlap strategy. Its
+# double-precision reference would take about an hour on one core (5·10¹² multiply-adds), so
+# these runs time only; correctness is checked at the small shapes above them.
+DEMO_SHAPE=(--batch 8 --seq 4096 --hidden 4096 --ffn 16384 -n 20 --no-verify)
 DEMO_STRATEGIES=baseline,slicing:4,decompose,flash,flash_direct
 
 failed=0
 steps=0
 EXPECTED_H5=()
+UNVERIFIED_H5=()  # results of --no-verify runs: their cases are timed, not checked
 
 # --- summary header: where, what, which devices ---------------------------------------------
 GPUS=0
@@ -167,8 +170,19 @@ else
   step version "$FOBENCH" --version
 
   # --- (c) the gpu-labelled tests --------------------------------------------------------------
-  step ctest_gpu timeout -k 10 600 ctest --test-dir "$BUILD" -L gpu --output-on-failure \
-    --no-tests=error
+  # On a machine whose nvidia-smi lists a GPU, a gpu test that reports "skipped" is a failure.
+  ctest_gpu() {
+    local log="$OUTDIR/ctest_gpu.out" rc=0
+    timeout -k 10 600 ctest --test-dir "$BUILD" -L gpu --output-on-failure --no-tests=error \
+      >"$log" 2>&1 || rc=$?
+    cat "$log"
+    if [[ $GPUS -ge 1 ]] && grep -Eq 'Not Run|\*\*\*Skipped' "$log"; then
+      echo "a GPU is present but some gpu tests were skipped"
+      return 1
+    fi
+    return "$rc"
+  }
+  step ctest_gpu ctest_gpu
 
   # --- (d) MPI transport, 2 and 4 ranks sharing GPU 0 -------------------------------------------
   for np in 2 4; do
@@ -196,6 +210,7 @@ else
       while ((np * 2 <= GPUS)); do np=$((np * 2)); done
     fi
     EXPECTED_H5+=("nccl_np$np.h5" nccl_graphs.h5)
+    UNVERIFIED_H5+=("nccl_np$np.h5" nccl_graphs.h5)
     step "nccl_np$np" fob_mpirun "$np" -x NCCL_DEBUG -- run -c "$SMOKE" "${DEMO_SHAPE[@]}" \
       --strategies "$DEMO_STRATEGIES" --backend cuda --transport nccl --force \
       -o "$OUTDIR/nccl_np$np.h5"
@@ -257,7 +272,7 @@ check_h5() {
     echo "no results files"
     return 1
   fi
-  (cd "$OUTDIR" && "$PYTHON" - "${files[@]}") <<'PY'
+  (cd "$OUTDIR" && FOB_UNVERIFIED="${UNVERIFIED_H5[*]}" "$PYTHON" - "${files[@]}") <<'PY'
 import math
 import os
 import sys
@@ -292,7 +307,9 @@ def check(path):
             a = g.attrs
             strategy = text(a.get("strategy", cid))
             dtypes.add(text(a.get("dtype", "?")))
-            if int(a.get("verified", 0)) != 1:
+            verified = int(a.get("verified", 0))
+            timed_only = path in os.environ.get("FOB_UNVERIFIED", "").split()
+            if verified != 1 and not (timed_only and verified == -1):
                 problems.append(f"{strategy}: verified={a.get('verified')} "
                                 f"max_abs_err={a.get('max_abs_err')}")
             real = g["tasks"][...]["task"] >= 0
