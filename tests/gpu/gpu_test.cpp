@@ -88,10 +88,8 @@ TEST_F(Gpu, Bf16VerifiesWithinItsBound) {
 TEST_F(Gpu, LoopbackMovesEveryTransferThroughNccl) {
   if (!loopback_possible()) GTEST_SKIP() << "loopback runs on one rank with NCCL";
   auto b = backend(true);
-  for (int n : {2, 4}) {
-    verify_all(*b, n, DType::fp32, strategies_for(g_workload));
-    verify_all(*b, n, DType::bf16, half_strategies());
-  }
+  for (int n : {2, 4}) verify_all(*b, n, DType::fp32, strategies_for(g_workload));
+  verify_all(*b, 2, DType::bf16, half_strategies());
 }
 
 // The graph is captured from the second iteration and replayed for every timed one; the check

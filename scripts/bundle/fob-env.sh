@@ -1,0 +1,394 @@
+# shellcheck shell=sh
+# Sourced by every launcher in the bundle's bin/ (POSIX sh: the bundle must start on machines
+# with nothing but /bin/sh and coreutils). The launcher sets FOB_ROOT, the bundle's root, then
+# calls fob_main NAME ARGS... (or fob_libs_command for bin/fob-libs).
+#
+# What it does, and why:
+# - Every ELF file in libexec/ is started through the bundle's own loader,
+#   lib/ld-linux-x86-64.so.2 --library-path ..., so the bundle's glibc and libraries are used
+#   whatever the host has, and the host's programs (sh, nvidia-smi, python3) never see them:
+#   the bundle's lib/ is never put on LD_LIBRARY_PATH.
+# - cuBLAS, cuBLASLt, NCCL and the CUDA driver are the machine's own; fob_search finds them
+#   (see fob_candidates for the order), reports what it found on stderr once per job and exports
+#   the result, so ranks started by the bundle's mpirun neither search nor print again.
+# - Open MPI and PMIx were built for /usr; the OPAL_* and PMIX_* variables point their
+#   install directories (plugins, help files, configuration) into the bundle.
+
+fob_nl='
+'
+
+fob_say() {
+  printf '%s\n' "$*" >&2
+}
+
+# --- the libraries the bundle needs from the machine ------------------------------------------
+
+# fob_needs [NAME]: the sonames of lib/cuda-needs.txt (written when the bundle was made: every
+# CUDA library a carried file needs), one a line, without repeats. With NAME, only those that
+# libexec/NAME needs directly: without them it cannot even start. Without NAME, libcuda.so.1
+# (the driver) first, then all of them.
+fob_needs() {
+  _fob_list=''
+  if [ $# -eq 0 ]; then _fob_list="libcuda.so.1$fob_nl"; fi
+  if [ -f "$FOB_ROOT/lib/cuda-needs.txt" ]; then
+    while read -r _fob_file _fob_soname; do
+      case $_fob_file in '' | '#'*) continue ;; esac
+      if [ $# -gt 0 ] && [ "$_fob_file" != "libexec/$1" ]; then continue; fi
+      case "$fob_nl$_fob_list" in
+        *"$fob_nl$_fob_soname$fob_nl"*) ;;
+        *) _fob_list="$_fob_list$_fob_soname$fob_nl" ;;
+      esac
+    done <"$FOB_ROOT/lib/cuda-needs.txt"
+  fi
+  printf '%s' "$_fob_list"
+}
+
+# fob_add_dir LABEL DIR: appends DIR (when it exists and is not listed yet) to the candidates.
+fob_add_dir() {
+  if [ -z "$2" ] || [ ! -d "$2" ]; then return 0; fi
+  case "$fob_nl$fob_cand" in *"	$2$fob_nl"*) return 0 ;; esac
+  fob_cand="$fob_cand$1	$2$fob_nl"
+}
+
+# fob_add_toolkit LABEL PREFIX: a CUDA toolkit's library directories.
+fob_add_toolkit() {
+  fob_add_dir "$1" "$2/lib64"
+  fob_add_dir "$1" "$2/lib"
+  fob_add_dir "$1" "$2/targets/x86_64-linux/lib"
+}
+
+# fob_site_dirs: the site-packages directories of the python3 on PATH, if there is one.
+fob_site_dirs() {
+  command -v python3 >/dev/null 2>&1 || return 0
+  PYTHONDONTWRITEBYTECODE=1 python3 -c '
+import site, sys
+dirs = []
+try:
+    dirs += site.getsitepackages()
+except Exception:
+    pass
+try:
+    dirs.append(site.getusersitepackages())
+except Exception:
+    pass
+dirs += [p for p in sys.path if p.endswith(("site-packages", "dist-packages"))]
+print("\n".join(dirs))' 2>/dev/null || true
+}
+
+# fob_candidates: sets fob_cand, the directories searched, in order, as "LABEL<tab>DIR" lines.
+# What the user put on LD_LIBRARY_PATH wins, as it would for the loader; then the toolkit the
+# user named, the machine's toolkits (newest first), pip's wheels, conda, the system. Toolkits
+# come before wheels because a wheel's NCCL (libnccl.so.2 for every CUDA release) may belong to
+# another CUDA major version, such as PyTorch's. FOB_LIBS_SYSROOT (the tests) prefixes the
+# fixed system paths.
+fob_candidates() {
+  fob_cand=''
+  _fob_sys=${FOB_LIBS_SYSROOT:-}
+  _fob_ifs=$IFS
+  set -f
+  IFS=:
+  for _fob_d in ${LD_LIBRARY_PATH:-}; do fob_add_dir LD_LIBRARY_PATH "$_fob_d"; done
+  IFS=$_fob_ifs
+  set +f
+  if [ -n "${CUDA_HOME:-}" ]; then fob_add_toolkit CUDA_HOME "$CUDA_HOME"; fi
+  if [ -n "${CUDA_PATH:-}" ]; then fob_add_toolkit CUDA_PATH "$CUDA_PATH"; fi
+  fob_add_toolkit /usr/local/cuda "$_fob_sys/usr/local/cuda"
+  _fob_list=''
+  for _fob_d in "$_fob_sys"/usr/local/cuda-*; do _fob_list="$_fob_d$fob_nl$_fob_list"; done
+  IFS=$fob_nl
+  set -f
+  for _fob_d in $_fob_list; do fob_add_toolkit /usr/local/cuda-X "$_fob_d"; done
+  # pip's nvidia-* wheels: CUDA 13 wheels share nvidia/cu13/lib; older ones (and NCCL) have
+  # one nvidia/<name>/lib each.
+  _fob_sites=$(fob_site_dirs)
+  for _fob_s in $_fob_sites; do
+    set +f
+    fob_add_dir "python3 site-packages" "$_fob_s/nvidia/cu13/lib"
+    for _fob_d in "$_fob_s"/nvidia/*/lib; do fob_add_dir "python3 site-packages" "$_fob_d"; done
+    set -f
+  done
+  set +f
+  IFS=$_fob_ifs
+  if [ -n "${CONDA_PREFIX:-}" ]; then fob_add_dir CONDA_PREFIX "$CONDA_PREFIX/lib"; fi
+  # The driver (and NCCL from a distribution package) live in the system's directories.
+  for _fob_d in /usr/lib/x86_64-linux-gnu /lib/x86_64-linux-gnu /usr/lib64 /lib64 /usr/lib \
+    /usr/lib/wsl/lib; do
+    fob_add_dir "system directory" "$_fob_sys$_fob_d"
+  done
+}
+
+# fob_load_cache: fob_cache, the output of ldconfig -p (the loader's ld.so.cache), read once.
+# FOB_LIBS_LDCONFIG names another command (the tests); "none" or a fake system root skips it.
+fob_load_cache() {
+  if [ -n "${fob_cache_read:-}" ]; then return 0; fi
+  fob_cache_read=1
+  fob_cache=''
+  _fob_ldc=${FOB_LIBS_LDCONFIG:-}
+  if [ -z "$_fob_ldc" ] && [ -z "${FOB_LIBS_SYSROOT:-}" ]; then
+    for _fob_c in ldconfig /sbin/ldconfig /usr/sbin/ldconfig; do
+      if command -v "$_fob_c" >/dev/null 2>&1; then
+        _fob_ldc=$_fob_c
+        break
+      fi
+    done
+  fi
+  if [ -n "$_fob_ldc" ] && [ "$_fob_ldc" != none ]; then
+    fob_cache=$("$_fob_ldc" -p 2>/dev/null || true)
+  fi
+}
+
+# fob_cache_lookup SONAME: the path ld.so.cache gives for SONAME (x86-64 entries only).
+fob_cache_lookup() {
+  printf '%s\n' "$fob_cache" | while IFS= read -r _fob_l; do
+    _fob_l=${_fob_l#"${_fob_l%%[! 	]*}"}
+    if [ "${_fob_l%% *}" != "$1" ]; then continue; fi
+    case $_fob_l in *'=> '*) ;; *) continue ;; esac
+    case ${_fob_l%%=>*} in
+      *x86-64*)
+        printf '%s\n' "${_fob_l##*=> }"
+        break
+        ;;
+    esac
+  done
+}
+
+# fob_search: looks for every library fob_needs names. Sets fob_found ("SONAME<tab>PATH<tab>
+# LABEL" lines), fob_missing (sonames, space-separated), fob_path (the directories of what was
+# found, colon-separated, in search order, so the loader picks exactly what is reported).
+fob_search() {
+  fob_candidates
+  fob_found=''
+  fob_missing=''
+  fob_path=''
+  _fob_needs=$(fob_needs)
+  _fob_ifs=$IFS
+  IFS=$fob_nl
+  set -f
+  for _fob_lib in $_fob_needs; do
+    _fob_hit=''
+    for _fob_entry in $fob_cand; do
+      _fob_dir=${_fob_entry#*	}
+      if [ -e "$_fob_dir/$_fob_lib" ]; then
+        _fob_hit="$_fob_dir/$_fob_lib	${_fob_entry%%	*}"
+        break
+      fi
+    done
+    if [ -z "$_fob_hit" ]; then
+      fob_load_cache
+      _fob_p=$(fob_cache_lookup "$_fob_lib")
+      if [ -n "$_fob_p" ] && [ -e "$_fob_p" ]; then _fob_hit="$_fob_p	ld.so.cache"; fi
+    fi
+    if [ -z "$_fob_hit" ]; then
+      fob_missing="${fob_missing:+$fob_missing }$_fob_lib"
+      continue
+    fi
+    fob_found="$fob_found$_fob_lib	$_fob_hit$fob_nl"
+  done
+  # The directories in the order they were searched (those of ld.so.cache last): no directory
+  # before the one a library was found in has it, so the loader takes the same file.
+  for _fob_entry in $fob_cand "ld.so.cache	"; do
+    for _fob_line in $fob_found; do
+      _fob_p=${_fob_line#*	}
+      _fob_label=${_fob_p#*	}
+      _fob_p=${_fob_p%%	*}
+      _fob_dir=${_fob_p%/*}
+      if [ "$_fob_label" = ld.so.cache ] && [ "$_fob_entry" = "ld.so.cache	" ] ||
+        [ "$_fob_dir" = "${_fob_entry#*	}" ]; then
+        case ":$fob_path:" in
+          *":$_fob_dir:"*) ;;
+          *) fob_path="${fob_path:+$fob_path:}$_fob_dir" ;;
+        esac
+      fi
+    done
+  done
+  set +f
+  IFS=$_fob_ifs
+}
+
+# fob_report [--brief]: what fob_search found and, when something is missing, where it
+# looked (--brief: only a pointer to bin/fob-libs, which says that).
+fob_report() {
+  printf 'fobench bundle %s: libraries from this machine\n' "$FOB_ROOT"
+  _fob_ifs=$IFS
+  IFS=$fob_nl
+  set -f
+  for _fob_line in $fob_found; do
+    _fob_lib=${_fob_line%%	*}
+    _fob_rest=${_fob_line#*	}
+    _fob_p=${_fob_rest%%	*}
+    _fob_real=$(readlink -f -- "$_fob_p" 2>/dev/null || printf '%s' "$_fob_p")
+    _fob_real=${_fob_real##*/}
+    if [ "$_fob_real" = "$_fob_lib" ]; then _fob_real=''; else _fob_real=" (-> $_fob_real)"; fi
+    printf '  %-18s %s%s [%s]\n' "$_fob_lib" "$_fob_p" "$_fob_real" "${_fob_rest#*	}"
+  done
+  set +f
+  IFS=$_fob_ifs
+  for _fob_lib in $fob_missing; do
+    printf '  %-18s NOT FOUND\n' "$_fob_lib"
+  done
+  if [ -z "$fob_missing" ]; then return 0; fi
+  if [ "${1:-}" = --brief ]; then
+    printf '  (%s/bin/fob-libs shows where they were looked for)\n' "$FOB_ROOT"
+  else
+    fob_report_searched
+  fi
+}
+
+fob_report_searched() {
+  printf 'searched, in this order:\n'
+  _fob_ifs=$IFS
+  IFS=$fob_nl
+  set -f
+  for _fob_entry in $fob_cand; do
+    printf '  %s: %s\n' "${_fob_entry%%	*}" "${_fob_entry#*	}"
+  done
+  set +f
+  IFS=$_fob_ifs
+  if [ -n "${fob_cache:-}" ]; then
+    printf '  then ld.so.cache (ldconfig -p)\n'
+  else
+    printf '  (no ld.so.cache: no ldconfig to read it)\n'
+  fi
+  case " $fob_missing " in
+    *' libcuda.so.1 '*)
+      printf 'libcuda.so.1 comes with the NVIDIA driver: is one installed (nvidia-smi)?\n' ;;
+  esac
+  case " $fob_missing " in
+    *' libcublas'* | *' libcudart'* | *' libnccl'*)
+      printf 'for cuBLAS, NCCL or the CUDA runtime: set LD_LIBRARY_PATH or CUDA_HOME to the\n'
+      printf 'directory that has them, or pip install the nvidia-* wheels for CUDA 13 (e.g.\n'
+      printf 'nvidia-cublas, nvidia-nccl-cu13) for the python3 on PATH\n'
+      ;;
+  esac
+}
+
+# fob_resolve NAME: the libraries libexec/NAME will run with. Searches once per job: the
+# result is exported (FOB_BUNDLE_*) for the processes this one starts, which neither search nor
+# report again. Fails (exit 127, with where it looked) when NAME cannot start without a missing
+# library, or FOB_REQUIRE_CUDA=1 and any is missing.
+fob_resolve() {
+  _fob_now=''
+  if [ "${FOB_BUNDLE_SEARCHED:-}" != "$FOB_ROOT" ]; then
+    fob_search
+    _fob_now=1
+    FOB_BUNDLE_SEARCHED=$FOB_ROOT
+    FOB_BUNDLE_CUDA_PATH=$fob_path
+    FOB_BUNDLE_CUDA_MISSING=$fob_missing
+    export FOB_BUNDLE_SEARCHED FOB_BUNDLE_CUDA_PATH FOB_BUNDLE_CUDA_MISSING
+  fi
+  _fob_required=$(fob_needs "$1")
+  if [ "${FOB_REQUIRE_CUDA:-0}" = 1 ]; then _fob_required=$(fob_needs); fi
+  _fob_fatal=''
+  for _fob_lib in ${FOB_BUNDLE_CUDA_MISSING:-}; do
+    case "$fob_nl$_fob_required$fob_nl" in
+      *"$fob_nl$_fob_lib$fob_nl"*) _fob_fatal="${_fob_fatal:+$_fob_fatal, }$_fob_lib" ;;
+    esac
+  done
+  if [ -n "$_fob_fatal" ]; then
+    if [ "${FOB_REQUIRE_CUDA:-0}" = 1 ]; then
+      fob_say "$1: cannot run: $_fob_fatal not found on this machine (FOB_REQUIRE_CUDA=1)"
+    else
+      fob_say "$1: cannot run: $_fob_fatal not found on this machine"
+    fi
+    if [ -z "$_fob_now" ]; then fob_search; fi
+    fob_report >&2
+    exit 127
+  fi
+  if [ -n "$_fob_now" ] && [ "${FOB_LIBS_QUIET:-0}" != 1 ]; then
+    fob_report --brief >&2
+    if [ -n "$fob_missing" ]; then
+      fob_say "  (without them the cuda backend cannot run; the cpu backend works)"
+    fi
+  fi
+}
+
+# --- Open MPI and PMIx, relocated -------------------------------------------------------------
+
+# fob_mpi_env NAME: the environment of libexec/NAME.
+fob_mpi_env() {
+  OPAL_PREFIX=$FOB_ROOT
+  OPAL_EXEC_PREFIX=$FOB_ROOT
+  OPAL_BINDIR=$FOB_ROOT/bin  # where mpirun finds orted (a launcher like this one)
+  OPAL_SBINDIR=$FOB_ROOT/bin
+  OPAL_LIBEXECDIR=$FOB_ROOT/libexec
+  OPAL_LIBDIR=$FOB_ROOT/lib
+  OPAL_PKGLIBDIR=$FOB_ROOT/lib/openmpi  # the MCA plugins
+  OPAL_INCLUDEDIR=$FOB_ROOT/include
+  OPAL_PKGINCLUDEDIR=$FOB_ROOT/include
+  OPAL_DATAROOTDIR=$FOB_ROOT/share
+  OPAL_DATADIR=$FOB_ROOT/share
+  OPAL_PKGDATADIR=$FOB_ROOT/share/openmpi  # help files
+  OPAL_SYSCONFDIR=$FOB_ROOT/etc/openmpi    # openmpi-mca-params.conf
+  OPAL_SHAREDSTATEDIR=$FOB_ROOT/var
+  OPAL_LOCALSTATEDIR=$FOB_ROOT/var
+  OPAL_INFODIR=$FOB_ROOT/share/info
+  OPAL_MANDIR=$FOB_ROOT/share/man
+  export OPAL_PREFIX OPAL_EXEC_PREFIX OPAL_BINDIR OPAL_SBINDIR OPAL_LIBEXECDIR OPAL_LIBDIR \
+    OPAL_PKGLIBDIR OPAL_INCLUDEDIR OPAL_PKGINCLUDEDIR OPAL_DATAROOTDIR OPAL_DATADIR \
+    OPAL_PKGDATADIR OPAL_SYSCONFDIR OPAL_SHAREDSTATEDIR OPAL_LOCALSTATEDIR OPAL_INFODIR \
+    OPAL_MANDIR
+  PMIX_PREFIX=$FOB_ROOT
+  PMIX_EXEC_PREFIX=$FOB_ROOT
+  PMIX_LIBDIR=$FOB_ROOT/lib
+  PMIX_PKGLIBDIR=$FOB_ROOT/lib/pmix
+  PMIX_DATAROOTDIR=$FOB_ROOT/share
+  PMIX_DATADIR=$FOB_ROOT/share
+  PMIX_PKGDATADIR=$FOB_ROOT/share/pmix
+  PMIX_SYSCONFDIR=$FOB_ROOT/etc/pmix
+  PMIX_MCA_mca_base_component_path=$FOB_ROOT/lib/pmix
+  export PMIX_PREFIX PMIX_EXEC_PREFIX PMIX_LIBDIR PMIX_PKGLIBDIR PMIX_DATAROOTDIR PMIX_DATADIR \
+    PMIX_PKGDATADIR PMIX_SYSCONFDIR PMIX_MCA_mca_base_component_path
+  # hwloc (Open MPI's topology library) would load the machine's own hwloc plugins, built
+  # against another hwloc; the bundle's plugin directory is empty.
+  HWLOC_PLUGINS_PATH=$FOB_ROOT/lib/hwloc
+  export HWLOC_PLUGINS_PATH
+  # Started without mpirun (fobench --version, fobench report): Open MPI 4 would fork an orted
+  # for the singleton; it never needs one here.
+  if [ "$1" = mpirun ] && [ -z "${OMPI_MCA_plm:-}${OMPI_MCA_plm_rsh_agent:-}" ] &&
+    [ -z "${SLURM_JOB_ID:-}" ] && ! command -v ssh >/dev/null 2>&1 &&
+    ! command -v rsh >/dev/null 2>&1; then
+    # Without ssh or rsh, Open MPI 4's rsh launcher aborts mpirun even for ranks on this
+    # machine instead of stepping aside; the isolated launcher starts local ranks only.
+    OMPI_MCA_plm=isolated
+    export OMPI_MCA_plm
+  fi
+  case $1 in mpirun | orted) return 0 ;; esac
+  if [ -z "${OMPI_COMM_WORLD_SIZE:-}" ] && [ -z "${PMIX_RANK:-}" ] && [ -z "${PMI_RANK:-}" ]; then
+    OMPI_MCA_ess_singleton_isolated=${OMPI_MCA_ess_singleton_isolated:-1}
+    export OMPI_MCA_ess_singleton_isolated
+  fi
+}
+
+# --- entry points ----------------------------------------------------------------------------
+
+# fob_main NAME ARGS...: runs libexec/NAME with the bundle's loader and libraries.
+fob_main() {
+  _fob_name=$1
+  shift
+  if [ ! -f "$FOB_ROOT/libexec/$_fob_name" ]; then
+    fob_say "fobench bundle: no libexec/$_fob_name in $FOB_ROOT"
+    exit 127
+  fi
+  fob_resolve "$_fob_name"
+  fob_mpi_env "$_fob_name"
+  exec "$FOB_ROOT/lib/ld-linux-x86-64.so.2" \
+    --library-path "$FOB_ROOT/lib${FOB_BUNDLE_CUDA_PATH:+:$FOB_BUNDLE_CUDA_PATH}" \
+    --argv0 "$_fob_name" "$FOB_ROOT/libexec/$_fob_name" "$@"
+}
+
+# fob_libs_command [--path|--quiet]: bin/fob-libs. Searches afresh (ignoring what a parent
+# exported) and prints the report on stdout; --path prints only the library directories.
+# Exit 1 when a library is missing.
+fob_libs_command() {
+  fob_search
+  case "${1:-}" in
+    --path) printf '%s\n' "$fob_path" ;;
+    --quiet) ;;
+    '') fob_report ;;
+    *)
+      fob_say "usage: fob-libs [--path|--quiet]"
+      exit 2
+      ;;
+  esac
+  [ -z "$fob_missing" ]
+}
