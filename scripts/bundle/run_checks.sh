@@ -62,6 +62,14 @@ if command -v nvidia-smi >/dev/null 2>&1; then
   GPUS=$(timeout -k 5 "$T_QUERY" nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
 fi
 
+# The bundle's cuda module is built with CUDA 13, whose runtime needs an R580 or newer driver
+# (without the cuda-compat forward-compatibility package, which the bundle does not carry).
+DRIVER_NOTE=""
+driver=$(sed -n '1s/^[^,]*,[^,]*,[^,]*, *\([0-9]*\)\..*/\1/p' <<<"$DEVICES")
+if [[ -n "$driver" && "$driver" -lt 580 ]]; then
+  DRIVER_NOTE="driver $driver is older than R580, the first for CUDA 13: the cuda backend cannot run here"
+fi
+
 # The libraries the launcher found (bin/fob-libs) and what fobench --version says of them.
 found_libraries() {
   if [[ -f "$OUTDIR/libraries.log" ]]; then
@@ -84,6 +92,7 @@ write_summary() {
     echo "bundle: $ROOT ($(sed -n 's/^# fobench git //p' "$ROOT/MANIFEST" 2>/dev/null))"
     echo "devices (index, name, compute capability, driver, memory):"
     printf '%s\n' "$DEVICES" | sed 's/^/  /'
+    if [[ -n "$DRIVER_NOTE" ]]; then echo "  NOTE: $DRIVER_NOTE"; fi
     echo "libraries found on this machine:"
     found_libraries
     echo

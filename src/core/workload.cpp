@@ -268,10 +268,10 @@ Plan make_plan(const CaseSpec& spec, int rank) {
     for (const Task& t : plan.tasks) {
       const bool p2p = t.is_transfer() && t.kind != TaskKind::collective;
       if (p2p && t.sends() != t.receives()) {
-        throw InputError("loopback: strategy '" + spec.strategy.text +
-                         "' has a one-sided transfer (task " + std::to_string(t.id) + " '" +
-                         t.label +
-                         "'), which cannot be sent to the same process; use it without --loopback");
+        throw InputError(
+            "loopback: strategy '" + spec.strategy.text + "' has a one-sided transfer (task " +
+            std::to_string(t.id) + " '" + t.label +
+            "'), which a process cannot send to itself; loopback cannot run this strategy");
       }
     }
   }

@@ -111,6 +111,9 @@ TEST_F(Gpu, TaskTimesComeFromEventsAndRespectDependencies) {
   if (rank != 0) return;
   const int T = r.max_tasks;
   int transfers = 0;
+  // Host-staged transfers are timed on the host clock, GEMMs by GPU events: a dependency across
+  // the two clocks is ordered within their alignment (a host thread's wake-up), not exactly.
+  const double slack = g_transport == "mpi" ? 200e-6 : 1e-6;
   for (int it = 0; it < r.iters; ++it) {
     for (int rk = 0; rk < world; ++rk) {
       auto at = [&](int t) { return (static_cast<size_t>(it) * world + rk) * T + t; };
@@ -124,7 +127,7 @@ TEST_F(Gpu, TaskTimesComeFromEventsAndRespectDependencies) {
       }
       for (const DepRecord& d : r.deps) {
         if (d.rank == rk) {
-          EXPECT_GE(r.task_start[at(d.task)], r.task_end[at(d.on)] - 1e-6);
+          EXPECT_GE(r.task_start[at(d.task)], r.task_end[at(d.on)] - slack);
         }
       }
     }

@@ -314,6 +314,7 @@ void CudaBackend::select_and_check_device() {
     check_.cuda(cudaGetDeviceProperties(&prop, device_), "cudaGetDeviceProperties");
     device_name_ = prop.name;
     sm_count_ = prop.multiProcessorCount;
+    mem_pitch_ = prop.memPitch;
   } catch (const std::exception& e) {
     error = "rank " + std::to_string(rank_) + ": " + e.what();
   }
@@ -348,6 +349,9 @@ Prepared& CudaBackend::prepared(const Plan& plan) {
 }
 
 void CudaBackend::release_prepared(Prepared& p) {
+  // The graph first: its event-record nodes refer to the events destroyed below.
+  if (p.graph) cudaGraphExecDestroy(p.graph);
+  p.graph = nullptr;
   for (void* ptr : p.device) cudaFree(ptr);
   if (p.stage) cudaFree(p.stage);
   for (void* ptr : p.host) {
@@ -359,7 +363,6 @@ void CudaBackend::release_prepared(Prepared& p) {
   for (auto* events : {&p.done, &p.start, &p.end}) {
     for (cudaEvent_t e : *events) cudaEventDestroy(e);
   }
-  if (p.graph) cudaGraphExecDestroy(p.graph);
   p = Prepared{};
 }
 
@@ -565,6 +568,22 @@ void CudaBackend::abort_comm() {
     abort_ = true;
   }
   flag_cv_.notify_all();
+  // A capture a fault interrupted would keep this thread capturing and its NCCL operations
+  // alive: end it and drop what it held.
+  if (capturing_) {
+    cudaGraph_t partial = nullptr;
+    cudaStreamEndCapture(compute_, &partial);
+    if (partial) cudaGraphDestroy(partial);
+    capturing_ = false;
+  }
+  // Every captured NCCL operation holds a reference on the communicator, and NCCL's teardown
+  // waits until the graphs holding them are gone: destroy them first, or the abort would wait
+  // forever. (A graph still running is freed by CUDA once the aborted kernels return.)
+  for (auto& [plan, p] : prepared_) {
+    if (p.graph) cudaGraphExecDestroy(p.graph);
+    p.graph = nullptr;
+  }
+  replaying_ = false;
   // Aborting the communicator is what unblocks NCCL kernels waiting for a peer that will
   // never come; a hung rank then exits instead of holding its GPU.
   if (nccl_) {

@@ -97,6 +97,9 @@ class CudaBackend : public Backend {
   void all_gather(const Task& t, cudaStream_t stream);
   void reduce_scatter(const Task& t, cudaStream_t stream);
   int nccl_peer(int peer) const { return options_.loopback ? 0 : peer; }
+  // `count` blocks of `width` bytes, `src_pitch` apart, to `dst_pitch` apart, on `stream`.
+  void copy_blocks(void* dst, size_t dst_pitch, const void* src, size_t src_pitch, size_t width,
+                   int count, cudaStream_t stream, const char* what);
 
   // staged.cpp
   void run_staged(const Task& t, const std::vector<int>& wait_for);
@@ -129,6 +132,7 @@ class CudaBackend : public Backend {
   int device_ = 0;
   std::string device_name_, bus_id_;
   int sm_count_ = 0;
+  size_t mem_pitch_ = 0;  // the largest pitch cudaMemcpy2DAsync accepts
   cudaStream_t compute_ = nullptr, comm_ = nullptr, copy_ = nullptr;
   cudaEvent_t it0_ = nullptr;   // the iteration's time origin
   cudaEvent_t fork_ = nullptr;  // orders the comm stream after the iteration's start

@@ -78,11 +78,8 @@ void CudaBackend::all_gather(const Task& t, cudaStream_t stream) {
   const size_t width = static_cast<size_t>(block) * elem();
   check_.nccl(ncclAllGather(device_at(t.a), current_->stage, block, type, nccl_, stream),
               "ncclAllGather");
-  check_.cuda(
-      cudaMemcpy2DAsync(device_at(t.c), static_cast<size_t>(stride * cols(t.c.buffer)) * elem(),
-                        current_->stage, width, width, static_cast<size_t>(world),
-                        cudaMemcpyDeviceToDevice, stream),
-      "placing gathered blocks");
+  copy_blocks(device_at(t.c), static_cast<size_t>(stride * cols(t.c.buffer)) * elem(),
+              current_->stage, width, width, world, stream, "placing gathered blocks");
 }
 
 // Rank j's contribution to block j... lies at a.row + j * src_stride_rows; the sum of this
@@ -96,6 +93,10 @@ void CudaBackend::reduce_scatter(const Task& t, cudaStream_t stream) {
     // Every rank's contribution to this rank's block equals this rank's own (equal shards):
     // the 1-rank reduce-scatter copies it, and each other rank's part arrives by a send to
     // itself and is added, as a ring step adds a received partial sum.
+    if (!current_->stage) {
+      check_.fail("task " + std::to_string(t.id) + " '" + t.label + "'",
+                  "loopback needs a plan made for it (CaseSpec::loopback)");
+    }
     void* own = device_at(t.a, rank * stride);
     check_.nccl(ncclReduceScatter(own, device_at(t.c), block, type, ncclSum, nccl_, stream),
                 "ncclReduceScatter");
@@ -113,14 +114,30 @@ void CudaBackend::reduce_scatter(const Task& t, cudaStream_t stream) {
   if (stride != t.c.rows) {
     // A slicing chunk: gather the strided blocks back to back for NCCL.
     const size_t width = static_cast<size_t>(block) * elem();
-    check_.cuda(cudaMemcpy2DAsync(current_->stage, width, device_at(t.a),
-                                  static_cast<size_t>(stride * cols(t.a.buffer)) * elem(), width,
-                                  static_cast<size_t>(world), cudaMemcpyDeviceToDevice, stream),
+    copy_blocks(current_->stage, width, device_at(t.a),
+                static_cast<size_t>(stride * cols(t.a.buffer)) * elem(), width, world, stream,
                 "packing blocks to reduce");
     input = current_->stage;
   }
   check_.nccl(ncclReduceScatter(input, device_at(t.c), block, type, ncclSum, nccl_, stream),
               "ncclReduceScatter");
+}
+
+void CudaBackend::copy_blocks(void* dst, size_t dst_pitch, const void* src, size_t src_pitch,
+                              size_t width, int count, cudaStream_t stream, const char* what) {
+  if (dst_pitch <= mem_pitch_ && src_pitch <= mem_pitch_) {
+    check_.cuda(cudaMemcpy2DAsync(dst, dst_pitch, src, src_pitch, width, static_cast<size_t>(count),
+                                  cudaMemcpyDeviceToDevice, stream),
+                what);
+    return;
+  }
+  // A pitch past the device's limit (blocks over 2 GiB apart): one copy per block.
+  for (int i = 0; i < count; ++i) {
+    check_.cuda(cudaMemcpyAsync(static_cast<char*>(dst) + i * dst_pitch,
+                                static_cast<const char*>(src) + i * src_pitch, width,
+                                cudaMemcpyDeviceToDevice, stream),
+                what);
+  }
 }
 
 }  // namespace fob
