@@ -31,7 +31,7 @@ struct BackendOptions {
   // cuda only.
   std::string transport = "nccl";  // nccl, or mpi: host-staged transfers on a host thread
   bool graphs = false;             // capture one iteration as a CUDA graph and replay it
-  int comm_sms = 0;                // SMs the compute handle leaves to communication
+  int comm_sms = -1;               // SMs overlapping cases' GEMMs leave to NCCL; -1 auto
   double timeout_s = 300;          // bounds waits that happen while launching (transport mpi)
 };
 
@@ -40,6 +40,9 @@ struct IterationTimes {
   std::vector<double> start;
   std::vector<double> end;
   double step = 0;  // this rank's iteration time: the last task's end
+  // Where start/end come from kernel activity (CUPTI): each task's stream-event bracket too,
+  // for checks that the two agree. Empty otherwise.
+  std::vector<double> stream_start, stream_end;
 };
 
 class Backend {
@@ -49,6 +52,10 @@ class Backend {
   virtual std::string device() const = 0;  // "cpu (x86_64, 2 cores)" or a GPU name and bus id
   virtual std::string blas() const = 0;
   virtual std::string transport() const = 0;
+  // How task_start/task_end are taken, for the results file's /system `timer`: "host
+  // steady_clock", "cuda events (stream order)", "cupti kernel activity". Times from two timers
+  // are not comparable.
+  virtual std::string timer() const = 0;
 
   // Device memory this backend needs for a plan, and what the device has free (-1: host memory,
   // not checked). Checked for every case before anything is allocated.

@@ -32,8 +32,10 @@ struct Config {
   int blas_threads = 1;
   bool auto_slices = false;  // tune slicing:C and flash:m per case with a short sweep
   bool graphs = false;       // cuda: replay each iteration as a captured CUDA graph
-  int comm_sms = 0;          // cuda: SMs the compute handle leaves to communication
-  std::string output;        // empty: results/fobench-<time>.h5
+  // cuda: SMs the GEMMs of overlapping cases leave to communication; -1 = auto (NCCL's CTA
+  // count, see README), 0 = none.
+  int comm_sms = -1;
+  std::string output;  // empty: results/fobench-<time>.h5
 
   // A sweep: keys given as lists (workload, batch, seq, hidden, ffn, dtype), each value as
   // written; the scalar fields above hold the first value. `cases` lists irregular points, each
@@ -54,6 +56,9 @@ void apply_yaml(Config& config, const std::string& yaml_text, const std::string&
 std::vector<Config> expand_sweep(const Config& config);
 
 // Checks values that do not depend on the world size (ranges, names).
+// "auto" (-1) or a count of SMs >= 0; InputError naming the key and the valid values.
+int parse_comm_sms(const std::string& text);
+
 void validate_config(const Config& config);
 
 // Splits "baseline,slicing:4" into its specs.

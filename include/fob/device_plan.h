@@ -27,6 +27,13 @@ int64_t device_bytes_needed(const Plan& plan, int64_t workspace_bytes);
 // Host-staged transfers (transport mpi) run on a host thread and cannot be captured.
 bool graph_capture_eligible(const Plan& plan, const std::string& transport, std::string* why);
 
+// Whether some compute task and some comm task of the plan may run at the same time: neither
+// reaches the other through the plan's dependencies and each stream's order. compute_only,
+// comm_only and baseline (but mlp_bwd's, which gathers X again while dX computes, as Megatron
+// does) never overlap; the overlapping strategies do. The cuda backend leaves SMs to NCCL only
+// for such plans (--comm-sms), so a serial baseline keeps every SM for its GEMMs.
+bool plan_overlaps(const Plan& plan);
+
 // Verification tolerance for a dtype: 0 (bit-exact) for fp32/fp64; for bf16/fp16 a bound on
 // |got - want| relative to the largest |want| of the buffer, (world + 2) roundings' worth, as
 // each ring step and the final store may round once.

@@ -55,6 +55,7 @@ fob_add_toolkit() {
   fob_add_dir "$1" "$2/lib64"
   fob_add_dir "$1" "$2/lib"
   fob_add_dir "$1" "$2/targets/x86_64-linux/lib"
+  fob_add_dir "$1" "$2/extras/CUPTI/lib64"  # CUPTI, where a toolkit keeps it apart
 }
 
 # fob_site_dirs: the site-packages directories of the python3 on PATH, if there is one.

@@ -48,7 +48,7 @@ void apply_args(Config& c, const RunArgs& a) {
   if (a.rounds) c.rounds = *a.rounds;
   if (a.graphs) c.graphs = *a.graphs;
   if (a.auto_slices) c.auto_slices = *a.auto_slices;
-  if (a.comm_sms) c.comm_sms = *a.comm_sms;
+  if (a.comm_sms) c.comm_sms = parse_comm_sms(*a.comm_sms);
 }
 
 std::vector<CaseSpec> make_cases(const Config& c, int world) {

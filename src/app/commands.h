@@ -14,7 +14,8 @@ struct RunArgs {
   std::string config_path;
   std::optional<std::string> workload, dtype, strategies, backend, transport, output, resume;
   std::optional<int64_t> batch, seq, hidden, ffn, heads;
-  std::optional<int> iters, warmup, rounds, blas_threads, world, comm_sms;
+  std::optional<int> iters, warmup, rounds, blas_threads, world;
+  std::optional<std::string> comm_sms;
   std::optional<double> link_gbps, link_latency_us, timeout;
   std::optional<uint64_t> seed;
   std::optional<bool> verify, graphs, auto_slices;

@@ -63,7 +63,8 @@ int main(int argc, char** argv) {
       "--graphs", [&run](int64_t n) { run.graphs = n > 0; },
       "cuda: capture one iteration per rank as a CUDA graph and replay it");
   optional_option(run_cmd, "--comm-sms", run.comm_sms,
-                  "cuda: SMs the GEMMs leave to communication (cublasSetSmCountTarget)");
+                  "cuda: SMs the GEMMs of overlapping cases leave to NCCL "
+                  "(cublasSetSmCountTarget): auto (default) or a count, 0 for none");
   optional_option(run_cmd, "--world", run.world, "world size for --dry-run without mpirun");
   run_cmd->add_flag("--dry-run", run.dry_run, "print each rank's plan and exit");
   run_cmd->add_flag("--force", run.force, "overwrite an existing results file");

@@ -130,7 +130,11 @@ void apply_key(Config& c, const std::string& key, const YAML::Node& v, const std
   } else if (key == "graphs") {
     c.graphs = scalar<bool>(v, key, source, "true or false");
   } else if (key == "comm_sms") {
-    c.comm_sms = scalar<int>(v, key, source, "an integer");
+    try {
+      c.comm_sms = parse_comm_sms(scalar<std::string>(v, key, source, "auto or an integer"));
+    } catch (const InputError& e) {
+      throw InputError(where(source, v) + ": " + e.what());
+    }
   } else if (key == "output") {
     c.output = scalar<std::string>(v, key, source, "a path");
   } else {
@@ -222,10 +226,23 @@ std::vector<Config> expand_sweep(const Config& config) {
   return out;
 }
 
+int parse_comm_sms(const std::string& text) {
+  if (text == "auto") return -1;
+  try {
+    size_t used = 0;
+    const int n = std::stoi(text, &used);
+    if (used == text.size() && n >= 0) return n;
+  } catch (const std::exception&) {
+  }
+  throw InputError("comm_sms: '" + text +
+                   "' is not a count of SMs; valid: auto, or an integer 0 or more");
+}
+
 void validate_config(const Config& c) {
   if (c.iters < 1) throw InputError("iters: " + std::to_string(c.iters) + " must be at least 1");
-  if (c.comm_sms < 0) {
-    throw InputError("comm_sms: " + std::to_string(c.comm_sms) + " must be 0 or more");
+  if (c.comm_sms < -1) {
+    throw InputError("comm_sms: " + std::to_string(c.comm_sms) +
+                     " is not a count of SMs; valid: auto, or an integer 0 or more");
   }
   if (c.rounds < 1) throw InputError("rounds: " + std::to_string(c.rounds) + " must be at least 1");
   if (c.warmup < 0) throw InputError("warmup: " + std::to_string(c.warmup) + " must be 0 or more");
@@ -281,7 +298,11 @@ std::string Config::to_yaml() const {
   out << YAML::Key << "blas_threads" << YAML::Value << blas_threads;
   out << YAML::Key << "graphs" << YAML::Value << graphs;
   out << YAML::Key << "auto_slices" << YAML::Value << auto_slices;
-  out << YAML::Key << "comm_sms" << YAML::Value << comm_sms;
+  if (comm_sms < 0) {
+    out << YAML::Key << "comm_sms" << YAML::Value << "auto";
+  } else {
+    out << YAML::Key << "comm_sms" << YAML::Value << comm_sms;
+  }
   out << YAML::Key << "output" << YAML::Value << output;
   for (const auto& [key, values] : sweep) {
     out << YAML::Key << "sweep_" + key << YAML::Value << YAML::Flow << values;

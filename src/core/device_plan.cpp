@@ -1,5 +1,8 @@
 #include "fob/device_plan.h"
 
+#include <algorithm>
+#include <vector>
+
 #include <cmath>
 #include <cstdlib>
 #include <map>
@@ -43,6 +46,44 @@ bool graph_capture_eligible(const Plan& plan, const std::string& transport, std:
     return false;
   }
   return true;
+}
+
+bool plan_overlaps(const Plan& plan) {
+  // Plan order is a topological order (a task depends only on earlier tasks) and each stream
+  // runs in order, so the compute tasks that reach a comm task are a prefix of the compute
+  // stream, and those it reaches a suffix. The comm task can overlap compute exactly when
+  // some compute task lies between the two.
+  const size_t n = plan.tasks.size();
+  std::vector<int> position(n, -1);  // a compute task's place on its stream
+  int computes = 0;
+  for (const Task& t : plan.tasks) {
+    if (t.stream == StreamId::compute) position[t.id] = computes++;
+  }
+  if (computes == 0) return false;
+  std::vector<std::vector<int>> next(n);  // dependents, and the next task of the same stream
+  std::vector<int> last_on(kNumStreams, -1);
+  for (const Task& t : plan.tasks) {
+    for (int d : t.deps) next[d].push_back(t.id);
+    int& prev = last_on[static_cast<int>(t.stream)];
+    if (prev >= 0) next[prev].push_back(t.id);
+    prev = t.id;
+  }
+  // Latest compute position that reaches each task (itself included); -1: none.
+  std::vector<int> before(n, -1);
+  for (const Task& t : plan.tasks) {
+    if (position[t.id] >= 0) before[t.id] = std::max(before[t.id], position[t.id]);
+    for (int s : next[t.id]) before[s] = std::max(before[s], before[t.id]);
+  }
+  // Earliest compute position each task reaches (itself included); `computes`: none.
+  std::vector<int> after(n, computes);
+  for (size_t i = n; i-- > 0;) {
+    if (position[i] >= 0) after[i] = position[i];
+    for (int s : next[i]) after[i] = std::min(after[i], after[s]);
+  }
+  for (const Task& t : plan.tasks) {
+    if (t.stream == StreamId::comm && after[t.id] > before[t.id] + 1) return true;
+  }
+  return false;
 }
 
 double verify_tolerance(DType dtype, int world) {

@@ -135,6 +135,67 @@ TEST_F(Gpu, TaskTimesComeFromEventsAndRespectDependencies) {
   EXPECT_GT(transfers, 0) << "no transfer ran: the comm stream was not exercised";
 }
 
+// Keeps every iteration's times as the backend reported them.
+class KeepsTimes : public Backend {
+ public:
+  explicit KeepsTimes(Backend& inner) : inner_(inner) {}
+  std::string name() const override { return inner_.name(); }
+  std::string device() const override { return inner_.device(); }
+  std::string blas() const override { return inner_.blas(); }
+  std::string transport() const override { return inner_.transport(); }
+  std::string timer() const override { return inner_.timer(); }
+  void setup(const Plan& plan) override { inner_.setup(plan); }
+  void release(const Plan& plan) override { inner_.release(plan); }
+  void poison(const Plan& plan) override { inner_.poison(plan); }
+  std::vector<double> read(const Plan& plan, int buffer) override {
+    return inner_.read(plan, buffer);
+  }
+  void begin(const Plan& plan) override { inner_.begin(plan); }
+  void launch(const Task& task, const std::vector<int>& wait_for) override {
+    inner_.launch(task, wait_for);
+  }
+  IterationTimes finish(double timeout_s) override {
+    kept.push_back(inner_.finish(timeout_s));
+    return kept.back();
+  }
+  std::vector<IterationTimes> kept;
+
+ private:
+  Backend& inner_;
+};
+
+// CUPTI kernel activity: an interval for every task, inside the task's stream-event bracket
+// (the stream reaches a task before its kernels start, and its end event follows them), and
+// the kernels of one stream never overlap each other.
+TEST_F(Gpu, CuptiKernelTimesLieInsideTheirStreamBrackets) {
+  if (!loopback_possible()) GTEST_SKIP() << "checked at one rank over NCCL, with loopback";
+  auto inner = backend(true);
+  ASSERT_NE(inner->timer().find("cupti"), std::string::npos)
+      << "CUPTI is not timing the tasks: " << inner->timer();
+  KeepsTimes b(*inner);
+  Executor executor(b, MPI_COMM_WORLD);
+  Plan p = make_plan(test_case(g_workload, "flash", 2, DType::fp32, true), 0);
+  CaseResult r = executor.run_case(p, options(), "cupti");
+  EXPECT_EQ(r.verified, 1);
+  ASSERT_FALSE(b.kept.empty());
+  // The origin marker runs a few microseconds after the origin event: that much slack.
+  constexpr double kSlack = 20e-6;
+  for (const IterationTimes& t : b.kept) {
+    ASSERT_EQ(t.stream_start.size(), p.tasks.size()) << "an iteration fell back to events";
+    double stream_end[kNumStreams] = {-1, -1};
+    for (const Task& task : p.tasks) {
+      const size_t i = task.id;
+      ASSERT_TRUE(std::isfinite(t.start[i]) && std::isfinite(t.end[i])) << task.label;
+      EXPECT_LE(t.start[i], t.end[i]) << task.label;
+      EXPECT_GE(t.start[i], t.stream_start[i] - kSlack) << task.label;
+      EXPECT_LE(t.end[i], t.stream_end[i] + kSlack) << task.label;
+      double& last = stream_end[static_cast<int>(task.stream)];
+      EXPECT_GE(t.start[i], last) << task.label << " overlaps the task before it on its stream";
+      last = t.end[i];
+    }
+  }
+}
+
 }  // namespace
 }  // namespace fob
 

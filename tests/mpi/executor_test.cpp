@@ -196,6 +196,7 @@ class GoesWrongAfterFirstIteration : public Backend {
   std::string device() const override { return inner_.device(); }
   std::string blas() const override { return inner_.blas(); }
   std::string transport() const override { return inner_.transport(); }
+  std::string timer() const override { return inner_.timer(); }
   void setup(const Plan& plan) override { inner_.setup(plan); }
   void release(const Plan& plan) override { inner_.release(plan); }
   void poison(const Plan& plan) override { inner_.poison(plan); }

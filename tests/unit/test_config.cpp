@@ -265,8 +265,18 @@ TEST(ApplyYaml, CudaAndRoundOptions) {
   EXPECT_EQ(c.rounds, 3);
   EXPECT_EQ(c.transport, "mpi");
   EXPECT_NO_THROW(validate_config(c));
-  c.comm_sms = -1;
+  c.comm_sms = -2;
   EXPECT_TRUE(contains(input_error([&] { validate_config(c); }), "comm_sms"));
+  // auto (the default) is NCCL's CTA count; anything but auto or a count is named.
+  EXPECT_EQ(Config().comm_sms, -1);
+  apply_yaml(c, "comm_sms: auto\n", "cfg.yaml");
+  EXPECT_EQ(c.comm_sms, -1);
+  EXPECT_NO_THROW(validate_config(c));
+  const std::string many = input_error([&] { apply_yaml(c, "comm_sms: many\n", "cfg.yaml"); });
+  EXPECT_TRUE(contains(many, "comm_sms") && contains(many, "many") && contains(many, "auto"))
+      << many;
+  EXPECT_EQ(parse_comm_sms("0"), 0);
+  EXPECT_TRUE(contains(input_error([&] { parse_comm_sms("-3"); }), "valid: auto"));
   c = Config();
   c.rounds = 0;
   EXPECT_TRUE(contains(input_error([&] { validate_config(c); }), "rounds"));

@@ -1,8 +1,11 @@
 // The cuda backend's decisions that need no GPU: device selection, shared-device detection,
-// memory sizing, graph-capture eligibility and the bf16/fp16 verification bound.
+// memory sizing, graph-capture eligibility, which plans overlap, and the bf16/fp16
+// verification bound.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
+#include <vector>
 
 #include "fob/device_plan.h"
 #include "fob/workload.h"
@@ -102,6 +105,57 @@ TEST(VerifyTolerance, AttentionBoundsOnlyWhatPassesThroughTheSoftmax) {
   for (const OutputCheck& check : mlp.checks) {
     EXPECT_EQ(verify_tolerance(mlp, check.kind), 0.0) << to_string(check.kind);
   }
+}
+
+}  // namespace
+}  // namespace fob
+
+namespace fob {
+namespace {
+
+// Which plans leave SMs to NCCL: those where a compute and a comm task can run at once.
+TEST(PlanOverlaps, SerialPlansDoNotOverlapTheOthersDo) {
+  for (Workload w : {Workload::mlp, Workload::attn, Workload::gemm_rs_grad, Workload::mlp_bwd}) {
+    for (int n : {2, 4}) {
+      auto plan = [&](const char* s) {
+        CaseSpec spec;
+        spec.workload = w;
+        spec.shape = {2, 96, 144, 144, 12};
+        spec.world = n;
+        spec.strategy = parse_strategy(s);
+        return make_plan(spec, 1);
+      };
+      const std::string at = std::string(to_string(w)) + " N=" + std::to_string(n);
+      // mlp_bwd's baseline gathers X again while dX computes, as Megatron's backward does.
+      EXPECT_EQ(plan_overlaps(plan("baseline")), w == Workload::mlp_bwd) << at;
+      EXPECT_FALSE(plan_overlaps(plan("compute_only"))) << at;
+      EXPECT_FALSE(plan_overlaps(plan("comm_only"))) << at;
+      EXPECT_TRUE(plan_overlaps(plan("flash"))) << at;
+      EXPECT_TRUE(plan_overlaps(plan("slicing:2"))) << at;
+      EXPECT_TRUE(plan_overlaps(plan("flash_direct"))) << at;
+    }
+  }
+}
+
+// Hand-built: a transfer that depends on the first GEMM and feeds the third leaves the second
+// free to run beside it; tying the second GEMM to it as well makes the plan serial.
+TEST(PlanOverlaps, AComputeTaskBetweenAncestorsAndDescendants) {
+  Plan p;
+  auto task = [&](StreamId s, std::vector<int> deps) {
+    Task t;
+    t.id = static_cast<int>(p.tasks.size());
+    t.stream = s;
+    t.kind = s == StreamId::comm ? TaskKind::exchange : TaskKind::gemm;
+    t.deps = std::move(deps);
+    p.tasks.push_back(t);
+  };
+  task(StreamId::compute, {});
+  task(StreamId::comm, {0});
+  task(StreamId::compute, {});
+  task(StreamId::compute, {1});
+  EXPECT_TRUE(plan_overlaps(p));
+  p.tasks[2].deps = {1};
+  EXPECT_FALSE(plan_overlaps(p));
 }
 
 }  // namespace

@@ -83,6 +83,7 @@ class CpuBackend : public Backend {
 
   std::string name() const override { return "cpu"; }
   std::string transport() const override { return "mpi"; }
+  std::string timer() const override { return "host steady_clock"; }
   std::string device() const override { return "cpu: " + cpu_model(); }
   std::string blas() const override {
     return blas_description() + " (" + std::to_string(options_.blas_threads) +
@@ -174,7 +175,9 @@ class CpuBackend : public Backend {
       abort_ = true;
       throw RuntimeFault(message);
     }
-    IterationTimes times{start_, end_, 0};
+    IterationTimes times;
+    times.start = start_;
+    times.end = end_;
     for (double e : end_) {
       if (!std::isnan(e)) times.step = std::max(times.step, e);
     }

@@ -13,6 +13,7 @@
 #include "fob/device_plan.h"
 #include "fob/reference.h"
 #include "kernels.h"
+#include "nvtx3/nvToolsExt.h"
 
 namespace fob {
 namespace {
@@ -31,6 +32,7 @@ CudaBackend::CudaBackend(const BackendOptions& options) : options_(options), che
                      std::to_string(world_));
   }
   select_and_check_device();
+  resolve_comm_sms();
   check_.cuda(cudaSetDevice(device_), "cudaSetDevice");
   int least = 0, greatest = 0;
   check_.cuda(cudaDeviceGetStreamPriorityRange(&least, &greatest), "stream priorities");
@@ -51,10 +53,6 @@ CudaBackend::CudaBackend(const BackendOptions& options) : options_(options), che
               "cublasSetMathMode");
   check_.cuda(cudaMalloc(&workspace_, kWorkspaceBytes), "allocating the cuBLAS workspace");
   check_.blas(cublasSetWorkspace(blas_, workspace_, kWorkspaceBytes), "cublasSetWorkspace");
-  if (options_.comm_sms > 0) {
-    const int target = std::max(1, sm_count_ - options_.comm_sms);
-    check_.blas(cublasSetSmCountTarget(blas_, target), "cublasSetSmCountTarget");
-  }
   if (staged_) {
     check_.cuda(cudaStreamCreateWithPriority(&copy_, cudaStreamNonBlocking, greatest),
                 "creating the staging stream");
@@ -64,16 +62,14 @@ CudaBackend::CudaBackend(const BackendOptions& options) : options_(options), che
   } else {
     create_nccl_communicator();
   }
-}
-
-void CudaBackend::create_nccl_communicator() {
-  // Rank 0's result travels with the id, so a failure there cannot leave the others waiting.
-  ncclUniqueId id;
-  int status = rank_ == 0 ? static_cast<int>(ncclGetUniqueId(&id)) : 0;
-  MPI_Bcast(&status, 1, MPI_INT, 0, options_.comm);
-  check_.nccl(static_cast<ncclResult_t>(status), "ncclGetUniqueId on rank 0");
-  MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, options_.comm);
-  check_.nccl(ncclCommInitRank(&nccl_, world_, id, rank_), "ncclCommInitRank");
+  start_cupti();
+  if (const char* c = std::getenv("CUDA_DEVICE_MAX_CONNECTIONS");
+      c && std::atoi(c) == 1 && rank_ == 0) {
+    std::fprintf(stderr,
+                 "[fobench] warning: CUDA_DEVICE_MAX_CONNECTIONS=1 puts the compute and comm "
+                 "streams in one hardware queue, where a comm-stream wait holds back every later "
+                 "GEMM: overlap measured under it is not what the strategies can reach\n");
+  }
 }
 
 CudaBackend::~CudaBackend() {
@@ -100,6 +96,8 @@ CudaBackend::~CudaBackend() {
   host_comm_.reset();
   if (blas_) cublasDestroy(blas_);
   cudaFree(workspace_);
+  cudaFree(origin_);
+  cupti_.reset();
   cudaEventDestroy(it0_);
   cudaEventDestroy(fork_);
   cudaStreamDestroy(compute_);
@@ -116,7 +114,10 @@ std::string CudaBackend::blas() const {
   cublasGetVersion(blas_, &version);
   return "cuBLAS " + std::to_string(version) +
          " (cublasGemmEx; fp32 accumulation for fp32, bf16 and fp16, no reduced-precision "
-         "split-K reduction)";
+         "split-K reduction; overlapping cases leave " +
+         std::to_string(comm_sms_) + " of " + std::to_string(sm_count_) +
+         " SMs to communication, --comm-sms " +
+         (options_.comm_sms < 0 ? "auto" : std::to_string(options_.comm_sms)) + ")";
 }
 
 int64_t CudaBackend::bytes_needed(const Plan& plan) const {
@@ -155,11 +156,16 @@ void CudaBackend::setup(const Plan& plan) {
     check_.cuda(cudaEventCreateWithFlags(&p.end[i], sync_flag), "creating a timing event");
   }
   fill_inputs(plan, p);
+  p.overlaps = plan_overlaps(plan);
+  // Cases interleave in rounds, so their ranges overlap rather than nest.
+  const std::string name = std::string("case ") + to_string(plan.workload) + " " + plan.strategy;
+  p.nvtx_case = nvtxRangeStartA(name.c_str());
 }
 
 void CudaBackend::release(const Plan& plan) {
   auto it = prepared_.find(&plan);
   if (it == prepared_.end()) return;
+  nvtxRangeEnd(it->second.nvtx_case);
   cudaDeviceSynchronize();
   release_prepared(it->second);
   prepared_.erase(it);
@@ -208,6 +214,7 @@ void CudaBackend::begin(const Plan& plan) {
   if (options_.graphs && !replaying_ && !capturing_) ++current_->eager_runs;
   if (replaying_) {
     // The origin is recorded outside the graph, just before it is launched in finish().
+    nvtxRangePushA("iteration (graph replay)");
     return;
   }
   if (capturing_) {
@@ -218,7 +225,16 @@ void CudaBackend::begin(const Plan& plan) {
     check_.cuda(cudaStreamBeginCapture(compute_, cudaStreamCaptureModeThreadLocal),
                 "cudaStreamBeginCapture");
   }
+  // Overlapping plans leave NCCL its SMs; a serial one (baseline) runs its GEMMs on all of them.
+  const int target = current_->overlaps && comm_sms_ > 0 ? std::max(1, sm_count_ - comm_sms_) : 0;
+  if (target != sm_target_) {
+    check_.blas(cublasSetSmCountTarget(blas_, target), "cublasSetSmCountTarget");
+    sm_target_ = target;
+  }
+  nvtxRangePushA(capturing_ ? "iteration (captured)" : "iteration");
+  cupti_on_ = cupti_ != nullptr && !capturing_;
   if (!capturing_) check_.cuda(cudaEventRecord(it0_, compute_), "recording the iteration start");
+  mark_origin();
   check_.cuda(cudaEventRecord(fork_, compute_), "forking the comm stream");
   check_.cuda(cudaStreamWaitEvent(comm_, fork_, 0), "forking the comm stream");
   if (staged_) {
@@ -244,9 +260,14 @@ void CudaBackend::launch(const Task& task, const std::vector<int>& wait_for) {
       check_.cuda(cudaStreamWaitEvent(stream, p.done[dep], 0), "cudaStreamWaitEvent");
     }
   }
+  // What nsys and ncu show under the task's name, and what CUPTI's records are tagged with.
+  nvtxRangePushA(task.label.c_str());
   record_timing(p.start[task.id], stream);
+  if (cupti_on_) cupti_->push(cupti_id(task.id));
   enqueue(task, stream);
+  if (cupti_on_) cupti_->pop();
   record_timing(p.end[task.id], stream);
+  nvtxRangePop();
   check_.cuda(cudaEventRecord(p.done[task.id], stream), "recording a task's completion");
 }
 
@@ -274,72 +295,9 @@ IterationTimes CudaBackend::finish(double timeout_s) {
   }
   wait_for_iteration(timeout_s);
   in_iteration_ = false;
+  nvtxRangePop();
 
-  IterationTimes times;
-  const size_t n = plan_->tasks.size();
-  times.start.assign(n, std::numeric_limits<double>::quiet_NaN());
-  times.end.assign(n, std::numeric_limits<double>::quiet_NaN());
-  for (size_t i = 0; i < n; ++i) {
-    if (staged_ && plan_->tasks[i].stream == StreamId::comm) {
-      times.start[i] = host_start_[i];
-      times.end[i] = host_end_[i];
-    } else {
-      float start_ms = 0, end_ms = 0;
-      check_.cuda(cudaEventElapsedTime(&start_ms, it0_, p.start[i]), "reading a task start");
-      check_.cuda(cudaEventElapsedTime(&end_ms, it0_, p.end[i]), "reading a task end");
-      times.start[i] = start_ms * 1e-3;
-      times.end[i] = end_ms * 1e-3;
-    }
-    if (!std::isnan(times.end[i])) times.step = std::max(times.step, times.end[i]);
-  }
-  return times;
-}
-
-void CudaBackend::select_and_check_device() {
-  int count = 0;
-  if (cudaGetDeviceCount(&count) != cudaSuccess) count = 0;
-  MPI_Comm local;
-  MPI_Comm_split_type(options_.comm, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &local);
-  int local_rank = 0;
-  MPI_Comm_rank(local, &local_rank);
-  MPI_Comm_free(&local);
-
-  std::string error;
-  try {
-    device_ = select_device(local_rank, count, std::getenv("FOB_DEVICE"));
-    char bus[64] = {};
-    check_.cuda(cudaDeviceGetPCIBusId(bus, sizeof bus, device_), "cudaDeviceGetPCIBusId");
-    bus_id_ = bus;
-    cudaDeviceProp prop;
-    check_.cuda(cudaGetDeviceProperties(&prop, device_), "cudaGetDeviceProperties");
-    device_name_ = prop.name;
-    sm_count_ = prop.multiProcessorCount;
-    mem_pitch_ = prop.memPitch;
-  } catch (const std::exception& e) {
-    error = "rank " + std::to_string(rank_) + ": " + e.what();
-  }
-  // Every rank learns whether any rank failed, and whether two NCCL ranks share a GPU,
-  // before anything is allocated.
-  std::vector<std::string> ids = gather_strings(options_.comm, hostname() + "/" + bus_id_);
-  std::vector<std::string> errors = gather_strings(options_.comm, error);
-  std::string verdict;
-  if (rank_ == 0) {
-    for (const std::string& e : errors) {
-      if (!e.empty() && verdict.empty()) verdict = e;
-    }
-    auto [a, b] = ranks_sharing_a_device(ids);
-    if (verdict.empty() && a >= 0 && !staged_) {
-      verdict = "ranks " + std::to_string(a) + " and " + std::to_string(b) + " share one GPU (" +
-                ids[a] +
-                "); NCCL needs a GPU per rank: run one rank "
-                "per GPU, or pass --transport mpi to share GPUs for functional runs";
-    }
-  }
-  int len = static_cast<int>(verdict.size());
-  MPI_Bcast(&len, 1, MPI_INT, 0, options_.comm);
-  verdict.resize(len);
-  MPI_Bcast(verdict.data(), len, MPI_CHAR, 0, options_.comm);
-  if (!verdict.empty()) throw InputError(verdict);
+  return read_times();
 }
 
 Prepared& CudaBackend::prepared(const Plan& plan) {

@@ -38,6 +38,7 @@
 #include "../host/cpu_stream.h"
 #include "../host/link.h"
 #include "cuda_util.h"
+#include "cupti_timer.h"
 #include "fob/backend.h"
 
 namespace fob {
@@ -50,7 +51,9 @@ struct Prepared {
   void* host_scratch[2] = {nullptr, nullptr};
   std::vector<cudaEvent_t> done, start, end;
   cudaGraphExec_t graph = nullptr;
-  int eager_runs = 0;  // iterations run before capturing a graph
+  int eager_runs = 0;      // iterations run before capturing a graph
+  uint64_t nvtx_case = 0;  // the case's NVTX range, from setup() to release()
+  bool overlaps = false;   // plan_overlaps(): its GEMMs leave comm_sms_ SMs to NCCL
 };
 
 class CudaBackend : public Backend {
@@ -60,6 +63,7 @@ class CudaBackend : public Backend {
 
   std::string name() const override { return "cuda"; }
   std::string transport() const override { return staged_ ? "mpi" : "nccl"; }
+  std::string timer() const override;
   std::string device() const override;
   std::string blas() const override;
 
@@ -89,6 +93,13 @@ class CudaBackend : public Backend {
   void wait_for_iteration(double timeout_s);
   std::string stuck_tasks() const;
   void abort_comm();
+
+  // timing.cpp
+  void start_cupti();
+  void mark_origin();
+  IterationTimes read_times();
+  bool event_times(IterationTimes& times);
+  uint64_t cupti_id(int task) const { return (iteration_seq_ << 32) + 1 + task; }
 
   // nccl_ops.cpp
   static int64_t stage_elements(const Plan& plan);
@@ -132,6 +143,11 @@ class CudaBackend : public Backend {
   int device_ = 0;
   std::string device_name_, bus_id_;
   int sm_count_ = 0;
+  // SMs the GEMMs of overlapping plans leave to NCCL (--comm-sms, resolved), and the cuBLAS
+  // SM target in force (0: every SM).
+  int comm_sms_ = 0;
+  int sm_target_ = 0;
+  void resolve_comm_sms();
   size_t mem_pitch_ = 0;  // the largest pitch cudaMemcpy2DAsync accepts
   cudaStream_t compute_ = nullptr, comm_ = nullptr, copy_ = nullptr;
   cudaEvent_t it0_ = nullptr;   // the iteration's time origin
@@ -147,6 +163,13 @@ class CudaBackend : public Backend {
   const Plan* plan_ = nullptr;
   Prepared* current_ = nullptr;
   bool capturing_ = false, replaying_ = false;
+  // CUPTI kernel activity times the tasks (timing.cpp); null where CUPTI is missing or fails,
+  // and not used for graph replays, whose kernels carry no per-task correlation.
+  std::unique_ptr<CuptiTimer> cupti_;
+  bool cupti_on_ = false;  // this iteration's tasks are tagged
+  uint64_t iteration_seq_ = 0;
+  void* origin_ = nullptr;  // one device byte the origin marker sets
+  std::string timer_note_;  // why an iteration fell back to the event timer, said once
   // Between begin() and a finish() that returned: an iteration that never finished may have
   // NCCL kernels waiting for a peer, which only aborting the communicator ends.
   bool in_iteration_ = false;

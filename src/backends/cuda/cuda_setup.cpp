@@ -1,0 +1,88 @@
+// The cuda backend's start-up: which device each rank takes, checked across ranks before
+// anything is allocated, and the NCCL communicator.
+#include <algorithm>
+#include <cstdlib>
+
+#include "core/gather.h"
+#include "cuda_backend.h"
+#include "fob/device_plan.h"
+
+namespace fob {
+
+void CudaBackend::select_and_check_device() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) count = 0;
+  MPI_Comm local;
+  MPI_Comm_split_type(options_.comm, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &local);
+  int local_rank = 0;
+  MPI_Comm_rank(local, &local_rank);
+  MPI_Comm_free(&local);
+
+  std::string error;
+  try {
+    device_ = select_device(local_rank, count, std::getenv("FOB_DEVICE"));
+    char bus[64] = {};
+    check_.cuda(cudaDeviceGetPCIBusId(bus, sizeof bus, device_), "cudaDeviceGetPCIBusId");
+    bus_id_ = bus;
+    cudaDeviceProp prop;
+    check_.cuda(cudaGetDeviceProperties(&prop, device_), "cudaGetDeviceProperties");
+    device_name_ = prop.name;
+    sm_count_ = prop.multiProcessorCount;
+    mem_pitch_ = prop.memPitch;
+  } catch (const std::exception& e) {
+    error = "rank " + std::to_string(rank_) + ": " + e.what();
+  }
+  // Every rank learns whether any rank failed, and whether two NCCL ranks share a GPU,
+  // before anything is allocated.
+  std::vector<std::string> ids = gather_strings(options_.comm, hostname() + "/" + bus_id_);
+  std::vector<std::string> errors = gather_strings(options_.comm, error);
+  std::string verdict;
+  if (rank_ == 0) {
+    for (const std::string& e : errors) {
+      if (!e.empty() && verdict.empty()) verdict = e;
+    }
+    auto [a, b] = ranks_sharing_a_device(ids);
+    if (verdict.empty() && a >= 0 && !staged_) {
+      verdict = "ranks " + std::to_string(a) + " and " + std::to_string(b) + " share one GPU (" +
+                ids[a] +
+                "); NCCL needs a GPU per rank: run one rank "
+                "per GPU, or pass --transport mpi to share GPUs for functional runs";
+    }
+  }
+  int len = static_cast<int>(verdict.size());
+  MPI_Bcast(&len, 1, MPI_INT, 0, options_.comm);
+  verdict.resize(len);
+  MPI_Bcast(verdict.data(), len, MPI_CHAR, 0, options_.comm);
+  if (!verdict.empty()) throw InputError(verdict);
+}
+
+void CudaBackend::create_nccl_communicator() {
+  // Rank 0's result travels with the id, so a failure there cannot leave the others waiting.
+  ncclUniqueId id;
+  int status = rank_ == 0 ? static_cast<int>(ncclGetUniqueId(&id)) : 0;
+  MPI_Bcast(&status, 1, MPI_INT, 0, options_.comm);
+  check_.nccl(static_cast<ncclResult_t>(status), "ncclGetUniqueId on rank 0");
+  MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, options_.comm);
+  // NCCL runs its kernels on no more CTAs (one per SM) than the GEMMs leave it.
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  if (comm_sms_ > 0 && !std::getenv("NCCL_MAX_CTAS")) config.maxCTAs = comm_sms_;
+  check_.nccl(ncclCommInitRankConfig(&nccl_, world_, id, rank_, &config), "ncclCommInitRankConfig");
+}
+
+// --comm-sms auto: with NCCL, NCCL_MAX_CTAS when set, else kDefaultCommSms, and the
+// communicator is made with that many CTAs at most; the host-staged transport copies with the
+// copy engines and needs no SMs.
+void CudaBackend::resolve_comm_sms() {
+  constexpr int kDefaultCommSms = 16;
+  comm_sms_ = options_.comm_sms;
+  if (comm_sms_ < 0) {
+    comm_sms_ = 0;
+    if (!staged_) {
+      const char* env = std::getenv("NCCL_MAX_CTAS");
+      comm_sms_ = env && std::atoi(env) > 0 ? std::atoi(env) : kDefaultCommSms;
+    }
+  }
+  comm_sms_ = std::min(comm_sms_, std::max(0, sm_count_ - 1));
+}
+
+}  // namespace fob

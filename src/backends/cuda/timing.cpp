@@ -1,0 +1,110 @@
+// How the cuda backend times its tasks: CUPTI kernel activity where it can (cupti_timer.h),
+// the CUDA events that bracket every task on its stream otherwise, and the host clock for
+// host-staged transfers. Every results file names which (Backend::timer()).
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+
+#include "cuda_backend.h"
+
+namespace fob {
+
+std::string CudaBackend::timer() const {
+  std::string t = cupti_ ? "cupti kernel activity" : "cuda events (stream order)";
+  // Host-staged transfers run on a host thread, aligned with the GPU at each iteration start.
+  if (staged_) t += "; host steady_clock for staged transfers";
+  return t;
+}
+
+void CudaBackend::start_cupti() {
+  std::string why;
+  if (const char* choice = std::getenv("FOB_TIMER"); choice && std::strcmp(choice, "events") == 0) {
+    why = "FOB_TIMER=events";
+  } else if (options_.graphs) {
+    // A replayed graph's kernels carry the correlation of cudaGraphLaunch, not of the task
+    // that was captured: nothing ties them to tasks here.
+    why = "--graphs: graph replays are not tagged per task";
+  } else {
+    cupti_ = CuptiTimer::start(&why);
+  }
+  if (!cupti_) {
+    if (rank_ == 0) {
+      std::fprintf(stderr,
+                   "[fobench] rank %d: no CUPTI kernel timing (%s): task times are CUDA events "
+                   "in stream order, which mark when a stream reaches a task, not when its "
+                   "kernels run\n",
+                   rank_, why.c_str());
+    }
+    return;
+  }
+  check_.cuda(cudaMalloc(&origin_, 1), "allocating the timing origin marker");
+}
+
+// The iteration's origin on CUPTI's clock: a one-byte memset right after the origin event.
+void CudaBackend::mark_origin() {
+  if (!cupti_on_) return;
+  ++iteration_seq_;
+  cupti_->push(cupti_id(-1));
+  check_.cuda(cudaMemsetAsync(origin_, 0, 1, compute_), "marking the iteration's origin");
+  cupti_->pop();
+}
+
+bool CudaBackend::event_times(IterationTimes& times) {
+  for (size_t i = 0; i < plan_->tasks.size(); ++i) {
+    if (staged_ && plan_->tasks[i].stream == StreamId::comm) continue;
+    float start_ms = 0, end_ms = 0;
+    check_.cuda(cudaEventElapsedTime(&start_ms, it0_, current_->start[i]), "reading a task start");
+    check_.cuda(cudaEventElapsedTime(&end_ms, it0_, current_->end[i]), "reading a task end");
+    times.start[i] = start_ms * 1e-3;
+    times.end[i] = end_ms * 1e-3;
+  }
+  return true;
+}
+
+IterationTimes CudaBackend::read_times() {
+  IterationTimes times;
+  const size_t n = plan_->tasks.size();
+  times.start.assign(n, std::numeric_limits<double>::quiet_NaN());
+  times.end.assign(n, std::numeric_limits<double>::quiet_NaN());
+  for (size_t i = 0; i < n; ++i) {
+    if (staged_ && plan_->tasks[i].stream == StreamId::comm) {
+      times.start[i] = host_start_[i];
+      times.end[i] = host_end_[i];
+    }
+  }
+  event_times(times);
+  if (cupti_on_) {
+    size_t dropped = 0;
+    const std::vector<CuptiTimer::Span> spans = cupti_->collect(cupti_id(-1), n + 1, &dropped);
+    std::string why;
+    if (dropped > 0) why = "CUPTI dropped " + std::to_string(dropped) + " activity records";
+    if (why.empty() && spans[0].records == 0) why = "CUPTI recorded no origin marker";
+    if (why.empty()) {
+      times.stream_start = times.start;
+      times.stream_end = times.end;
+      const uint64_t origin = spans[0].start;
+      for (size_t i = 0; i < n; ++i) {
+        const CuptiTimer::Span& s = spans[i + 1];
+        // A task whose calls put no work on the GPU keeps its stream-event bracket.
+        if (s.records == 0 || (staged_ && plan_->tasks[i].stream == StreamId::comm)) continue;
+        times.start[i] = (static_cast<double>(s.start) - static_cast<double>(origin)) * 1e-9;
+        times.end[i] = (static_cast<double>(s.end) - static_cast<double>(origin)) * 1e-9;
+      }
+    } else if (timer_note_.empty()) {
+      timer_note_ = why;
+      std::fprintf(stderr,
+                   "[fobench] rank %d: %s: this iteration's task times are CUDA events (stream "
+                   "order)\n",
+                   rank_, why.c_str());
+    }
+  }
+  for (double e : times.end) {
+    if (!std::isnan(e)) times.step = std::max(times.step, e);
+  }
+  return times;
+}
+
+}  // namespace fob
