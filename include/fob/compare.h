@@ -80,6 +80,18 @@ struct Interval {
 Interval bootstrap_change(const std::vector<double>& base, const std::vector<double>& next,
                           int resamples = kBootstrapResamples, uint64_t seed = kBootstrapSeed);
 
+// A setting that differs between the two files, so that a change measures more than the code.
+struct SettingDifference {
+  std::string setting;      // "link emulation", "timer"
+  std::string base, next;   // the two files' values
+  std::string consequence;  // what the difference means for the comparison
+};
+
+// The differences `fobench compare` warns about, link emulation first; empty when none. A file
+// that predates the timer attribute differs from every file that names its timer: which clock
+// took its times is unknown.
+std::vector<SettingDifference> setting_differences(const SystemInfo& base, const SystemInfo& next);
+
 // Throws InputError for a negative or non-finite threshold.
 Comparison compare_results(const ResultFile& base, const ResultFile& next, CompareMetric metric,
                            double threshold_pct);

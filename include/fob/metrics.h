@@ -26,7 +26,17 @@ struct Summary {
   double overlap_pct = 0;       // IMB-NBC documented formula, min denominator
   double tflops = 0;            // per rank, useful flops over T
   double algbw = 0, busbw = 0;  // GB/s, comm_only cases only (NaN elsewhere)
+  double concurrency = 0;       // measured_concurrency(): a fraction, NaN without comm tasks
 };
+
+// The measured overlap of compute and communication, from the recorded task intervals (the
+// schedule may allow overlap the hardware does not deliver). Per iteration: the sum over ranks
+// of the time during which the rank ran a compute-stream task and a comm-stream task at once,
+// over the sum over ranks of the comm stream's busy time; each stream's busy time is the union
+// of its tasks' intervals, so tasks that overlap on one stream count once. The result is the
+// median over the iterations that had comm busy time; NaN when none had (e.g. compute_only) or
+// the task arrays do not match the case's shape. Tasks without times (NaN) are left out.
+double measured_concurrency(const CaseResult& c);
 
 // nccl-tests' algbw and busbw, in GB/s, of a comm_only case whose step took `seconds` (the
 // summary passes T; compare passes each iteration's step). NaN for any other strategy, a single

@@ -12,6 +12,8 @@ namespace fob {
 
 inline constexpr const char* kSchema = "fobench/1";
 inline constexpr int kSchemaVersion = 1;
+// SystemInfo::timer as read from a file written before /system had a `timer` attribute.
+inline constexpr const char* kTimerUnknown = "unknown (file predates the timer attribute)";
 
 // One row of the `tasks` compound dataset (padding rows have task = -1).
 struct TaskRecord {
@@ -64,8 +66,11 @@ struct SystemInfo {
   std::string devices;    // comma separated, one per rank
   std::string mpi_version, nccl_version, cuda_version, blas;
   std::string link_emulation;  // "none" or "emulated: 10 Gbit/s, 5 us latency"
-  std::string env;             // KEY=VALUE lines
-  std::string notes;           // caveats about how the numbers were taken, e.g. oversubscription
+  // How task_start/task_end (and so every task-derived metric) were taken: Backend::timer(),
+  // or "simulated (...)". Times from different timers are not comparable like for like.
+  std::string timer;
+  std::string env;    // KEY=VALUE lines
+  std::string notes;  // caveats about how the numbers were taken, e.g. oversubscription
   // Non-empty for `fobench sim` files: the machine file the times were predicted with.
   std::string simulated;
 };

@@ -75,8 +75,8 @@ void write_md_side(std::ostream& out, const Side& side) {
   const SystemInfo& s = side.file.system;
   out << "- " << side.name << ": `" << side.path << "` - machine " << hosts_of(s) << " ("
       << s.world_size << " ranks), backend " << s.backend << ", transport " << s.transport
-      << ", link " << s.link_emulation << ", git " << side.file.run.git_commit << ", created "
-      << side.file.run.created_utc << "\n";
+      << ", link " << s.link_emulation << ", timer " << s.timer << ", git "
+      << side.file.run.git_commit << ", created " << side.file.run.created_utc << "\n";
 }
 
 std::vector<std::string> key_cells(const CaseKey& k) {
@@ -134,10 +134,9 @@ void write_md(std::ostream& out, const Comparison& c, const Side& base, const Si
       << unit(c.metric) << "), threshold " << fixed(c.threshold_pct, 1) << "%\n\n";
   write_md_side(out, base);
   write_md_side(out, next);
-  if (base.file.system.link_emulation != next.file.system.link_emulation) {
-    out << "\n**WARNING: the link emulation differs** (BASE: " << base.file.system.link_emulation
-        << "; NEW: " << next.file.system.link_emulation
-        << "): the changes below measure the link as well as the code.\n";
+  for (const SettingDifference& d : setting_differences(base.file.system, next.file.system)) {
+    out << "\n**WARNING: the " << d.setting << " differs** (BASE: " << d.base << "; NEW: " << d.next
+        << "): " << d.consequence << ".\n";
   }
   out << "\n|";
   for (const char* k : kKeyNames) out << " " << k << " |";
@@ -223,6 +222,7 @@ void write_json_side(std::ostream& out, const Side& side) {
       << ", \"world_size\": " << s.world_size << ", \"backend\": " << json_string(s.backend)
       << ", \"transport\": " << json_string(s.transport)
       << ", \"link_emulation\": " << json_string(s.link_emulation)
+      << ", \"timer\": " << json_string(s.timer)
       << ", \"git_commit\": " << json_string(side.file.run.git_commit)
       << ", \"created_utc\": " << json_string(side.file.run.created_utc) << "},\n";
 }
@@ -237,6 +237,8 @@ void write_json(std::ostream& out, const Comparison& c, const Side& base, const 
   write_json_side(out, next);
   out << "  \"link_emulation_differs\": "
       << (base.file.system.link_emulation != next.file.system.link_emulation ? "true" : "false")
+      << ",\n  \"timer_differs\": "
+      << (base.file.system.timer != next.file.system.timer ? "true" : "false")
       << ",\n  \"cases\": [";
   for (size_t i = 0; i < c.changes.size(); ++i) {
     const CaseChange& ch = c.changes[i];
@@ -290,10 +292,9 @@ int compare_command(const CompareArgs& args) {
     const Comparison comparison = compare_results(base, next, metric, args.threshold_pct);
     const Side base_side{"BASE", args.base, base};
     const Side new_side{"NEW", args.next, next};
-    if (base.system.link_emulation != next.system.link_emulation) {
-      std::fprintf(stderr,
-                   "fobench compare: warning: the link emulation differs (BASE: %s; NEW: %s)\n",
-                   base.system.link_emulation.c_str(), next.system.link_emulation.c_str());
+    for (const SettingDifference& d : setting_differences(base.system, next.system)) {
+      std::fprintf(stderr, "fobench compare: warning: the %s differs (BASE: %s; NEW: %s): %s\n",
+                   d.setting.c_str(), d.base.c_str(), d.next.c_str(), d.consequence.c_str());
     }
     switch (format) {
       case Format::md:

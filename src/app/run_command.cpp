@@ -386,6 +386,7 @@ int run_command(const RunArgs& args) {
   }
   system.blas = backend->blas();
   system.link_emulation = config.link.describe();
+  system.timer = backend->timer();
   system.env = recorded_env();
   auto hosts = gather_strings(comm, hostname());
   auto devices = gather_strings(comm, backend->device());
@@ -408,9 +409,9 @@ int run_command(const RunArgs& args) {
     }
     system.hostnames = join(hosts, ",");
     system.devices = join(devices, ",");
-    std::printf("# fobench %s  backend %s  transport %s  world %d  link %s\n", FOB_VERSION,
-                system.backend.c_str(), system.transport.c_str(), world,
-                system.link_emulation.c_str());
+    std::printf("# fobench %s  backend %s  transport %s  world %d  link %s  timer %s\n",
+                FOB_VERSION, system.backend.c_str(), system.transport.c_str(), world,
+                system.link_emulation.c_str(), system.timer.c_str());
     for (int r = 0; r < world; ++r) {
       std::printf("#  Rank %2d Pid %7s on %10s device %s\n", r, pids[r].c_str(), hosts[r].c_str(),
                   devices[r].c_str());

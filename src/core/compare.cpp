@@ -298,4 +298,18 @@ Comparison compare_results(const ResultFile& base, const ResultFile& next, Compa
   return out;
 }
 
+std::vector<SettingDifference> setting_differences(const SystemInfo& base, const SystemInfo& next) {
+  std::vector<SettingDifference> out;
+  if (base.link_emulation != next.link_emulation) {
+    out.push_back({"link emulation", base.link_emulation, next.link_emulation,
+                   "the changes below measure the link as well as the code"});
+  }
+  if (base.timer != next.timer) {
+    out.push_back({"timer", base.timer, next.timer,
+                   "the two files' times were taken by different clocks, so part of any change "
+                   "may be the timer's, not the code's"});
+  }
+  return out;
+}
+
 }  // namespace fob

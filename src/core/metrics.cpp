@@ -13,6 +13,7 @@
 #include <map>
 #include <numeric>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "fob/metrics.h"
@@ -89,6 +90,44 @@ double compute_busy_median(const CaseResult& c) {
   return median(std::move(per_iter));
 }
 
+using Intervals = std::vector<std::pair<double, double>>;
+
+// Sorted, disjoint intervals covering the same time as `v`: the busy time of a stream whose
+// tasks may overlap (a backend that runs several transfers at once) is counted once.
+Intervals merged(Intervals v) {
+  std::sort(v.begin(), v.end());
+  Intervals out;
+  for (const auto& [a, b] : v) {
+    if (!out.empty() && a <= out.back().second) {
+      out.back().second = std::max(out.back().second, b);
+    } else {
+      out.emplace_back(a, b);
+    }
+  }
+  return out;
+}
+
+double total_length(const Intervals& v) {
+  double sum = 0;
+  for (const auto& [a, b] : v) sum += b - a;
+  return sum;
+}
+
+// Length of the intersection of two merged interval lists (a two-pointer sweep).
+double intersection_length(const Intervals& x, const Intervals& y) {
+  double sum = 0;
+  size_t i = 0, j = 0;
+  while (i < x.size() && j < y.size()) {
+    sum += std::max(0.0, std::min(x[i].second, y[j].second) - std::max(x[i].first, y[j].first));
+    if (x[i].second < y[j].second) {
+      ++i;
+    } else {
+      ++j;
+    }
+  }
+  return sum;
+}
+
 // The most flops any one rank performs per step.
 double max_rank_flops(const CaseResult& c) {
   if (c.world <= 0 || c.max_tasks <= 0 || !task_dims_ok(c)) return kNaN;
@@ -135,6 +174,35 @@ ShapeKey shape_key(const CaseResult& c) {
 }
 
 }  // namespace
+
+double measured_concurrency(const CaseResult& c) {
+  if (c.world <= 0 || c.iters <= 0 || c.max_tasks <= 0 || !task_dims_ok(c)) return kNaN;
+  const int8_t compute = static_cast<int8_t>(StreamId::compute);
+  const int8_t comm = static_cast<int8_t>(StreamId::comm);
+  std::vector<double> per_iter;
+  for (int i = 0; i < c.iters; ++i) {
+    double both = 0, comm_busy = 0;
+    for (int r = 0; r < c.world; ++r) {
+      Intervals on_compute, on_comm;
+      for (int t = 0; t < c.max_tasks; ++t) {
+        const size_t rt = static_cast<size_t>(r) * c.max_tasks + t;
+        const TaskRecord& task = c.tasks[rt];
+        if (task.task < 0 || (task.stream != compute && task.stream != comm)) continue;
+        const size_t at = static_cast<size_t>(i) * c.world * c.max_tasks + rt;
+        const double a = c.task_start[at], b = c.task_end[at];
+        if (std::isnan(a) || std::isnan(b) || b <= a) continue;
+        (task.stream == comm ? on_comm : on_compute).emplace_back(a, b);
+      }
+      const Intervals comm_union = merged(std::move(on_comm));
+      comm_busy += total_length(comm_union);
+      both += intersection_length(merged(std::move(on_compute)), comm_union);
+    }
+    // An iteration without comm busy time has no concurrency to measure; it is left out
+    // rather than counted as 0, so that a case's value describes its communication.
+    if (comm_busy > 0) per_iter.push_back(both / comm_busy);
+  }
+  return median(std::move(per_iter));
+}
 
 // nccl-tests' sizes: S is the full gathered (or pre-reduce) buffer. In a ring all-gather or
 // reduce-scatter each rank sends (N-1)/N of S, hence S = sent * N / (N-1);
@@ -237,6 +305,7 @@ std::vector<Summary> summarize(const std::vector<CaseResult>& cases) {
 
     s.algbw = comm_only_algbw(c, t);
     s.busbw = comm_only_busbw(c, t);
+    s.concurrency = measured_concurrency(c);
     out.push_back(std::move(s));
   }
   return out;

@@ -330,6 +330,7 @@ struct SummaryRow {
   double comm_reduction, e2e_reduction;
   double overlap_efficiency, hidden_frac, overlap_pct;
   double tflops, algbw, busbw;
+  double concurrency;
 };
 
 H5Id summary_mem_type(const Where& w) {
@@ -371,6 +372,7 @@ H5Id summary_mem_type(const Where& w) {
   FOB_FIELD(tflops, H5T_NATIVE_DOUBLE);
   FOB_FIELD(algbw, H5T_NATIVE_DOUBLE);
   FOB_FIELD(busbw, H5T_NATIVE_DOUBLE);
+  FOB_FIELD(concurrency, H5T_NATIVE_DOUBLE);
 #undef FOB_FIELD
   return type;
 }
@@ -416,6 +418,7 @@ SummaryRow to_row(const Summary& s) {
   row.tflops = s.tflops;
   row.algbw = s.algbw;
   row.busbw = s.busbw;
+  row.concurrency = s.concurrency;
   return row;
 }
 
@@ -458,6 +461,7 @@ void write_system(hid_t file, const SystemInfo& sys, const std::string& path) {
   write_attr_str(group, "cuda_version", sys.cuda_version, w);
   write_attr_str(group, "blas", sys.blas, w);
   write_attr_str(group, "link_emulation", sys.link_emulation, w);
+  write_attr_str(group, "timer", sys.timer.empty() ? "unknown" : sys.timer, w);
   if (!sys.notes.empty()) write_attr_str(group, "notes", sys.notes, w);
   if (!sys.simulated.empty()) write_attr_str(group, "simulated", sys.simulated, w);
   write_attr_str(group, "env", sys.env, w);
@@ -825,6 +829,7 @@ ResultFile read_results_unchecked(const std::string& path) {
     s.cuda_version = opt_str(sys, "cuda_version", ws);
     s.blas = opt_str(sys, "blas", ws);
     s.link_emulation = opt_str(sys, "link_emulation", ws);
+    s.timer = has_attr(sys, "timer") ? read_attr_str(sys, "timer", ws) : kTimerUnknown;
     s.notes = opt_str(sys, "notes", ws);
     s.simulated = opt_str(sys, "simulated", ws);
     s.env = opt_str(sys, "env", ws);

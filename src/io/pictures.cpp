@@ -268,7 +268,8 @@ void Timeline::write_header(svg::Document& doc) const {
            " font-size=\"16\" font-weight=\"bold\"");
   doc.text(kLeft, 44,
            pictures::shape_text(c_) + " · iteration " + std::to_string(iter_) + " of 0.." +
-               std::to_string(c_.iters - 1) + " · step " + svg::ms(step_) + " ms (slowest rank)");
+               std::to_string(c_.iters - 1) + " · step " + svg::ms(step_) + " ms (slowest rank)" +
+               (file_.system.timer.empty() ? "" : " · timer: " + file_.system.timer));
   const std::string note = pictures::emulated_note(file_.system);
   if (!note.empty()) {
     doc.text(kLeft, 62, note, " class=\"emulated\" fill=\"#c00000\" font-weight=\"bold\"");

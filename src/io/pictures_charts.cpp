@@ -81,6 +81,7 @@ void write_y_axis(svg::Document& doc, const Scale& y, double left, double right,
 constexpr double kBarWidth = 34;
 constexpr double kBarGap = 14;
 constexpr double kGroupGap = 48;
+constexpr const char* kConcurrencyColour = "#7b3294";
 
 struct Segment {
   const char* name;
@@ -173,6 +174,13 @@ void write_breakdown_svg(std::ostream& out, const ResultFile& file) {
       doc.text(x + kBarWidth / 2, y(base) - 4, svg::ms(s->t_median),
                " text-anchor=\"middle\""
                " font-size=\"10\"");
+      // The bar shows the time the schedule left exposed; the concurrency says how much of the
+      // communication really ran beside compute, which the two can disagree on.
+      if (std::isfinite(s->concurrency)) {
+        doc.text(x + kBarWidth / 2, y(base) - 16, svg::num(std::round(s->concurrency * 100)) + "%",
+                 " class=\"concurrency\" text-anchor=\"middle\" font-size=\"10\"" +
+                     attr("fill", kConcurrencyColour) + attr("data-case", s->case_id));
+      }
       const double lx = x + kBarWidth / 2;
       const double ly = y.from + 12;
       doc.text(lx, ly, s->strategy,
@@ -212,6 +220,10 @@ void write_breakdown_svg(std::ostream& out, const ResultFile& file) {
            " stroke-dasharray=\"6 3\"");
   doc.text(lx + 20, ly, "T_lb = max(T_comp, T_comm)");
   doc.text(lx, ly + 24, "label on a bar: T (ms)", " font-size=\"10\"");
+  doc.text(lx, ly + 40, "above it: concurrency, % of comm time",
+           " font-size=\"10\"" + attr("fill", kConcurrencyColour));
+  doc.text(lx, ly + 54, "during which the rank also computed",
+           " font-size=\"10\"" + attr("fill", kConcurrencyColour));
   doc.finish();
 }
 

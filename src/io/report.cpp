@@ -77,6 +77,9 @@ namespace {
 constexpr const char* kOverlapNote =
     "overlap_pct uses IMB-NBC's documented formula (denominator min(T_comm, T_comp))";
 constexpr const char* kStepNote = "T is the median over iterations of the slowest rank's step time";
+constexpr const char* kConcurrencyNote =
+    "concurrency is the share of comm-task busy time during which the same rank ran a compute "
+    "task, as the timer recorded them (median over iterations)";
 
 std::string format(const char* fmt, double value) {
   char buf[64];
@@ -150,9 +153,11 @@ std::vector<std::pair<std::string, std::string>> header_pairs(const ResultFile& 
           {"cuda_version", s.cuda_version},
           {"blas", s.blas},
           {"link_emulation", s.link_emulation.empty() ? "none" : s.link_emulation},
+          {"timer", s.timer},
           {"notes", s.notes},
           {"simulated", s.simulated},
           {"overlap_pct", kOverlapNote},
+          {"concurrency", kConcurrencyNote},
           {"t", kStepNote}};
 }
 
@@ -213,7 +218,8 @@ std::vector<std::pair<const char*, Cell>> row(const Summary& s) {
           {"overlap_pct", real_cell(s.overlap_pct)},
           {"tflops", real_cell(s.tflops)},
           {"algbw_gbps", real_cell(s.algbw)},
-          {"busbw_gbps", real_cell(s.busbw)}};
+          {"busbw_gbps", real_cell(s.busbw)},
+          {"concurrency", real_cell(s.concurrency)}};
 }
 
 // ---- CSV ------------------------------------------------------------------------------------
@@ -293,6 +299,7 @@ void write_json(std::ostream& out, const ResultFile& file, const std::vector<Sum
        {"cuda_version", json_string(s.cuda_version)},
        {"blas", json_string(s.blas)},
        {"link_emulation", json_string(s.link_emulation)},
+       {"timer", json_string(s.timer)},
        {"simulated", json_string(s.simulated)},
        {"env", json_string(s.env)}},
       "  ");
@@ -302,6 +309,7 @@ void write_json(std::ostream& out, const ResultFile& file, const std::vector<Sum
        {"command_line", json_string(r.command_line)},
        {"config_yaml", json_string(r.config_yaml)},
        {"overlap_pct_definition", json_string(kOverlapNote)},
+       {"concurrency_definition", json_string(kConcurrencyNote)},
        {"t_definition", json_string(kStepNote)}},
       "  ");
   out << ",\n  \"cases\": [";
@@ -440,6 +448,7 @@ void write_md(std::ostream& out, const ResultFile& file, const std::vector<Group
   out << "- link: "
       << (link_emulated(s) ? "EMULATED link: " + link_detail(s) : std::string("not emulated"))
       << "\n";
+  out << "- timer: " << or_dash(s.timer) << "\n";
   out << "- BLAS: " << or_dash(s.blas) << "; MPI: " << or_dash(one_line(s.mpi_version));
   if (!s.nccl_version.empty()) out << "; NCCL: " << s.nccl_version;
   if (!s.cuda_version.empty()) out << "; CUDA: " << s.cuda_version;
@@ -450,6 +459,7 @@ void write_md(std::ostream& out, const ResultFile& file, const std::vector<Group
   if (!r.command_line.empty()) out << "- command: `" << one_line(r.command_line) << "`\n";
   out << "- " << kStepNote << "\n";
   out << "- " << kOverlapNote << "\n";
+  out << "- " << kConcurrencyNote << "\n";
   if (!s.notes.empty()) out << "- **note:** " << one_line(s.notes) << "\n";
 
   if (empty) out << "\nNo cases in this file.\n";
@@ -458,10 +468,10 @@ void write_md(std::ostream& out, const ResultFile& file, const std::vector<Group
     out << "| " << join(group.label_fields, " | ")
         << " | T (ms) | T_comp (ms) | T_comm (ms) | T_lb (ms) | exposed_comm (ms) "
            "| comm_reduction (%) | e2e_reduction (%) | speedup (x) | ideal_speedup (x) "
-           "| overlap_efficiency (%) | hidden (%) | verified |\n";
+           "| overlap_efficiency (%) | hidden (%) | concurrency (%) | verified |\n";
     out << "|";
     for (size_t i = 0; i < group.label_fields.size(); ++i) out << "---|";
-    out << "---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|:---:|\n";
+    out << "---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|:---:|\n";
     std::vector<const Summary*> comm_only;
     for (const Summary* row : group.rows) {
       out << "| " << row_label(*row, group.label_fields, " | ") << " | " << md_ms(row->t_median)
@@ -469,7 +479,8 @@ void write_md(std::ostream& out, const ResultFile& file, const std::vector<Group
           << " | " << md_ms(row->exposed_comm) << " | " << md_pct(row->comm_reduction) << " | "
           << md_pct(row->e2e_reduction) << " | " << md_x(row->speedup) << " | "
           << md_x(row->ideal_speedup) << " | " << md_pct(row->overlap_efficiency) << " | "
-          << md_pct(row->hidden_frac) << " | " << md_verified(row->verified) << " |\n";
+          << md_pct(row->hidden_frac) << " | " << md_pct(row->concurrency) << " | "
+          << md_verified(row->verified) << " |\n";
       if (std::isfinite(row->busbw)) comm_only.push_back(row);
     }
     // What nccl-tests users compare interconnects by.
@@ -531,13 +542,14 @@ void write_latex(std::ostream& out, const ResultFile& file, const std::vector<Gr
   out << "% fobench report -- needs \\usepackage{booktabs}\n";
   if (!s.simulated.empty()) out << "% SIMULATED with " << one_line(s.simulated) << "\n";
   out << "% " << kStepNote << "\n";
+  out << "% timer: " << one_line(s.timer) << "\n";
   if (!s.notes.empty()) out << "% note: " << one_line(s.notes) << "\n";
   for (const Group& group : groups) {
     out << "\\begin{table}[ht]\n\\centering\n";
     out << "\\caption{" << (s.simulated.empty() ? "" : "SIMULATED. ") << tex_escape(group.title)
         << ". " << tex_escape(join(split_unique(s.hostnames), ", ")) << ", backend "
         << tex_escape(s.backend) << ", transport " << tex_escape(s.transport) << ", "
-        << tex_escape(link)
+        << tex_escape(link) << ", timer " << tex_escape(s.timer)
         << ". Median step time; comm.\\ overhead is $T - T_{comp}$; reductions against "
            "baseline.}\n";
     out << "\\begin{tabular}{" << std::string(group.label_fields.size(), 'l') << "rrrrc}\n";

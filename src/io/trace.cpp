@@ -123,6 +123,7 @@ class TraceWriter {
         {"cuda_version", s.cuda_version},
         {"blas", s.blas},
         {"link_emulation", s.link_emulation},
+        {"timer", s.timer},
         {"notes", s.notes},
         {"git_commit", r.git_commit},
         {"created_utc", r.created_utc},

@@ -833,7 +833,7 @@ Machine calibrate(const std::vector<ResultFile>& files, const std::string& name,
       multi_host = multi_host || per_host.size() > 1;
     }
     backends.insert(f.system.backend + "/" + f.system.transport + " (" + f.system.link_emulation +
-                    ")");
+                    ", timer " + f.system.timer + ")");
   }
   for (const ResultFile& f : files) names.insert(link_name(f.system, multi_host));
   const std::string lname = files.empty() ? "shm" : link_name(files.front().system, multi_host);

@@ -16,11 +16,46 @@ assert f.attrs["schema"] == "fobench/1", f.attrs["schema"]
 
 system = f["system"].attrs
 for key in ["backend", "transport", "world_size", "hostnames", "devices", "mpi_version",
-            "nccl_version", "cuda_version", "blas", "link_emulation", "env"]:
+            "nccl_version", "cuda_version", "blas", "link_emulation", "timer", "env"]:
     assert key in system, f"/system attribute {key} missing"
 world = int(system["world_size"])
 assert world == 2, world
 assert system["link_emulation"].startswith("emulated"), system["link_emulation"]
+# The CPU backend times tasks with the host's steady clock (README "Results files").
+assert system["timer"] == "host steady_clock", system["timer"]
+
+
+def union(intervals):
+    """Sorted, disjoint intervals covering the same time."""
+    out = []
+    for a, b in sorted(intervals):
+        if out and a <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], b)
+        else:
+            out.append([a, b])
+    return out
+
+
+def concurrency(g):
+    """README's definition, written independently of src/core/metrics.cpp: per iteration, the
+    ranks' summed time with a compute and a comm task running at once over their summed comm
+    busy time; the median over iterations; None without comm time."""
+    t = g["tasks"][...]
+    start, end = g["task_start"][...], g["task_end"][...]
+    values = []
+    for it in range(start.shape[0]):
+        both = busy = 0.0
+        for r in range(start.shape[1]):
+            spans = {0: [], 1: []}
+            for k in range(start.shape[2]):
+                if t[r, k]["task"] >= 0 and end[it, r, k] > start[it, r, k]:
+                    spans[int(t[r, k]["stream"])].append((start[it, r, k], end[it, r, k]))
+            comp, comm = union(spans[0]), union(spans[1])
+            busy += sum(b - a for a, b in comm)
+            both += sum(max(0.0, min(b, d) - max(a, c)) for a, b in comp for c, d in comm)
+        if busy > 0:
+            values.append(both / busy)
+    return float(np.median(values)) if values else None
 
 cases = f["cases"]
 strategies = sorted(cases[c].attrs["strategy"] for c in cases)
@@ -60,13 +95,14 @@ for cid in cases:
 
 summary = f["summary"][...]
 assert len(summary) == len(cases), (len(summary), len(cases))
+assert "concurrency" in summary.dtype.names, summary.dtype.names
 
 rows = [r for r in csv.DictReader(l for l in open(csv_path) if not l.startswith("#"))]
 doc = json.load(open(json_path))
 assert len(rows) == len(doc["cases"]) == len(cases)
 for row, jcase in zip(rows, doc["cases"]):
     assert row["strategy"] == jcase["strategy"]
-    for key in ["t_ms", "t_comp_ms", "t_comm_ms", "speedup", "exposed_comm_ms"]:
+    for key in ["t_ms", "t_comp_ms", "t_comm_ms", "speedup", "exposed_comm_ms", "concurrency"]:
         c = row[key]
         j = jcase[key]
         if c == "":
@@ -77,4 +113,14 @@ for row, jcase in zip(rows, doc["cases"]):
     g = [cases[c] for c in cases if cases[c].attrs["strategy"] == row["strategy"]][0]
     median = float(np.median(g["step_seconds"][...].max(axis=1)))
     assert math.isclose(float(row["t_ms"]), median * 1e3, rel_tol=1e-6), (row["t_ms"], median)
+    want = concurrency(g)
+    if want is None:
+        assert row["concurrency"] == "", (row["strategy"], row["concurrency"])
+    else:
+        assert math.isclose(float(row["concurrency"]), want, rel_tol=1e-6, abs_tol=1e-9), (
+            row["strategy"], row["concurrency"], want)
+    srow = [s for s in summary if s["case_id"].decode() == row["case_id"]][0]
+    assert (math.isnan(srow["concurrency"]) if want is None
+            else math.isclose(srow["concurrency"], want, rel_tol=1e-6, abs_tol=1e-9))
+assert [r["concurrency"] for r in rows if r["strategy"] == "compute_only"] == [""]
 print("schema ok:", len(cases), "cases")

@@ -70,6 +70,27 @@ expect_in "$scratch/self.out" "no regression"
 expect_in "$scratch/self.out" "| mlp | flash | 2 | 72 | 33 | 96 |"
 expect_in "$scratch/self.out" "Only in BASE: none"
 
+# The same samples timed by another clock (as a cuda file would be): the numbers are the same,
+# so no case regresses, but the comparison must say that its timers differ, on stderr and in
+# every format. Two runs of one backend must not say so.
+cp "$a" "$scratch/other_timer.h5"
+"$FOB_PYTHON" -c "import h5py, sys
+h5py.File(sys.argv[1], 'r+')['system'].attrs['timer'] = 'cuda events (stream order)'" \
+  "$scratch/other_timer.h5"
+compare_expect 0 timer "$a" "$scratch/other_timer.h5"
+expect_in "$scratch/timer.out" "**WARNING: the timer differs** (BASE: host steady_clock; NEW: cuda events (stream order))"
+expect_in "$scratch/timer.err" "warning: the timer differs (BASE: host steady_clock; NEW: cuda events"
+expect_in "$scratch/timer.out" "timer cuda events (stream order)"
+"$FOBENCH" compare "$a" "$scratch/other_timer.h5" --format json > "$scratch/timer.json" 2> /dev/null
+"$FOB_PYTHON" -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["timer_differs"] and not d["link_emulation_differs"], d
+assert d["base"]["timer"] == "host steady_clock" and d["new"]["timer"].startswith("cuda"), d
+' "$scratch/timer.json" || fail "compare --format json does not say the timers differ"
+grep -q "timer differs" "$scratch/self.out" "$scratch/self.err" &&
+  fail "a file compared with itself was said to differ in its timer"
+
 # (2) Two runs of the same config: run-to-run noise is not a regression.
 rc=0
 "$FOBENCH" compare "$a" "$b" --threshold $threshold > "$scratch/same.out" 2> "$scratch/same.err" ||

@@ -47,6 +47,8 @@ import sys
 import h5py
 def cases(path):
     with h5py.File(path, "r") as f:
+        # --resume adds to the file without rewriting /system: the timer stays.
+        assert f["system"].attrs["timer"] == "host steady_clock", f["system"].attrs["timer"]
         out = {}
         for cid, g in f["cases"].items():
             a = g.attrs

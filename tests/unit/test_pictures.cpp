@@ -255,6 +255,11 @@ TEST(PicturesBreakdown, OneBarPerCaseButCommOnlyAndATlbLinePerShape) {
   // compute stream is busy 1 ms), exposed 2.6 ms.
   EXPECT_NE(svg.find("baseline (case 0002): exposed communication 2.6 ms"), std::string::npos);
   EXPECT_NE(svg.find("T_lb = max(T_comp, T_comm) = 4 ms"), std::string::npos);
+  // Concurrency above every bar that has comm tasks (not compute_only's): flash shares 1.4 of
+  // its 2 ms of comm time with compute, baseline none.
+  EXPECT_EQ(count(svg, "class=\"concurrency\""), 4u);
+  EXPECT_EQ(count(svg, ">70%</text>"), 2u);
+  EXPECT_EQ(count(svg, ">0%</text>"), 2u);
 }
 
 TEST(PicturesSpeedup, OneSeriesPerStrategyAlongTokens) {

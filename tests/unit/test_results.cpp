@@ -157,6 +157,7 @@ SystemInfo sample_system() {
   s.cuda_version = "";
   s.blas = "OpenBLAS 0.3.21";
   s.link_emulation = "emulated: 10 Gbit/s, 5 us latency";
+  s.timer = "host steady_clock";
   s.env = "OMP_NUM_THREADS=1\nOPENBLAS_NUM_THREADS=1";
   return s;
 }
@@ -259,6 +260,7 @@ TEST(ResultFile, RoundTripKeepsEveryField) {
   EXPECT_EQ(file.system.cuda_version, sys.cuda_version);
   EXPECT_EQ(file.system.blas, sys.blas);
   EXPECT_EQ(file.system.link_emulation, sys.link_emulation);
+  EXPECT_EQ(file.system.timer, sys.timer);
   EXPECT_EQ(file.system.env, sys.env);
   ASSERT_EQ(file.cases.size(), cases.size());
   for (size_t i = 0; i < cases.size(); ++i) expect_same_case(cases[i], file.cases[i]);
@@ -319,6 +321,7 @@ TEST(ResultFile, SummaryTableHasOneRowPerCase) {
   hid_t type = H5Dget_type(d);
   EXPECT_GE(H5Tget_member_index(type, "overlap_pct"), 0);
   EXPECT_GE(H5Tget_member_index(type, "busbw"), 0);
+  EXPECT_GE(H5Tget_member_index(type, "concurrency"), 0);
   H5Tclose(type);
   H5Sclose(space);
   H5Dclose(d);
@@ -490,9 +493,9 @@ TEST(Report, CsvAndJsonCarryTheSameNumbers) {
       rows.push_back(split(line, ','));
     }
   }
-  ASSERT_EQ(header.size(), 32u);
+  ASSERT_EQ(header.size(), 33u);
   EXPECT_EQ(header.front(), "case_id");
-  EXPECT_EQ(header.back(), "busbw_gbps");
+  EXPECT_EQ(header.back(), "concurrency");  // new columns are appended, never inserted
   ASSERT_EQ(rows.size(), 4u);
   auto column = [&](const std::string& name) {
     for (size_t i = 0; i < header.size(); ++i) {

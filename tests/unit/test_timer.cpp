@@ -1,0 +1,116 @@
+// The /system `timer` attribute: written and read back, reported as unknown for files that
+// predate it, printed in every report format's header, and a difference between two files is
+// one of the settings `fobench compare` warns about.
+#include <gtest/gtest.h>
+#include <hdf5.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <sstream>
+#include <string>
+
+#include "fob/compare.h"
+#include "fob/report.h"
+#include "fob/results.h"
+
+namespace fob {
+namespace {
+
+namespace fs = std::filesystem;
+
+class TempDir {
+ public:
+  TempDir() {
+    std::string tmpl = (fs::temp_directory_path() / "fob_timer_XXXXXX").string();
+    if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
+    path_ = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  std::string file(const std::string& name) const { return (path_ / name).string(); }
+
+ private:
+  fs::path path_;
+};
+
+SystemInfo system_with(const std::string& timer) {
+  SystemInfo s;
+  s.backend = "cpu";
+  s.transport = "mpi";
+  s.world_size = 1;
+  s.link_emulation = "none";
+  s.timer = timer;
+  return s;
+}
+
+void write_empty_file(const std::string& path, const SystemInfo& sys) {
+  ResultWriter writer(path, false, RunInfo{}, sys);
+  writer.finish();
+}
+
+TEST(Timer, RoundTripsThroughTheFile) {
+  TempDir dir;
+  const std::string path = dir.file("t.h5");
+  write_empty_file(path, system_with("cuda events (stream order)"));
+  EXPECT_EQ(read_results(path).system.timer, "cuda events (stream order)");
+}
+
+TEST(Timer, FilesWithoutTheAttributeReadAsUnknown) {
+  TempDir dir;
+  const std::string path = dir.file("old.h5");
+  write_empty_file(path, system_with("host steady_clock"));
+  // Remove the attribute, as in a file written before it existed.
+  const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+  ASSERT_GE(f, 0);
+  const hid_t g = H5Gopen2(f, "system", H5P_DEFAULT);
+  ASSERT_GE(g, 0);
+  ASSERT_GE(H5Adelete(g, "timer"), 0);
+  H5Gclose(g);
+  H5Fclose(f);
+  const ResultFile file = read_results(path);
+  EXPECT_EQ(file.system.timer, kTimerUnknown);
+  EXPECT_EQ(file.system.backend, "cpu");  // the rest still reads
+}
+
+TEST(Timer, EveryReportFormatNamesIt) {
+  ResultFile file;
+  file.system = system_with("host steady_clock");
+  auto render = [&](ReportFormat f) {
+    std::ostringstream out;
+    write_report(out, file, f);
+    return out.str();
+  };
+  EXPECT_NE(render(ReportFormat::md).find("- timer: host steady_clock\n"), std::string::npos);
+  EXPECT_NE(render(ReportFormat::csv).find("# timer: host steady_clock\n"), std::string::npos);
+  EXPECT_NE(render(ReportFormat::json).find("\"timer\": \"host steady_clock\""), std::string::npos);
+  EXPECT_NE(render(ReportFormat::latex).find("% timer: host steady_clock\n"), std::string::npos);
+}
+
+TEST(Timer, CompareWarnsWhenTheTimersDiffer) {
+  const SystemInfo host = system_with("host steady_clock");
+  EXPECT_TRUE(setting_differences(host, host).empty());
+
+  const SystemInfo cuda = system_with("cuda events (stream order)");
+  const auto diffs = setting_differences(host, cuda);
+  ASSERT_EQ(diffs.size(), 1u);
+  EXPECT_EQ(diffs[0].setting, "timer");
+  EXPECT_EQ(diffs[0].base, "host steady_clock");
+  EXPECT_EQ(diffs[0].next, "cuda events (stream order)");
+  EXPECT_NE(diffs[0].consequence.find("different clocks"), std::string::npos);
+
+  // An old file's timer is unknown: that is a difference, not a match.
+  EXPECT_EQ(setting_differences(system_with(kTimerUnknown), host).size(), 1u);
+
+  // Both settings differ: the link comes first, then the timer.
+  SystemInfo emulated = cuda;
+  emulated.link_emulation = "emulated: 1 Gbit/s, 0 us latency";
+  const auto both = setting_differences(host, emulated);
+  ASSERT_EQ(both.size(), 2u);
+  EXPECT_EQ(both[0].setting, "link emulation");
+  EXPECT_EQ(both[1].setting, "timer");
+}
+
+}  // namespace
+}  // namespace fob
