@@ -215,6 +215,7 @@ void CudaBackend::begin(const Plan& plan) {
   if (replaying_) {
     // The origin is recorded outside the graph, just before it is launched in finish().
     nvtxRangePushA("iteration (graph replay)");
+    cupti_on_ = cupti_ != nullptr;
     return;
   }
   if (capturing_) {
@@ -263,9 +264,10 @@ void CudaBackend::launch(const Task& task, const std::vector<int>& wait_for) {
   // What nsys and ncu show under the task's name, and what CUPTI's records are tagged with.
   nvtxRangePushA(task.label.c_str());
   record_timing(p.start[task.id], stream);
-  if (cupti_on_) cupti_->push(cupti_id(task.id));
+  // Tagged during a capture too: the graph nodes it creates carry the task into replays.
+  if (cupti_) cupti_->push(cupti_id(task.id));
   enqueue(task, stream);
-  if (cupti_on_) cupti_->pop();
+  if (cupti_) cupti_->pop();
   record_timing(p.end[task.id], stream);
   nvtxRangePop();
   check_.cuda(cudaEventRecord(p.done[task.id], stream), "recording a task's completion");
@@ -291,6 +293,7 @@ IterationTimes CudaBackend::finish(double timeout_s) {
   }
   if (replaying_) {
     check_.cuda(cudaEventRecord(it0_, compute_), "recording the iteration start");
+    mark_origin();
     check_.cuda(cudaGraphLaunch(p.graph, compute_), "cudaGraphLaunch");
   }
   wait_for_iteration(timeout_s);

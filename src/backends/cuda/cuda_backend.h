@@ -98,6 +98,7 @@ class CudaBackend : public Backend {
   void start_cupti();
   void mark_origin();
   IterationTimes read_times();
+  static IterationTimes finish_times(IterationTimes& times);
   bool event_times(IterationTimes& times);
   uint64_t cupti_id(int task) const { return (iteration_seq_ << 32) + 1 + task; }
 

@@ -3,6 +3,7 @@
 #include <cupti.h>
 #include <dlfcn.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <mutex>
 #include <unordered_map>
@@ -24,6 +25,10 @@ struct Api {
   decltype(&cuptiActivityPushExternalCorrelationId) push = nullptr;
   decltype(&cuptiActivityPopExternalCorrelationId) pop = nullptr;
   decltype(&cuptiGetResultString) result_string = nullptr;
+  decltype(&cuptiSubscribe) subscribe = nullptr;
+  decltype(&cuptiUnsubscribe) unsubscribe = nullptr;
+  decltype(&cuptiEnableCallback) enable_callback = nullptr;
+  decltype(&cuptiGetGraphNodeId) graph_node_id = nullptr;
 };
 
 Api g_api;
@@ -36,9 +41,24 @@ std::mutex g_mu;
 std::unordered_map<uint32_t, uint64_t> g_external;                // correlation id -> external id
 std::unordered_map<uint32_t, CuptiTimer::Span> g_by_correlation;  // correlation id -> work
 size_t g_dropped = 0;
+// CUDA graphs: a replayed kernel's record names its graph node, not the API call that was
+// captured, so each node is tagged when the capture creates it (the task being launched) and
+// the tag follows the node into every clone (instantiation).
+std::atomic<uint32_t> g_current_task{0};                         // task + 1 being launched
+std::unordered_map<uint64_t, uint32_t> g_node_task;              // graph node id -> task + 1
+std::unordered_map<uint32_t, CuptiTimer::Span> g_by_graph_task;  // task + 1 -> replayed work
+CUpti_SubscriberHandle g_subscriber = nullptr;
 
-void note_work(uint32_t correlation, uint64_t start, uint64_t end) {
-  CuptiTimer::Span& s = g_by_correlation[correlation];
+void note_work(uint32_t correlation, uint64_t graph_node, uint64_t start, uint64_t end) {
+  CuptiTimer::Span* span = nullptr;
+  if (graph_node != 0) {
+    auto tagged = g_node_task.find(graph_node);
+    if (tagged == g_node_task.end()) return;  // a node no task created
+    span = &g_by_graph_task[tagged->second];
+  } else {
+    span = &g_by_correlation[correlation];
+  }
+  CuptiTimer::Span& s = *span;
   if (start < s.start) s.start = start;
   if (end > s.end) s.end = end;
   ++s.records;
@@ -58,17 +78,17 @@ void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, siz
       case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
       case CUPTI_ACTIVITY_KIND_KERNEL: {
         auto* k = reinterpret_cast<CUpti_ActivityKernel10*>(record);
-        note_work(k->correlationId, k->start, k->end);
+        note_work(k->correlationId, k->graphNodeId, k->start, k->end);
         break;
       }
       case CUPTI_ACTIVITY_KIND_MEMCPY: {
         auto* m = reinterpret_cast<CUpti_ActivityMemcpy6*>(record);
-        note_work(m->correlationId, m->start, m->end);
+        note_work(m->correlationId, m->graphNodeId, m->start, m->end);
         break;
       }
       case CUPTI_ACTIVITY_KIND_MEMSET: {
         auto* m = reinterpret_cast<CUpti_ActivityMemset4*>(record);
-        note_work(m->correlationId, m->start, m->end);
+        note_work(m->correlationId, m->graphNodeId, m->start, m->end);
         break;
       }
       case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
@@ -81,6 +101,29 @@ void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, siz
     }
   }
   std::free(buffer);
+}
+
+void CUPTIAPI on_graph_node(void*, CUpti_CallbackDomain domain, CUpti_CallbackId id,
+                            const void* data) {
+  if (domain != CUPTI_CB_DOMAIN_RESOURCE) return;
+  const auto* resource = static_cast<const CUpti_ResourceData*>(data);
+  const auto* graph = static_cast<const CUpti_GraphData*>(resource->resourceDescriptor);
+  if (!graph) return;
+  uint64_t node = 0, original = 0;
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (id == CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED) {
+    const uint32_t task = g_current_task.load();
+    if (task != 0 && g_api.graph_node_id(graph->node, &node) == CUPTI_SUCCESS) {
+      g_node_task[node] = task;
+    }
+  } else if (id == CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED) {
+    if (g_api.graph_node_id(graph->originalNode, &original) != CUPTI_SUCCESS ||
+        g_api.graph_node_id(graph->node, &node) != CUPTI_SUCCESS) {
+      return;
+    }
+    auto tagged = g_node_task.find(original);
+    if (tagged != g_node_task.end()) g_node_task[node] = tagged->second;
+  }
 }
 
 template <typename F>
@@ -106,7 +149,11 @@ void load() {
                    find(lib, "cuptiActivityGetNumDroppedRecords", &a.dropped) &&
                    find(lib, "cuptiActivityPushExternalCorrelationId", &a.push) &&
                    find(lib, "cuptiActivityPopExternalCorrelationId", &a.pop) &&
-                   find(lib, "cuptiGetResultString", &a.result_string);
+                   find(lib, "cuptiGetResultString", &a.result_string) &&
+                   find(lib, "cuptiSubscribe", &a.subscribe) &&
+                   find(lib, "cuptiUnsubscribe", &a.unsubscribe) &&
+                   find(lib, "cuptiEnableCallback", &a.enable_callback) &&
+                   find(lib, "cuptiGetGraphNodeId", &a.graph_node_id);
   if (!all) {
     g_load_error = "libcupti lacks the activity API calls this build uses";
     return;
@@ -137,11 +184,27 @@ std::unique_ptr<CuptiTimer> CuptiTimer::start(std::string* why) {
     *why = describe("cuptiActivityRegisterCallbacks", r);
     return nullptr;
   }
+  r = g_api.subscribe(&g_subscriber, on_graph_node, nullptr);
+  if (r == CUPTI_SUCCESS) {
+    for (CUpti_CallbackId id :
+         {CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED, CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED}) {
+      if (r == CUPTI_SUCCESS)
+        r = g_api.enable_callback(1, g_subscriber, CUPTI_CB_DOMAIN_RESOURCE, id);
+    }
+  }
+  if (r != CUPTI_SUCCESS) {
+    *why = describe("subscribing to CUPTI's graph node callbacks", r);
+    if (g_subscriber) g_api.unsubscribe(g_subscriber);
+    g_subscriber = nullptr;
+    return nullptr;
+  }
   for (CUpti_ActivityKind kind : kKinds) {
     r = g_api.enable(kind);
     if (r != CUPTI_SUCCESS) {
       *why = describe("cuptiActivityEnable", r);
       for (CUpti_ActivityKind k : kKinds) g_api.disable(k);
+      g_api.unsubscribe(g_subscriber);
+      g_subscriber = nullptr;
       return nullptr;
     }
   }
@@ -151,16 +214,22 @@ std::unique_ptr<CuptiTimer> CuptiTimer::start(std::string* why) {
 CuptiTimer::~CuptiTimer() {
   for (CUpti_ActivityKind kind : kKinds) g_api.disable(kind);
   g_api.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  if (g_subscriber) g_api.unsubscribe(g_subscriber);
+  g_subscriber = nullptr;
   std::lock_guard<std::mutex> lock(g_mu);
   g_external.clear();
   g_by_correlation.clear();
+  g_node_task.clear();
+  g_by_graph_task.clear();
 }
 
 void CuptiTimer::push(uint64_t id) {
+  g_current_task = static_cast<uint32_t>(id & 0xffffffffu);
   g_api.push(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, id);
 }
 
 void CuptiTimer::pop() {
+  g_current_task = 0;
   uint64_t last = 0;
   g_api.pop(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, &last);
 }
@@ -183,6 +252,15 @@ std::vector<CuptiTimer::Span> CuptiTimer::collect(uint64_t first_id, size_t coun
     if (work->second.end > s.end) s.end = work->second.end;
     s.records += work->second.records;
   }
+  // A graph replay's work, by the task that created each node (ids count tasks from 1).
+  for (const auto& [task, work] : g_by_graph_task) {
+    if (task >= count) continue;
+    Span& s = spans[task];
+    if (work.start < s.start) s.start = work.start;
+    if (work.end > s.end) s.end = work.end;
+    s.records += work.records;
+  }
+  g_by_graph_task.clear();
   // The iteration is over and flushed: nothing later can join what is left (work outside any
   // task, such as filling inputs), so it goes.
   g_external.clear();

@@ -24,7 +24,10 @@ class CuptiTimer {
   CuptiTimer(const CuptiTimer&) = delete;
   CuptiTimer& operator=(const CuptiTimer&) = delete;
 
-  // Brackets the API calls that launch one task's GPU work (id > 0, unique per iteration).
+  // Brackets the API calls that launch one task's GPU work: id's low 32 bits are the task's
+  // index + 1 (0 is the iteration's origin marker), the high ones count iterations. Graph nodes
+  // created meanwhile (stream capture) are tagged with the task, and a replay's work is
+  // returned under it.
   void push(uint64_t id);
   void pop();
 

@@ -23,10 +23,6 @@ void CudaBackend::start_cupti() {
   std::string why;
   if (const char* choice = std::getenv("FOB_TIMER"); choice && std::strcmp(choice, "events") == 0) {
     why = "FOB_TIMER=events";
-  } else if (options_.graphs) {
-    // A replayed graph's kernels carry the correlation of cudaGraphLaunch, not of the task
-    // that was captured: nothing ties them to tasks here.
-    why = "--graphs: graph replays are not tagged per task";
   } else {
     cupti_ = CuptiTimer::start(&why);
   }
@@ -76,9 +72,12 @@ IterationTimes CudaBackend::read_times() {
     }
   }
   event_times(times);
+  if (!cupti_) return finish_times(times);
+  // Collected every iteration, so that none leaves records behind for the next; used when the
+  // iteration was tagged (not the one captured as a graph: it ran the graph only at its end).
+  size_t dropped = 0;
+  const std::vector<CuptiTimer::Span> spans = cupti_->collect(cupti_id(-1), n + 1, &dropped);
   if (cupti_on_) {
-    size_t dropped = 0;
-    const std::vector<CuptiTimer::Span> spans = cupti_->collect(cupti_id(-1), n + 1, &dropped);
     std::string why;
     if (dropped > 0) why = "CUPTI dropped " + std::to_string(dropped) + " activity records";
     if (why.empty() && spans[0].records == 0) why = "CUPTI recorded no origin marker";
@@ -101,6 +100,10 @@ IterationTimes CudaBackend::read_times() {
                    rank_, why.c_str());
     }
   }
+  return finish_times(times);
+}
+
+IterationTimes CudaBackend::finish_times(IterationTimes& times) {
   for (double e : times.end) {
     if (!std::isnan(e)) times.step = std::max(times.step, e);
   }
