@@ -121,4 +121,11 @@ int32_t recorded_peer(const Task& task);
 // fobench file, has a newer schema, or cannot be opened.
 ResultFile read_results(const std::string& path);
 
+// Why this run may not add its cases to `existing` (an interrupted file): the first of backend,
+// transport, world size, link emulation, timer and every config setting (the seed, dtype,
+// iterations, shapes, strategies, ...; not the output path) that differs, named with both
+// values. Empty when they all agree.
+std::string resume_mismatch(const ResultFile& existing, const RunInfo& run,
+                            const SystemInfo& system);
+
 }  // namespace fob

@@ -240,6 +240,20 @@ std::string cuda_version_line() {
 
 }  // namespace
 
+namespace {
+
+// The file an interrupted NAME.h5.partial becomes when its run finishes.
+std::string partial_target(const std::string& partial) {
+  const std::string suffix = ".partial";
+  if (partial.size() <= suffix.size() ||
+      partial.compare(partial.size() - suffix.size(), suffix.size(), suffix) != 0) {
+    throw InputError("--resume: '" + partial + "' is not a .h5.partial file");
+  }
+  return partial.substr(0, partial.size() - suffix.size());
+}
+
+}  // namespace
+
 std::string version_text() {
   unsigned major = 0, minor = 0, release = 0;
   H5get_libversion(&major, &minor, &release);
@@ -427,6 +441,20 @@ int run_command(const RunArgs& args) {
   try {
     agree_on_error(comm, rank, [&] {
       if (args.resume) {
+        // Checked on a read-only look before the file is opened for writing, so a refused
+        // resume leaves it byte for byte as it was.
+        const std::string target = partial_target(*args.resume);
+        if (args.output && std::filesystem::absolute(*args.output).lexically_normal() !=
+                               std::filesystem::absolute(target).lexically_normal()) {
+          throw InputError("-o '" + *args.output + "' with --resume '" + *args.resume +
+                           "': a resumed run finishes its own file, '" + target +
+                           "'; give one or the other");
+        }
+        const std::string why = resume_mismatch(read_results(*args.resume), run_info, system);
+        if (!why.empty()) {
+          throw InputError("--resume '" + *args.resume + "': " + why +
+                           "; resume with the settings it was started with, or start a new file");
+        }
         writer = std::make_unique<ResultWriter>(*args.resume);
         size_t i = 0;
         for (const auto& group : groups) {

@@ -37,6 +37,31 @@ kill -TERM "$pid"
 wait "$pid" || true
 if [ ! -e "$out.partial" ] || [ -e "$out" ]; then fail "the sweep was not stopped midway"; fi
 
+# A resume with anything that changes what was measured is refused, naming the setting, and
+# leaves the file byte for byte as it was (a resumed file holds one setting only).
+before=$(md5sum < "$out.partial")
+refuse() {  # refuse NAME PATTERN NP ARGS...
+  local name=$1 pattern=$2 np=$3 rc=0
+  shift 3
+  mpirun_np "$np" run -c "$cfg" --resume "$out.partial" "$@" > /dev/null \
+    2> "$scratch/$name.err" || rc=$?
+  [ "$rc" = 2 ] || { cat "$scratch/$name.err" >&2; fail "$name: resume exited $rc, expected 2"; }
+  grep -q -- "$pattern" "$scratch/$name.err" ||
+    { cat "$scratch/$name.err" >&2; fail "$name: the message does not name '$pattern'"; }
+  [ "$(md5sum < "$out.partial")" = "$before" ] || fail "$name: the refused resume changed the file"
+  echo "ok: $name: $(head -n1 "$scratch/$name.err")"
+}
+refuse link "link emulation" 2 --link-gbps 1
+refuse iters "setting 'iters'" 2 --iters 9
+refuse seed "setting 'seed'" 2 --seed 7
+refuse dtype "setting 'dtype'" 2 --dtype fp64
+refuse strategies "setting 'strategies'" 2 --strategies baseline
+refuse world "world size" 1
+refuse output "give one or the other" 2 -o "$scratch/elsewhere.h5"
+if [ -e "$scratch/elsewhere.h5" ] || [ -e "$scratch/elsewhere.h5.partial" ]; then
+  fail "a refused resume wrote another file"
+fi
+
 mpirun_np 2 run -c "$cfg" --resume "$out.partial" > /dev/null 2> "$scratch/resume.err" ||
   { cat "$scratch/resume.err" >&2; fail "resume exited $?"; }
 if [ ! -e "$out" ] || [ -e "$out.partial" ]; then fail "resume did not finish the file"; fi
