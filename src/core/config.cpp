@@ -1,5 +1,7 @@
 #include "fob/config.h"
 
+#include <cstdio>
+
 #include <yaml-cpp/yaml.h>
 
 #include <sstream>
@@ -238,6 +240,24 @@ int parse_comm_sms(const std::string& text) {
                    "' is not a count of SMs; valid: auto, or an integer 0 or more");
 }
 
+namespace {
+
+// Beyond these the emulated delays and deadlines would overflow the clocks' durations or never
+// end within a job; below kMinLinkGbps one 64 KiB transfer would take over a day.
+constexpr double kMaxTimeoutSeconds = 1e6;
+constexpr double kMinLinkGbps = 1e-5;
+constexpr double kMaxLatencyUs = 1e8;
+
+void check_range(const char* key, double value, double low, double high, const char* unit) {
+  if (value >= low && value <= high) return;
+  char text[160];
+  std::snprintf(text, sizeof text, "%s: %g is out of range; valid: %g to %g %s", key, value, low,
+                high, unit);
+  throw InputError(text);
+}
+
+}  // namespace
+
 void validate_config(const Config& c) {
   if (c.iters < 1) throw InputError("iters: " + std::to_string(c.iters) + " must be at least 1");
   if (c.comm_sms < -1) {
@@ -249,10 +269,12 @@ void validate_config(const Config& c) {
   if (c.blas_threads < 1) {
     throw InputError("blas_threads: " + std::to_string(c.blas_threads) + " must be at least 1");
   }
-  if (!(c.timeout > 0)) throw InputError("timeout: " + std::to_string(c.timeout) + " must be > 0");
-  if (c.link.gbps < 0 || c.link.latency_us < 0) {
-    throw InputError("link_gbps/link_latency_us: must not be negative (0 turns emulation off)");
-  }
+  // Every double is checked against a closed range, which NaN fails too: a NaN would otherwise
+  // turn emulation off silently, and a value too large or too small for the clocks would be
+  // recorded as emulated while no delay is applied.
+  check_range("timeout", c.timeout, 1e-3, kMaxTimeoutSeconds, "seconds");
+  if (c.link.gbps != 0) check_range("link_gbps", c.link.gbps, kMinLinkGbps, 1e9, "Gbit/s, or 0");
+  check_range("link_latency_us", c.link.latency_us, 0, kMaxLatencyUs, "microseconds");
   if (c.backend != "auto" && c.backend != "cpu" && c.backend != "cuda") {
     throw InputError("backend: '" + c.backend + "' is not a backend; valid: auto, cpu, cuda");
   }

@@ -24,6 +24,14 @@ printf 'workload: mlp\nbatch: 2\nbogus_key: 1\n' > "$scratch/unknown_key.yaml"
 expect_bad unknown_key "bogus_key" 2 -c "$scratch/unknown_key.yaml"
 expect_bad unknown_key_line "unknown_key.yaml:3" 2 -c "$scratch/unknown_key.yaml"
 expect_bad unknown_strategy "nope" 2 -c "$smoke" --strategies baseline,nope
+# Non-finite and out-of-range doubles: a NaN must not turn emulation off, nor an overflowing
+# delay be recorded as emulated without being applied.
+expect_bad gbps_nan "link_gbps: nan" 1 -c "$smoke" --link-gbps nan
+expect_bad gbps_inf "link_gbps: inf" 1 -c "$smoke" --link-gbps inf
+expect_bad gbps_tiny "link_gbps: 1e-300" 1 -c "$smoke" --link-gbps 1e-300
+expect_bad latency_huge "link_latency_us: 1e+30" 1 -c "$smoke" --link-latency-us 1e30
+expect_bad timeout_inf "timeout: inf" 1 -c "$smoke" --timeout inf
+expect_bad timeout_nan "timeout: nan" 1 -c "$smoke" --timeout nan
 expect_bad strategy_choices "flash_direct" 2 -c "$smoke" --strategies nope
 expect_bad indivisible_tokens "batch\*seq" 3 -c "$smoke" --batch 1 --seq 10
 expect_bad too_many_slices "slicing:1000" 2 -c "$smoke" --strategies slicing:1000
