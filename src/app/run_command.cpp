@@ -27,6 +27,7 @@
 #include "fob/metrics.h"
 #include "fob/report.h"
 #include "fob/results.h"
+#include "fob/text_file.h"
 #include "fob/workload.h"
 
 extern char** environ;
@@ -68,13 +69,10 @@ std::string recorded_env() {
 std::string broadcast_file(MPI_Comm comm, int rank, const std::string& path) {
   std::string text, error;
   if (rank == 0) {
-    std::ifstream in(path);
-    if (!in) {
-      error = "config: cannot read '" + path + "'";
-    } else {
-      std::stringstream ss;
-      ss << in.rdbuf();
-      text = ss.str();
+    try {
+      text = read_regular_file(path, "config");
+    } catch (const InputError& e) {
+      error = e.what();
     }
   }
   for (std::string* s : {&text, &error}) {

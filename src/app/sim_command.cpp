@@ -17,6 +17,7 @@
 #include "fob/report.h"
 #include "fob/results.h"
 #include "fob/sim.h"
+#include "fob/text_file.h"
 #include "fob/workload.h"
 
 namespace fob {
@@ -38,11 +39,7 @@ std::vector<int> parse_worlds(const std::string& text) {
 }
 
 std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError("config: cannot read '" + path + "'");
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
+  return read_regular_file(path, "config");
 }
 
 std::vector<Plan> make_plans(const CaseSpec& spec) {

@@ -20,6 +20,7 @@
 
 #include "fob/metrics.h"
 #include "fob/results.h"
+#include "fob/text_file.h"
 #include "fob/types.h"
 
 namespace fob {
@@ -779,6 +780,7 @@ ResultFile read_results_unchecked(const std::string& path) {
   if (!std::filesystem::exists(path, ec)) {
     throw InputError("cannot open '" + path + "' as HDF5: no such file");
   }
+  require_regular_file(path, "results file");
   H5Eclear2(H5E_DEFAULT);
   // A run still writing its .partial file holds HDF5's file lock; reading it meanwhile (to
   // watch a sweep) is safe because every finished case was flushed, so do not take the lock.

@@ -1,6 +1,7 @@
 // Machine files: parse_machine / load_machine read the YAML format documented in
 // include/fob/machine.h, save_machine writes it back.
 #include "fob/machine.h"
+#include "fob/text_file.h"
 
 #include <yaml-cpp/yaml.h>
 
@@ -283,11 +284,7 @@ Machine parse_machine(const std::string& yaml_text, const std::string& source) {
 }
 
 Machine load_machine(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError(path + ": cannot read the machine file");
-  std::stringstream text;
-  text << in.rdbuf();
-  return parse_machine(text.str(), path);
+  return parse_machine(read_regular_file(path, "machine file"), path);
 }
 
 void save_machine(std::ostream& out, const Machine& machine) {

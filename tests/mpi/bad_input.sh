@@ -24,6 +24,17 @@ printf 'workload: mlp\nbatch: 2\nbogus_key: 1\n' > "$scratch/unknown_key.yaml"
 expect_bad unknown_key "bogus_key" 2 -c "$scratch/unknown_key.yaml"
 expect_bad unknown_key_line "unknown_key.yaml:3" 2 -c "$scratch/unknown_key.yaml"
 expect_bad unknown_strategy "nope" 2 -c "$smoke" --strategies baseline,nope
+# Inputs that are not regular files: a directory ran the defaults, a FIFO blocked for ever.
+mkdir -p "$scratch/a_dir"
+mkfifo "$scratch/a_fifo"
+expect_bad config_dir "is a directory" 1 -c "$scratch/a_dir"
+# (A hang here ends at CTest's time limit, a failure too.)
+expect_bad config_fifo "is a FIFO" 1 -c "$scratch/a_fifo"
+expect_input_error report_fifo "is a FIFO" report "$scratch/a_fifo"
+expect_input_error report_dir "is a directory" report "$scratch/a_dir"
+expect_input_error sim_machine_fifo "is a FIFO" sim -c "$smoke" --machine "$scratch/a_fifo"
+expect_input_error sim_config_dir "is a directory" sim -c "$scratch/a_dir" \
+  --machine "$FOB_SOURCE_DIR/bench_configs/machines/cpu_shm.yaml"
 # Non-finite and out-of-range doubles: a NaN must not turn emulation off, nor an overflowing
 # delay be recorded as emulated without being applied.
 expect_bad gbps_nan "link_gbps: nan" 1 -c "$smoke" --link-gbps nan
