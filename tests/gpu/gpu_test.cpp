@@ -17,6 +17,7 @@
 #include <cstring>
 #include <string>
 
+#include "../common/forwarding_backend.h"
 #include "../common/mpi_gtest.h"
 #include "../common/workload_cases.h"
 #include "fob/backend.h"
@@ -136,32 +137,14 @@ TEST_F(Gpu, TaskTimesComeFromEventsAndRespectDependencies) {
 }
 
 // Keeps every iteration's times as the backend reported them.
-class KeepsTimes : public Backend {
+class KeepsTimes : public ForwardingBackend {
  public:
-  explicit KeepsTimes(Backend& inner) : inner_(inner) {}
-  std::string name() const override { return inner_.name(); }
-  std::string device() const override { return inner_.device(); }
-  std::string blas() const override { return inner_.blas(); }
-  std::string transport() const override { return inner_.transport(); }
-  std::string timer() const override { return inner_.timer(); }
-  void setup(const Plan& plan) override { inner_.setup(plan); }
-  void release(const Plan& plan) override { inner_.release(plan); }
-  void poison(const Plan& plan) override { inner_.poison(plan); }
-  std::vector<double> read(const Plan& plan, int buffer) override {
-    return inner_.read(plan, buffer);
-  }
-  void begin(const Plan& plan) override { inner_.begin(plan); }
-  void launch(const Task& task, const std::vector<int>& wait_for) override {
-    inner_.launch(task, wait_for);
-  }
+  using ForwardingBackend::ForwardingBackend;
   IterationTimes finish(double timeout_s) override {
     kept.push_back(inner_.finish(timeout_s));
     return kept.back();
   }
   std::vector<IterationTimes> kept;
-
- private:
-  Backend& inner_;
 };
 
 // CUPTI kernel activity: an interval for every task, inside the task's stream-event bracket

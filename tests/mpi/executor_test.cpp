@@ -8,6 +8,7 @@
 #include <deque>
 #include <vector>
 
+#include "../common/forwarding_backend.h"
 #include "../common/mpi_gtest.h"
 #include "../common/workload_cases.h"
 #include "fob/backend.h"
@@ -189,20 +190,9 @@ TEST_F(Fixture, VerificationCatchesAWrongAttention) {
 
 // Runs its inner backend faithfully for the first iteration only; afterwards one GEMM adds to
 // its output instead of overwriting it, as a stale graph or a lost dependency would.
-class GoesWrongAfterFirstIteration : public Backend {
+class GoesWrongAfterFirstIteration : public ForwardingBackend {
  public:
-  explicit GoesWrongAfterFirstIteration(Backend& inner) : inner_(inner) {}
-  std::string name() const override { return inner_.name(); }
-  std::string device() const override { return inner_.device(); }
-  std::string blas() const override { return inner_.blas(); }
-  std::string transport() const override { return inner_.transport(); }
-  std::string timer() const override { return inner_.timer(); }
-  void setup(const Plan& plan) override { inner_.setup(plan); }
-  void release(const Plan& plan) override { inner_.release(plan); }
-  void poison(const Plan& plan) override { inner_.poison(plan); }
-  std::vector<double> read(const Plan& plan, int buffer) override {
-    return inner_.read(plan, buffer);
-  }
+  using ForwardingBackend::ForwardingBackend;
   void begin(const Plan& plan) override {
     ++iterations_;
     victim_ = -1;
@@ -217,10 +207,8 @@ class GoesWrongAfterFirstIteration : public Backend {
     wrong_.back().accumulate = true;
     inner_.launch(wrong_.back(), wait_for);
   }
-  IterationTimes finish(double timeout_s) override { return inner_.finish(timeout_s); }
 
  private:
-  Backend& inner_;
   int iterations_ = 0;
   int victim_ = -1;
   std::deque<Task> wrong_;
