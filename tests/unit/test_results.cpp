@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "../common/temp_dir.h"
 #include "fob/metrics.h"
 #include "fob/plan.h"
 #include "fob/report.h"
@@ -25,23 +26,6 @@ namespace fs = std::filesystem;
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr int kWorld = 2;
 constexpr int kIters = 3;
-
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "fob_results_XXXXXX").string();
-    if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  fs::path path_;
-};
 
 // A case with one shape (ag_gemm 2x8x4x16 fp32, N=2, 3 iterations) and the step time of every
 // (iteration, rank); rank 1 is the slowest unless a test says otherwise.

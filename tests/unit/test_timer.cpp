@@ -9,6 +9,7 @@
 #include <sstream>
 #include <string>
 
+#include "../common/temp_dir.h"
 #include "fob/compare.h"
 #include "fob/report.h"
 #include "fob/results.h"
@@ -17,23 +18,6 @@ namespace fob {
 namespace {
 
 namespace fs = std::filesystem;
-
-class TempDir {
- public:
-  TempDir() {
-    std::string tmpl = (fs::temp_directory_path() / "fob_timer_XXXXXX").string();
-    if (!mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed");
-    path_ = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  fs::path path_;
-};
 
 SystemInfo system_with(const std::string& timer) {
   SystemInfo s;
