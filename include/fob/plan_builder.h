@@ -100,9 +100,9 @@ class PlanBuilder {
   Plan& plan_;
   std::unordered_map<std::string, int> buffer_ids_;  // name -> id, for every buffer
   Access access_;
-  // Which task last touched each row of a buffer, kept as runs of rows, each starting where a
-  // bit is set: tasks touch long row ranges at once, so the runs stay few, and finding them
-  // costs a bit scan instead of the node allocations and pointer chasing of an ordered map.
+  // Which task last touched each row of a buffer, kept as runs of rows sorted by their first
+  // row: tasks touch long row ranges at once, so the runs stay few (a few per task), and both
+  // memory and time follow the tasks, never the rows, which may be billions.
   class RowOwners {
    public:
     explicit RowOwners(int64_t rows) : rows_(rows) {}
@@ -110,16 +110,17 @@ class PlanBuilder {
     void assign(int64_t begin, int64_t end, int task);
 
    private:
-    static constexpr int64_t kWord = 64;    // rows per word of starts_
-    int64_t run_start(int64_t row) const;   // where the run holding `row` starts
-    int64_t next_start(int64_t row) const;  // the first run start after `row`; rows_ if none
+    struct Run {
+      int64_t start;  // the run's first row; it ends where the next run starts, or at rows_
+      int owner;      // its task, -1: none yet
+    };
+    // The run holding `row` (runs_ not empty).
+    std::vector<Run>::const_iterator run_at(int64_t row) const;
 
     int64_t rows_;
-    // Both empty until the first assign: most buffers are never touched on most streams.
-    // Bit r of starts_: a run starts at row r. The first row of every word starts one too, so
-    // that the run holding any row starts within that row's word: no scan goes further.
-    std::vector<uint64_t> starts_;
-    std::vector<int> owner_;  // at each run's start row, its task (-1: none yet)
+    // Empty until the first assign (most buffers are never touched on most streams); then the
+    // first run starts at row 0.
+    std::vector<Run> runs_;
   };
   // Per buffer, the latest task of each stream that read or wrote each row, so that a new
   // task's latest conflict on the other stream is found without scanning earlier tasks.

@@ -1,7 +1,6 @@
 #include "fob/plan_builder.h"
 
 #include <algorithm>
-#include <bit>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -279,53 +278,46 @@ void PlanBuilder::reserve_tasks(int64_t count) {
   if (wanted > tasks.capacity()) tasks.reserve(std::max(wanted, 2 * tasks.capacity()));
 }
 
+std::vector<PlanBuilder::RowOwners::Run>::const_iterator PlanBuilder::RowOwners::run_at(
+    int64_t row) const {
+  // The last run starting at or before `row`; the first run starts at 0, so there is one.
+  auto after = std::upper_bound(runs_.begin(), runs_.end(), row,
+                                [](int64_t r, const Run& run) { return r < run.start; });
+  return after - 1;
+}
+
 int PlanBuilder::RowOwners::latest(int64_t begin, int64_t end) const {
-  if (starts_.empty() || begin >= end) return -1;
-  int best = owner_[static_cast<size_t>(run_start(begin))];
-  for (int64_t s = next_start(begin); s < end; s = next_start(s)) {
-    best = std::max(best, owner_[static_cast<size_t>(s)]);
+  if (runs_.empty() || begin >= end) return -1;
+  int best = -1;
+  for (auto it = run_at(begin); it != runs_.end() && it->start < end; ++it) {
+    best = std::max(best, it->owner);
   }
   return best;
 }
 
 void PlanBuilder::RowOwners::assign(int64_t begin, int64_t end, int task) {
   if (begin >= end) return;
-  if (starts_.empty()) {
-    starts_.assign(static_cast<size_t>((rows_ + kWord - 1) / kWord), 1);
-    owner_.assign(static_cast<size_t>(rows_), -1);
-  }
+  if (runs_.empty()) runs_.push_back({0, -1});
   // The rows from `end` on keep their owner: the run holding `end` is cut there.
-  const size_t end_word = static_cast<size_t>(end / kWord);
-  const uint64_t end_bit = uint64_t{1} << (end % kWord);
-  if (end < rows_ && !(starts_[end_word] & end_bit)) {
-    owner_[static_cast<size_t>(end)] = owner_[static_cast<size_t>(run_start(end))];
-    starts_[end_word] |= end_bit;
+  const bool cut_at_end = end < rows_;
+  const int owner_at_end = cut_at_end ? run_at(end)->owner : -1;
+  auto by_start = [](const Run& run, int64_t r) { return run.start < r; };
+  auto first = std::lower_bound(runs_.begin(), runs_.end(), begin, by_start);
+  auto last = std::lower_bound(first, runs_.end(), end, by_start);
+  const bool has_end = last != runs_.end() && last->start == end;
+  // The runs starting inside [begin, end) become one, owned by `task`, and one more starts at
+  // `end` unless one does already: overwritten in place, with a single erase or insert for the
+  // difference, so that the runs after them move once.
+  Run fresh[2] = {{begin, task}, {end, owner_at_end}};
+  const ptrdiff_t wanted = cut_at_end && !has_end ? 2 : 1;
+  const ptrdiff_t present = last - first;
+  const ptrdiff_t reused = std::min(wanted, present);
+  std::copy(fresh, fresh + reused, first);
+  if (present > wanted) {
+    runs_.erase(first + reused, last);
+  } else if (present < wanted) {
+    runs_.insert(first + reused, fresh + reused, fresh + wanted);
   }
-  // Within each word, the rows of [begin, end) become one run.
-  for (int64_t lo = begin; lo < end;) {
-    const int64_t word = lo / kWord;
-    const int64_t hi = std::min(end, (word + 1) * kWord);
-    const uint64_t rows = (~uint64_t{0} >> (kWord - (hi - lo))) << (lo % kWord);  // [lo, hi)
-    uint64_t& bits = starts_[static_cast<size_t>(word)];
-    bits = (bits & ~rows) | (uint64_t{1} << (lo % kWord));
-    owner_[static_cast<size_t>(lo)] = task;
-    lo = hi;
-  }
-}
-
-int64_t PlanBuilder::RowOwners::run_start(int64_t row) const {
-  const int64_t word = row / kWord;
-  // The starts at or below `row` in its word: never none, as the word's first row is one.
-  const uint64_t bits = starts_[static_cast<size_t>(word)] & (~uint64_t{0} >> (63 - row % kWord));
-  return word * kWord + 63 - std::countl_zero(bits);
-}
-
-int64_t PlanBuilder::RowOwners::next_start(int64_t row) const {
-  const int64_t word = row / kWord;
-  // The starts above `row` in its word; failing those, the next word's first row.
-  const uint64_t bits = starts_[static_cast<size_t>(word)] & (~uint64_t{1} << (row % kWord));
-  const int64_t next = bits ? word * kWord + std::countr_zero(bits) : (word + 1) * kWord;
-  return std::min(next, rows_);
 }
 
 PlanBuilder::Access& PlanBuilder::fresh_access() {
