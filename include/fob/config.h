@@ -59,6 +59,12 @@ std::vector<Config> expand_sweep(const Config& config);
 // "auto" (-1) or a count of SMs >= 0; InputError naming the key and the valid values.
 int parse_comm_sms(const std::string& text);
 
+// An integer option's value, one rule for the command line and YAML: decimal digits with a sign
+// only where T has one, within T's range; otherwise InputError naming the key, the value and
+// the range. Instantiated for int, int64_t and uint64_t.
+template <typename T>
+T parse_integer(const std::string& key, const std::string& text);
+
 void validate_config(const Config& config);
 
 // Splits "baseline,slicing:4" into its specs.

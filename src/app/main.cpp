@@ -1,10 +1,13 @@
 // fobench: one binary, subcommands (DESIGN.md section 4).
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
+#include <type_traits>
 
 #include "commands.h"
+#include "fob/config.h"
 #include "fob/types.h"
 
 namespace {
@@ -12,8 +15,18 @@ namespace {
 template <typename T>
 void optional_option(CLI::App* app, const std::string& flags, std::optional<T>& target,
                      const std::string& help) {
-  app->add_option_function<T>(
-      flags, [&target](const T& v) { target = v; }, help);
+  if constexpr (std::is_integral_v<T>) {
+    // Integers follow the config file's rule (fob::parse_integer): CLI11's own conversion
+    // wraps 2^64 and -1 around and reads hex; the key is the option's long name.
+    std::string key = flags.substr(flags.rfind("--") + 2);
+    std::replace(key.begin(), key.end(), '-', '_');
+    app->add_option_function<std::string>(
+        flags, [&target, key](const std::string& v) { target = fob::parse_integer<T>(key, v); },
+        help);
+  } else {
+    app->add_option_function<T>(
+        flags, [&target](const T& v) { target = v; }, help);
+  }
 }
 
 }  // namespace
@@ -139,6 +152,9 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     int code = app.exit(e);
     return code == 0 ? 0 : fob::kExitBadInput;
+  } catch (const fob::InputError& e) {
+    std::fprintf(stderr, "fobench: error: %s\n", e.what());
+    return fob::kExitBadInput;
   }
   if (show_version) {
     std::cout << fob::version_text();

@@ -4,6 +4,9 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <charconv>
+#include <limits>
+#include <map>
 #include <sstream>
 
 #include "fob/strategy.h"
@@ -39,7 +42,39 @@ T scalar(const YAML::Node& node, const std::string& key, const std::string& sour
   }
 }
 
+// An integer key: parsed by parse_integer, the command line's rule, so that both refuse the
+// same values with the same message.
+template <typename T>
+T integer(const YAML::Node& node, const std::string& key, const std::string& source) {
+  if (!node.IsScalar()) {
+    throw InputError(where(source, node) + ": " + key + ": '<not a scalar>' is not an integer");
+  }
+  try {
+    return parse_integer<T>(key, node.Scalar());
+  } catch (const InputError& e) {
+    throw InputError(where(source, node) + ": " + e.what());
+  }
+}
+
 }  // namespace
+
+template <typename T>
+T parse_integer(const std::string& key, const std::string& text) {
+  T value{};
+  const char* begin = text.data();
+  const char* end = begin + text.size();
+  // from_chars takes plain decimal only: no '+', no hex, no exponent, no sign on an unsigned type.
+  const auto [ptr, error] = std::from_chars(begin, end, value);
+  if (error == std::errc() && ptr == end && !text.empty()) return value;
+  throw InputError(key + ": '" + text + "' is not an integer from " +
+                   std::to_string(std::numeric_limits<T>::min()) + " to " +
+                   std::to_string(std::numeric_limits<T>::max()) +
+                   (error == std::errc::result_out_of_range ? " (out of range)" : ""));
+}
+
+template int parse_integer<int>(const std::string&, const std::string&);
+template int64_t parse_integer<int64_t>(const std::string&, const std::string&);
+template uint64_t parse_integer<uint64_t>(const std::string&, const std::string&);
 
 std::vector<std::string> split_list(const std::string& text) {
   std::vector<std::string> out;
@@ -75,15 +110,15 @@ void apply_key(Config& c, const std::string& key, const YAML::Node& v, const std
       throw InputError(at + ": " + e.what());
     }
   } else if (key == "batch") {
-    c.shape.batch = scalar<int64_t>(v, key, source, "an integer");
+    c.shape.batch = integer<int64_t>(v, key, source);
   } else if (key == "seq") {
-    c.shape.seq = scalar<int64_t>(v, key, source, "an integer");
+    c.shape.seq = integer<int64_t>(v, key, source);
   } else if (key == "hidden") {
-    c.shape.hidden = scalar<int64_t>(v, key, source, "an integer");
+    c.shape.hidden = integer<int64_t>(v, key, source);
   } else if (key == "ffn") {
-    c.shape.ffn = scalar<int64_t>(v, key, source, "an integer");
+    c.shape.ffn = integer<int64_t>(v, key, source);
   } else if (key == "heads") {
-    c.shape.heads = scalar<int64_t>(v, key, source, "an integer");
+    c.shape.heads = integer<int64_t>(v, key, source);
   } else if (key == "dtype") {
     try {
       c.dtype = parse_dtype(scalar<std::string>(v, key, source, "a string"));
@@ -106,11 +141,11 @@ void apply_key(Config& c, const std::string& key, const YAML::Node& v, const std
       }
     }
   } else if (key == "iters") {
-    c.iters = scalar<int>(v, key, source, "an integer");
+    c.iters = integer<int>(v, key, source);
   } else if (key == "rounds") {
-    c.rounds = scalar<int>(v, key, source, "an integer");
+    c.rounds = integer<int>(v, key, source);
   } else if (key == "warmup") {
-    c.warmup = scalar<int>(v, key, source, "an integer");
+    c.warmup = integer<int>(v, key, source);
   } else if (key == "backend") {
     c.backend = scalar<std::string>(v, key, source, "a string");
   } else if (key == "transport") {
@@ -124,9 +159,9 @@ void apply_key(Config& c, const std::string& key, const YAML::Node& v, const std
   } else if (key == "timeout") {
     c.timeout = scalar<double>(v, key, source, "a number of seconds");
   } else if (key == "seed") {
-    c.seed = scalar<uint64_t>(v, key, source, "a non-negative integer");
+    c.seed = integer<uint64_t>(v, key, source);
   } else if (key == "blas_threads") {
-    c.blas_threads = scalar<int>(v, key, source, "an integer");
+    c.blas_threads = integer<int>(v, key, source);
   } else if (key == "auto_slices") {
     c.auto_slices = scalar<bool>(v, key, source, "true or false");
   } else if (key == "graphs") {
@@ -146,6 +181,26 @@ void apply_key(Config& c, const std::string& key, const YAML::Node& v, const std
 
 }  // namespace
 
+namespace {
+
+// YAML forbids a key twice in one mapping, but yaml-cpp keeps both and lookups see the first:
+// whichever the writer meant, one value would be ignored silently.
+void refuse_duplicate_keys(const YAML::Node& map, const std::string& source) {
+  std::map<std::string, int> first_line;
+  for (const auto& entry : map) {
+    const std::string key = entry.first.Scalar();
+    const int line = entry.first.Mark().line + 1;
+    const auto [it, fresh] = first_line.emplace(key, line);
+    if (!fresh) {
+      throw InputError(source + ":" + std::to_string(line) + ": '" + key +
+                       "' is given twice (first at line " + std::to_string(it->second) +
+                       "); give each key once");
+    }
+  }
+}
+
+}  // namespace
+
 void apply_yaml(Config& c, const std::string& yaml_text, const std::string& source) {
   YAML::Node root;
   try {
@@ -155,6 +210,7 @@ void apply_yaml(Config& c, const std::string& yaml_text, const std::string& sour
   }
   if (root.IsNull()) return;
   if (!root.IsMap()) throw InputError(source + ": the config must be a mapping of keys to values");
+  refuse_duplicate_keys(root, source);
   for (const auto& entry : root) {
     const std::string key = entry.first.as<std::string>();
     const YAML::Node& v = entry.second;
@@ -167,6 +223,7 @@ void apply_yaml(Config& c, const std::string& yaml_text, const std::string& sour
       for (const auto& item : v) {
         if (!item.IsMap())
           throw InputError(where(source, item) + ": cases: each entry is a mapping");
+        refuse_duplicate_keys(item, source);
         std::vector<std::pair<std::string, std::string>> fields;
         for (const auto& f : item) {
           const std::string k = f.first.as<std::string>();
@@ -256,6 +313,43 @@ void check_range(const char* key, double value, double low, double high, const c
   throw InputError(text);
 }
 
+// cuBLAS and NCCL take 32-bit dimensions, and every byte count downstream is an int64_t: a
+// dimension past 2^31 - 1, or a tensor past 2^50 elements (8 PiB in fp64, far beyond any
+// machine), is refused here, so that no later product can wrap around.
+constexpr int64_t kMaxDimension = std::numeric_limits<int32_t>::max();
+constexpr long double kMaxElements = 1125899906842624.0L;  // 2^50
+
+void check_shape_size(const Shape& s) {
+  for (auto [key, value] : {std::pair<const char*, int64_t>{"batch", s.batch},
+                            {"seq", s.seq},
+                            {"hidden", s.hidden},
+                            {"ffn", s.ffn},
+                            {"heads", s.heads}}) {
+    if (value > kMaxDimension) {
+      throw InputError(std::string(key) + ": " + std::to_string(value) +
+                       " is too large; valid: 1 to " + std::to_string(kMaxDimension));
+    }
+  }
+  const long double tokens = static_cast<long double>(s.batch) * s.seq;
+  const long double ffn = s.ffn > 0 ? s.ffn : 4.0L * s.hidden;
+  const long double heads = s.heads > 0 ? s.heads : 1;
+  const std::pair<const char*, long double> tensors[] = {
+      {"batch x seq x hidden", tokens * s.hidden},
+      {"batch x seq x ffn", tokens * ffn},
+      {"hidden x ffn", s.hidden * ffn},
+      {"heads x seq x seq (attention scores)", heads * s.seq * static_cast<long double>(s.seq)},
+  };
+  for (const auto& [what, elements] : tensors) {
+    if (elements > kMaxElements) {
+      char text[200];
+      std::snprintf(text, sizeof text,
+                    "shape: %s = %.3Lg elements is too large for any machine; at most 2^50", what,
+                    elements);
+      throw InputError(text);
+    }
+  }
+}
+
 }  // namespace
 
 void validate_config(const Config& c) {
@@ -294,6 +388,7 @@ void validate_config(const Config& c) {
   }
   if (s.ffn < 0) throw InputError("ffn: " + std::to_string(s.ffn) + " must be positive");
   if (s.heads < 0) throw InputError("heads: " + std::to_string(s.heads) + " must be at least 1");
+  check_shape_size(s);
 }
 
 std::string Config::to_yaml() const {
