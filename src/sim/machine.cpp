@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <ostream>
+#include <set>
 #include <sstream>
 #include <vector>
 
@@ -79,8 +80,13 @@ class Reader {
                  const std::vector<std::string>& required) const {
     if (!map.IsMap()) fail(map, where, "must be a mapping with keys " + valid);
     const std::string prefix = where.empty() ? "" : " in " + where;
+    std::set<std::string> seen;  // yaml-cpp keeps a repeated key; YAML forbids it
     for (const auto& kv : map) {
       const std::string key = text(kv.first);
+      if (!seen.insert(key).second) {
+        throw InputError(at(kv.first) + ": '" + key + "' is given twice" + prefix +
+                         "; give each key once");
+      }
       bool known = false;
       std::stringstream list(valid);
       std::string item;
@@ -205,8 +211,12 @@ Machine parse_machine(const std::string& yaml_text, const std::string& source) {
                        "gemm_efficiency}; valid dtypes: ") +
                kDTypes);
   }
+  std::set<std::string> dtypes_seen;
   for (const auto& kv : compute) {
     const std::string name = Reader::text(kv.first);
+    if (!dtypes_seen.insert(name).second) {
+      throw InputError(r.at(kv.first) + ": compute: '" + name + "' is given twice");
+    }
     DType dtype{};
     try {
       dtype = parse_dtype(name);
