@@ -3,12 +3,15 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "fob/plan.h"
 
 namespace fob {
+
+class OutputLock;
 
 inline constexpr const char* kSchema = "fobench/1";
 inline constexpr int kSchemaVersion = 1;
@@ -87,8 +90,15 @@ struct ResultFile {
 
 // Writes NAME.h5.partial, rewritten case by case, then renamed to NAME.h5 by finish().
 // Refuses to start when NAME.h5 exists unless `force` (InputError). HDF5 only on rank 0.
+// Writes a results file case by case. The file is built in memory and every flush replaces
+// NAME.h5.partial whole (written beside it, synced, renamed over it), so a full disk, a signal
+// or a crash during a write leaves the previous flush as it was: readable, resumable. A second
+// run writing the same file is refused (OutputLock) before either file is touched.
 class ResultWriter {
  public:
+  // Starts NAME.h5.partial. InputError (before anything is measured) when the file may not or
+  // cannot be written: it exists without `force`, another run holds it, or the directory does
+  // not take the first flush.
   ResultWriter(const std::string& path, bool force, const RunInfo& run, const SystemInfo& sys);
   // Reopens an interrupted run's NAME.h5.partial to add cases to it (--resume).
   explicit ResultWriter(const std::string& partial_path);
@@ -98,16 +108,21 @@ class ResultWriter {
   ResultWriter& operator=(const ResultWriter&) = delete;
 
   // Writes the case (replacing an earlier version with the same id), refreshes /summary and
-  // flushes to disk.
+  // flushes to disk. RuntimeFault, with the flushed file untouched, when the write fails.
   void add_case(const CaseResult& result);
-  void finish();  // closes and renames .partial to the final name
+  void finish();  // renames .partial to the final name
   const std::string& final_path() const { return path_; }
   const std::string& partial_path() const { return partial_; }
 
  private:
+  // Replaces the .partial with the in-memory file; `before_run` makes a failure bad input.
+  void flush(const std::string& what, bool before_run);
+
   std::string path_, partial_;
-  long long file_ = -1;  // hid_t
+  long long file_ = -1;  // hid_t of the in-memory file
+  std::unique_ptr<OutputLock> lock_;
   std::vector<CaseResult> cases_;
+  size_t cases_on_disk_ = 0;  // how many cases the .partial holds
 };
 
 // A case's descriptive fields (id, workload, strategy, shape, dtype, world) from one of its

@@ -22,6 +22,7 @@
 #include "fob/results.h"
 #include "fob/text_file.h"
 #include "fob/types.h"
+#include "h5_schema.h"
 #include "h5_util.h"
 
 namespace fob {
@@ -192,6 +193,14 @@ void check_case_shapes(const CaseResult& c, const std::string& file) {
   need("task_end", c.task_end.size(), iters * world * tasks);
 }
 
+}  // namespace
+
+// ---- writing (h5_schema.h) ----------------------------------------------------------------
+
+namespace h5io {
+
+namespace {
+
 void write_system(hid_t file, const SystemInfo& sys, const std::string& path) {
   Where w{path, "/system"};
   H5Id group(check_id(H5Gcreate2(file, "system", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), w,
@@ -211,6 +220,22 @@ void write_system(hid_t file, const SystemInfo& sys, const std::string& path) {
   if (!sys.notes.empty()) write_attr_str(group, "notes", sys.notes, w);
   if (!sys.simulated.empty()) write_attr_str(group, "simulated", sys.simulated, w);
   write_attr_str(group, "env", sys.env, w);
+}
+
+}  // namespace
+
+void write_header(hid_t file, const RunInfo& run, const SystemInfo& sys, const std::string& path) {
+  Where w{path, "/"};
+  write_attr_str(file, "schema", kSchema, w);
+  write_attr_i32(file, "version", kSchemaVersion, w);
+  write_attr_str(file, "git_commit", run.git_commit, w);
+  write_attr_str(file, "created_utc", run.created_utc, w);
+  write_attr_str(file, "command_line", run.command_line, w);
+  write_attr_str(file, "config_yaml", run.config_yaml, w);
+  write_system(file, sys, path);
+  H5Id cases(check_id(H5Gcreate2(file, "cases", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
+                      Where{path, "/cases"}, "creating group"),
+             H5Gclose);
 }
 
 void write_case(hid_t cases_group, const CaseResult& c, const std::string& path) {
@@ -274,6 +299,10 @@ void write_summary(hid_t file, const std::vector<CaseResult>& cases, const std::
   H5Id packed = packed_copy(mem, w);
   write_dataset(file, "summary", packed, mem, {rows.size()}, rows.data(), w);
 }
+
+}  // namespace h5io
+
+namespace {
 
 CaseResult read_case(hid_t cases_group, const std::string& id, const std::string& path) {
   Where w{path, "case '/cases/" + id + "'"};
@@ -347,155 +376,6 @@ CaseResult read_case(hid_t cases_group, const std::string& id, const std::string
 }
 
 }  // namespace
-
-// ---- ResultWriter ---------------------------------------------------------------------------
-
-namespace {
-
-// Slurm's time limit and Ctrl-C must not land in the middle of an HDF5 write: a file cut off
-// mid-write may not reopen. While a write is in progress, SIGTERM and SIGINT are held and
-// delivered, with their default action, as soon as the file is consistent on disk again.
-std::atomic<int> g_writing{0};
-std::atomic<int> g_held_signal{0};
-
-extern "C" void hold_or_stop(int sig) {
-  if (g_writing.load()) {
-    g_held_signal.store(sig);
-    return;
-  }
-  std::signal(sig, SIG_DFL);
-  std::raise(sig);
-}
-
-void hold_stop_signals_during_writes() {
-  static const bool installed = [] {
-    struct sigaction action = {};
-    action.sa_handler = hold_or_stop;
-    sigemptyset(&action.sa_mask);
-    sigaction(SIGTERM, &action, nullptr);
-    sigaction(SIGINT, &action, nullptr);
-    return true;
-  }();
-  (void)installed;
-}
-
-class WriteSection {
- public:
-  WriteSection() { g_writing.store(1); }
-  ~WriteSection() {
-    g_writing.store(0);
-    if (const int sig = g_held_signal.exchange(0)) {
-      std::signal(sig, SIG_DFL);
-      std::raise(sig);
-    }
-  }
-  WriteSection(const WriteSection&) = delete;
-  WriteSection& operator=(const WriteSection&) = delete;
-};
-
-}  // namespace
-
-ResultWriter::ResultWriter(const std::string& path, bool force, const RunInfo& run,
-                           const SystemInfo& sys)
-    : path_(path), partial_(path + ".partial") {
-  hold_stop_signals_during_writes();
-  const WriteSection section;
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  if (!force && fs::exists(path_, ec)) {
-    throw InputError("output file '" + path_ + "' already exists; pass --force to overwrite it");
-  }
-  // A leftover .partial is what an interrupted run kept; it is data too.
-  if (!force && fs::exists(partial_, ec)) {
-    throw InputError("'" + partial_ +
-                     "' exists (left by an interrupted run?); pass --force to overwrite it");
-  }
-  silence_hdf5();
-  H5Eclear2(H5E_DEFAULT);
-  file_ = H5Fcreate(partial_.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT);
-  if (file_ < 0) {
-    throw RuntimeFault("cannot create HDF5 file '" + partial_ + "': " + h5_error_text());
-  }
-  try {
-    Where w{partial_, "/"};
-    const hid_t file = static_cast<hid_t>(file_);
-    write_attr_str(file, "schema", kSchema, w);
-    write_attr_i32(file, "version", kSchemaVersion, w);
-    write_attr_str(file, "git_commit", run.git_commit, w);
-    write_attr_str(file, "created_utc", run.created_utc, w);
-    write_attr_str(file, "command_line", run.command_line, w);
-    write_attr_str(file, "config_yaml", run.config_yaml, w);
-    write_system(file, sys, partial_);
-    H5Id cases(check_id(H5Gcreate2(file, "cases", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
-                        Where{partial_, "/cases"}, "creating group"),
-               H5Gclose);
-    check(H5Fflush(file, H5F_SCOPE_GLOBAL), w, "flushing");
-  } catch (...) {
-    H5Fclose(static_cast<hid_t>(file_));
-    file_ = -1;
-    throw;
-  }
-}
-
-ResultWriter::ResultWriter(const std::string& partial_path) : partial_(partial_path) {
-  const std::string suffix = ".partial";
-  if (partial_.size() <= suffix.size() ||
-      partial_.compare(partial_.size() - suffix.size(), suffix.size(), suffix) != 0) {
-    throw InputError("--resume: '" + partial_ + "' is not a .h5.partial file");
-  }
-  path_ = partial_.substr(0, partial_.size() - suffix.size());
-  std::error_code ec;
-  if (std::filesystem::exists(path_, ec)) {
-    throw InputError("--resume: '" + path_ + "' already exists; the run it belongs to finished");
-  }
-  hold_stop_signals_during_writes();
-  // Reading first checks the schema and gives the cases the summary is computed over.
-  cases_ = read_results(partial_).cases;
-  silence_hdf5();
-  H5Eclear2(H5E_DEFAULT);
-  file_ = H5Fopen(partial_.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
-  if (file_ < 0) {
-    throw InputError("--resume: cannot open '" + partial_ + "' for writing: " + h5_error_text());
-  }
-}
-
-ResultWriter::~ResultWriter() {
-  if (file_ >= 0) H5Fclose(static_cast<hid_t>(file_));
-}
-
-void ResultWriter::add_case(const CaseResult& result) {
-  if (file_ < 0) throw RuntimeFault("'" + partial_ + "' is already closed; cannot add a case");
-  const WriteSection section;
-  const hid_t file = static_cast<hid_t>(file_);
-  Where w{partial_, "/cases"};
-  H5Id cases(check_id(H5Gopen2(file, "cases", H5P_DEFAULT), w, "opening group"), H5Gclose);
-  // A case measured in rounds is written again with its longer history after every round.
-  if (H5Lexists(cases, result.id.c_str(), H5P_DEFAULT) > 0) {
-    check(H5Ldelete(cases, result.id.c_str(), H5P_DEFAULT), w, "replacing case " + result.id);
-  }
-  write_case(cases, result, partial_);
-  auto same = [&](const CaseResult& c) { return c.id == result.id; };
-  cases_.erase(std::remove_if(cases_.begin(), cases_.end(), same), cases_.end());
-  cases_.push_back(result);
-  write_summary(file, cases_, partial_);
-  // Flushed per case so that a crash or SIGTERM keeps every finished case readable.
-  check(H5Fflush(file, H5F_SCOPE_GLOBAL), Where{partial_, ""}, "flushing");
-}
-
-void ResultWriter::finish() {
-  if (file_ < 0) throw RuntimeFault("'" + partial_ + "' is already closed");
-  const WriteSection section;
-  const herr_t status = H5Fclose(static_cast<hid_t>(file_));
-  file_ = -1;
-  if (status < 0) {
-    throw RuntimeFault("HDF5 error closing '" + partial_ + "': " + h5_error_text());
-  }
-  std::error_code ec;
-  std::filesystem::rename(partial_, path_, ec);
-  if (ec) {
-    throw RuntimeFault("cannot rename '" + partial_ + "' to '" + path_ + "': " + ec.message());
-  }
-}
 
 // ---- reading --------------------------------------------------------------------------------
 

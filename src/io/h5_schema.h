@@ -1,0 +1,23 @@
+// Writing the results file's groups (DESIGN.md section 5), for ResultWriter; reading is
+// read_results() in h5_results.cpp, beside them.
+#pragma once
+
+#include <hdf5.h>
+
+#include <string>
+#include <vector>
+
+#include "fob/results.h"
+
+namespace fob::h5io {
+
+// The root attributes, /system and an empty /cases.
+void write_header(hid_t file, const RunInfo& run, const SystemInfo& sys, const std::string& path);
+
+// One case as /cases/<id>; `path` names the file in error messages.
+void write_case(hid_t cases_group, const CaseResult& c, const std::string& path);
+
+// /summary over every case so far, replacing the previous table.
+void write_summary(hid_t file, const std::vector<CaseResult>& cases, const std::string& path);
+
+}  // namespace fob::h5io
