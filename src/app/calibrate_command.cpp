@@ -18,6 +18,14 @@ int calibrate_command(const CalibrateArgs& args) {
   try {
     if (args.files.empty()) throw InputError("calibrate: name at least one results file");
     if (args.output.empty()) throw InputError("-o: name the machine file to write (.yaml)");
+    for (const std::string& input : args.files) {
+      std::error_code ec;
+      // A results file is data: --force replaces a machine file, never one of the inputs.
+      if (input == args.output || std::filesystem::equivalent(input, args.output, ec)) {
+        throw InputError("-o: '" + args.output + "' is one of the results files to fit ('" + input +
+                         "'); name a new machine file (.yaml)");
+      }
+    }
     if (std::filesystem::exists(args.output) && !args.force) {
       throw InputError("-o: '" + args.output + "' exists; pass --force to overwrite it");
     }
@@ -28,13 +36,19 @@ int calibrate_command(const CalibrateArgs& args) {
     FitReport report;
     const Machine machine = calibrate(files, name, &report);
 
-    // Written in memory first, so a failure leaves no half-written machine file.
+    // Written beside it and renamed over it, so a failure leaves no half-written machine file.
     std::ostringstream text;
     save_machine(text, machine);
-    std::ofstream out(args.output, std::ios::trunc);
+    const std::string tmp = args.output + ".tmp";
+    std::ofstream out(tmp, std::ios::trunc);
     out << text.str();
     out.close();
-    if (!out) throw InputError("-o: cannot write '" + args.output + "'");
+    std::error_code ec;
+    if (out) std::filesystem::rename(tmp, args.output, ec);
+    if (!out || ec) {
+      std::filesystem::remove(tmp, ec);
+      throw InputError("-o: cannot write '" + args.output + "'");
+    }
 
     std::cout << "# fobench calibrate: " << args.output << "\n\n";
     std::cout << "| fitted to | measured (ms) | model (ms) | error (%) |\n|---|---:|---:|---:|\n";

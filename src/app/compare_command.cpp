@@ -290,6 +290,23 @@ int compare_command(const CompareArgs& args) {
     const ResultFile base = read_results(args.base);
     const ResultFile next = read_results(args.next);
     const Comparison comparison = compare_results(base, next, metric, args.threshold_pct);
+    if (comparison.changes.empty()) {
+      // A gate that compared nothing would pass whatever NEW measured.
+      std::string why = "nothing to compare: BASE holds " + std::to_string(base.cases.size()) +
+                        " case(s), NEW " + std::to_string(next.cases.size()) + ", and ";
+      why += comparison.skipped > 0
+                 ? std::to_string(comparison.skipped) + " matched case(s) were skipped (" +
+                       comparison.skipped_reason + ")"
+                 : "no case of one matches a case of the other (same workload, strategy, "
+                   "shape, dtype and world)";
+      if (!comparison.not_comparable.empty()) {
+        const NotComparable& first = comparison.not_comparable.front();
+        why += "; " + std::to_string(comparison.not_comparable.size()) +
+               " matched case(s) could not be compared (first, " + first.key.text() + ": " +
+               first.reason + ")";
+      }
+      throw InputError(why);
+    }
     const Side base_side{"BASE", args.base, base};
     const Side new_side{"NEW", args.next, next};
     for (const SettingDifference& d : setting_differences(base.system, next.system)) {
