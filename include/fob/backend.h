@@ -57,10 +57,12 @@ class Backend {
   // are not comparable.
   virtual std::string timer() const = 0;
 
-  // Device memory this backend needs for a plan, and what the device has free (-1: host memory,
-  // not checked). Checked for every case before anything is allocated.
+  // Memory this backend needs for a plan, and what this rank may use (-1: not known, not
+  // checked), described by memory_name() ("device memory"). Checked for every case before
+  // anything is allocated.
   virtual int64_t bytes_needed(const Plan& plan) const { return plan.buffer_bytes(); }
   virtual int64_t bytes_free() const { return -1; }
+  virtual std::string memory_name() const { return "device memory"; }
 
   // Allocates and fills the plan's buffers. Several plans may be prepared at once (the executor
   // interleaves the cases of one shape); each keeps its buffers until release(). Throws

@@ -1,5 +1,4 @@
 // `fobench run`: validate everything, then run every case and write results case by case.
-#include <hdf5.h>
 #include <mpi.h>
 #include <unistd.h>
 
@@ -7,272 +6,129 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
-#include <ctime>
 #include <filesystem>
-#include <fstream>
-#include <functional>
 #include <iostream>
 #include <map>
 #include <memory>
-#include <sstream>
 #include <thread>
 
-#include "backends/cpu/blas_runtime.h"
 #include "cases.h"
 #include "commands.h"
 #include "core/gather.h"
+#include "core/stop_signals.h"
+#include "core/watchdog.h"
 #include "fob/backend.h"
 #include "fob/executor.h"
-#include "fob/metrics.h"
 #include "fob/report.h"
 #include "fob/results.h"
 #include "fob/text_file.h"
 #include "fob/workload.h"
-
-extern char** environ;
+#include "run_support.h"
 
 namespace fob {
 namespace {
 
-std::string mpi_library_version() {
-  char text[MPI_MAX_LIBRARY_VERSION_STRING];
-  int len = 0;
-  MPI_Get_library_version(text, &len);
-  std::string s(text, strnlen(text, static_cast<size_t>(len)));
-  auto nl = s.find_first_of("\r\n");
-  return nl == std::string::npos ? s : s.substr(0, nl);
-}
-
-std::string hostname() {
-  char name[256] = {};
-  gethostname(name, sizeof name - 1);
-  return name;
-}
-
-std::string recorded_env() {
-  std::string out;
-  for (char** e = environ; *e; ++e) {
-    std::string kv = *e;
-    for (const char* prefix :
-         {"NCCL_", "CUDA_DEVICE_MAX_CONNECTIONS", "OMP_", "OPENBLAS_", "OMPI_MCA_", "FOB_"}) {
-      if (kv.rfind(prefix, 0) == 0) {
-        out += kv + "\n";
-        break;
-      }
-    }
-  }
-  return out;
-}
-
-// Rank 0 reads the file; every rank gets its text, or every rank gets the same error.
-std::string broadcast_file(MPI_Comm comm, int rank, const std::string& path) {
-  std::string text, error;
-  if (rank == 0) {
-    try {
-      text = read_regular_file(path, "config");
-    } catch (const InputError& e) {
-      error = e.what();
-    }
-  }
-  for (std::string* s : {&text, &error}) {
-    int len = static_cast<int>(s->size());
-    MPI_Bcast(&len, 1, MPI_INT, 0, comm);
-    s->resize(len);
-    MPI_Bcast(s->data(), len, MPI_CHAR, 0, comm);
-  }
-  if (!error.empty()) throw InputError(error);
-  return text;
-}
-
-// Raises on every rank the InputError that rank 0 alone may have met.
-void agree_on_error(MPI_Comm comm, int rank, const std::function<void()>& rank0_step) {
-  std::string error;
-  if (rank == 0) {
-    try {
-      rank0_step();
-    } catch (const InputError& e) {
-      error = e.what();
-    }
-  }
-  int len = static_cast<int>(error.size());
-  MPI_Bcast(&len, 1, MPI_INT, 0, comm);
-  error.resize(len);
-  MPI_Bcast(error.data(), len, MPI_CHAR, 0, comm);
-  if (!error.empty()) throw InputError(error);
-}
-
-// Settles `auto` and checks that backend, transport, dtype and options fit together.
-void resolve_backend(Config& c) {
-  if (c.backend == "auto") {
-    c.backend = cuda_backend_built() && cuda_device_count() > 0 ? "cuda" : "cpu";
-  }
-  if (c.backend == "cuda") {
-    const CudaStatus status = cuda_status();
-    if (!status.loaded) make_cuda_backend({});  // throws the message that says why
-    if (status.devices == 0) {
-      throw InputError("backend: 'cuda' but no CUDA device is visible to this rank" +
-                       (status.error.empty() ? std::string() : " (" + status.error + ")") +
-                       "; valid here: auto, cpu");
-    }
-  }
-  const bool cuda = c.backend == "cuda";
-  if (c.transport == "auto") c.transport = cuda ? "nccl" : "mpi";
-  if (!cuda && c.transport == "nccl") {
-    throw InputError("transport: 'nccl' needs the cuda backend; valid for cpu: auto, mpi");
-  }
-  if (!cuda && c.dtype != DType::fp32 && c.dtype != DType::fp64) {
-    throw InputError(std::string("dtype: '") + to_string(c.dtype) +
-                     "' is not supported by the cpu backend; valid: fp32, fp64");
-  }
-  if (c.graphs && !(cuda && c.transport == "nccl")) {
-    throw InputError(
-        "graphs: CUDA graphs need --backend cuda --transport nccl (host-staged "
-        "transfers cannot be captured)");
-  }
-  if (c.comm_sms > 0 && !cuda) {
-    throw InputError("comm_sms: " + std::to_string(c.comm_sms) +
-                     " is a cuda backend option; the cpu backend has no SMs to leave free");
-  }
-  if (c.link.enabled() && cuda && c.transport == "nccl") {
-    throw InputError(
-        "link_gbps/link_latency_us: link emulation needs host-staged transfers "
-        "(--transport mpi); NCCL's transfers cannot be held back");
-  }
-}
-
-std::string case_id(size_t index) {
-  char id[32];
-  std::snprintf(id, sizeof id, "%04zu", index);
-  return id;
-}
-
-// Whether a case already in a results file is this spec, measured to the end.
-bool finished(const CaseResult& c, const CaseSpec& spec, int iters) {
-  return c.workload == to_string(spec.workload) && c.strategy == spec.strategy.text &&
-         c.batch == spec.shape.batch && c.seq == spec.shape.seq && c.hidden == spec.shape.hidden &&
-         c.ffn == spec.shape.ffn &&
-         // Files from before attention hold no head count; only attention depends on it.
-         (c.heads == spec.shape.head_count() ||
-          (c.heads == 0 && spec.workload != Workload::attn)) &&
-         c.dtype == to_string(spec.dtype) && c.world == spec.world && c.iters == iters;
-}
-
-// --auto-slices: for a slicing, flash or flash_qs case, time each count that divides the rows per
-// rank for a few iterations and return the fastest spec, with what was measured. Collective.
-std::string tune_slices(Executor& executor, CaseSpec& spec, const ExecOptions& base, int rank) {
-  const std::string name = spec.strategy.strategy->name;
-  if (name != "slicing" && name != "flash" && name != "flash_qs") return "";
-  const int64_t block = geometry(spec.workload, spec.shape).m / spec.world;
-  std::vector<int> counts =
-      name == "slicing" ? std::vector<int>{1, 2, 4, 8, 16} : std::vector<int>{1, 2, 4, 8};
-  ExecOptions quick = base;
-  quick.iters = 3;
-  quick.warmup = 1;
-  quick.rounds = 1;
-  quick.verify = false;  // the chosen count is verified when it runs as the case
-  quick.progress_label.clear();
-  std::string record;
-  double best = 0;
-  int best_count = spec.strategy.param;
-  for (int count : counts) {
-    if (count > block) continue;
-    CaseSpec trial = spec;
-    trial.strategy = parse_strategy(name + ":" + std::to_string(count));
-    Plan plan = make_plan(trial, rank);
-    CaseResult r = executor.run_case(plan, quick, "tune");
-    double median = 0;
-    if (rank == 0) {
-      std::vector<double> steps;
-      for (int it = 0; it < r.iters; ++it) steps.push_back(r.step(it));
-      std::sort(steps.begin(), steps.end());
-      median = steps[steps.size() / 2];
-    }
-    MPI_Bcast(&median, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
-    char text[64];
-    std::snprintf(text, sizeof text, "%s%s:%d %.3f ms", record.empty() ? "" : ", ", name.c_str(),
-                  count, median * 1e3);
-    record += text;
-    if (best == 0 || median < best) {
-      best = median;
-      best_count = count;
-    }
-  }
-  spec.strategy = parse_strategy(name + ":" + std::to_string(best_count));
-  return record + "; chose " + spec.strategy.text;
-}
-
-uint64_t fnv1a(const std::string& text) {
-  uint64_t h = 1469598103934665603ULL;
-  for (char ch : text) h = (h ^ static_cast<unsigned char>(ch)) * 1099511628211ULL;
-  return h;
-}
-
-std::string join(const std::vector<std::string>& items, const char* sep) {
-  std::string out;
-  for (size_t i = 0; i < items.size(); ++i) out += (i ? sep : "") + items[i];
-  return out;
-}
-
 int finalize(int code) {
-  MPI_Finalize();
+  {
+    // MPI_Finalize synchronises with every rank: a stopped one would hold it forever.
+    const watchdog::Wait wait("MPI_Finalize");
+    MPI_Finalize();
+  }
+  watchdog::stop();
   return code;
 }
 
-}  // namespace
+// A runtime fault: named with the rank (once) and what the rank keeps, then exit 3 for all.
+[[noreturn]] void fault(MPI_Comm comm, int rank, const std::exception& e) {
+  std::string what = e.what();
+  while (!what.empty() && (what.back() == ';' || what.back() == ' ')) what.pop_back();
+  if (dynamic_cast<const std::bad_alloc*>(&e)) what = "out of host memory (std::bad_alloc)";
+  const std::string self = "rank " + std::to_string(rank) + ":";
+  if (what.find(self) == std::string::npos) what = self + " " + what;
+  // A message that already says what was kept (a failed write) is not told twice.
+  const std::string kept = what.find("kept") == std::string::npos ? stop::note() : "";
+  if (!kept.empty()) what += "; " + kept;
+  std::fprintf(stderr, "fobench: %s\n", what.c_str());
+  std::fflush(stderr);
+  MPI_Abort(comm, kExitRuntimeFault);
+  _exit(kExitRuntimeFault);  // MPI_Abort does not return; should it, do not go on
+}
 
-namespace {
+std::string kept_note(const ResultWriter& writer) {
+  return std::to_string(writer.cases().size()) + " case(s) are kept in '" + writer.partial_path() +
+         "' (fobench report reads it; --resume " + writer.partial_path() + " goes on)";
+}
 
-// The cuda backend as this machine finds it: its versions and devices, or why it cannot run.
-std::string cuda_version_line() {
-  if (!cuda_backend_built()) {
-    return "not built (configure with -DFOB_CUDA=AUTO|ON where the CUDA toolkit, cuBLAS and "
-           "NCCL are found)";
+// The results file's directory, made if missing; a path no directory can be made at (a
+// read-only or pseudo file system, a file in the way) is bad input before anything runs.
+void create_output_directory(const std::string& output) {
+  const std::filesystem::path out(output);
+  if (!out.has_parent_path()) return;
+  std::error_code ec;
+  std::filesystem::create_directories(out.parent_path(), ec);
+  if (ec) {
+    throw InputError("-o '" + output + "': cannot create the directory '" +
+                     out.parent_path().string() + "': " + ec.message());
   }
-  const CudaStatus status = cuda_status();
-  if (!status.loaded) return status.error.substr(status.error.find(": ") + 2);
-  std::string line = cuda_versions() + ", " + std::to_string(status.devices) + " device(s) visible";
-  if (!status.error.empty()) line += " (" + status.error + ")";
-  return line;
 }
 
-}  // namespace
+// This rank and the world size as the launcher tells them before MPI_Init (Open MPI, PMIx,
+// Slurm, MPICH's PMI); rank 0 of 1 when started alone.
+struct LaunchRank {
+  int rank = 0, world = 1;
+};
 
-namespace {
+LaunchRank launch_rank() {
+  LaunchRank out;
+  auto first = [](std::initializer_list<const char*> names, int fallback) {
+    for (const char* name : names) {
+      if (const char* value = std::getenv(name)) return std::atoi(value);
+    }
+    return fallback;
+  };
+  out.rank = first({"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "SLURM_PROCID", "PMI_RANK"}, 0);
+  out.world = first({"OMPI_COMM_WORLD_SIZE", "SLURM_NTASKS", "PMI_SIZE"}, 1);
+  return out;
+}
 
-// The file an interrupted NAME.h5.partial becomes when its run finishes.
-std::string partial_target(const std::string& partial) {
-  const std::string suffix = ".partial";
-  if (partial.size() <= suffix.size() ||
-      partial.compare(partial.size() - suffix.size(), suffix.size(), suffix) != 0) {
-    throw InputError("--resume: '" + partial + "' is not a .h5.partial file");
+// --timeout from the command line, else from the config file if this rank can read it, else
+// the default: what bounds MPI_Init and the config's broadcast, before the ranks agree on it.
+double early_timeout(const RunArgs& args) {
+  Config config;
+  try {
+    if (!args.config_path.empty()) {
+      apply_yaml(config, read_regular_file(args.config_path, "config"), args.config_path);
+    }
+    apply_args(config, args);
+    validate_config(config);
+  } catch (const std::exception&) {
+    return Config().timeout;  // rank 0 reports the problem once the ranks can agree on it
   }
-  return partial.substr(0, partial.size() - suffix.size());
+  return config.timeout;
 }
 
 }  // namespace
-
-std::string version_text() {
-  unsigned major = 0, minor = 0, release = 0;
-  H5get_libversion(&major, &minor, &release);
-  std::ostringstream out;
-  out << "fobench " << FOB_VERSION << " (git " << FOB_GIT_COMMIT << ")\n"
-      << "backends: cpu" << (cuda_backend_built() ? ", cuda" : "") << "\n"
-      << "cuda: " << cuda_version_line() << "\n"
-      << "MPI: " << mpi_library_version() << "\n"
-      << "HDF5: " << major << "." << minor << "." << release << "\n"
-      << "BLAS: " << blas_description() << "\n";
-  return out.str();
-}
 
 int run_command(const RunArgs& args) {
+  // MPI_Init waits for every rank too: the watchdog starts before it, with the rank the
+  // launcher gives and the timeout the command line and config file give, as far as this
+  // rank can tell before the ranks talk.
+  const LaunchRank launched = launch_rank();
+  stop::install(launched.rank);
+  watchdog::start(launched.rank, launched.world, early_timeout(args));
   int provided = 0;
-  MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided);
+  {
+    const watchdog::Wait wait("MPI_Init");
+    MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided);
+  }
   MPI_Comm comm = MPI_COMM_WORLD;
   int rank = 0, world = 1;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &world);
   MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+  stop::install(rank);
+  watchdog::start(rank, world, early_timeout(args));
+  if (rank == 0) stop::set_note("nothing was measured yet");
 
   Config config;
   // One group per point of the sweep; a group's cases run interleaved, groups one after another.
@@ -288,6 +144,7 @@ int run_command(const RunArgs& args) {
     }
     apply_args(config, args);
     validate_config(config);
+    watchdog::start(rank, world, config.timeout);
     const int plan_world = args.dry_run && args.world ? *args.world : world;
     std::vector<Config> points = expand_sweep(config);
     check_strategies_apply(points);
@@ -317,8 +174,11 @@ int run_command(const RunArgs& args) {
     // Every rank must run the same cases; a mismatch would deadlock the first collective.
     const std::string effective = config.to_yaml();
     uint64_t hash = fnv1a(effective), low = hash, high = hash;
-    MPI_Allreduce(MPI_IN_PLACE, &low, 1, MPI_UINT64_T, MPI_MIN, comm);
-    MPI_Allreduce(MPI_IN_PLACE, &high, 1, MPI_UINT64_T, MPI_MAX, comm);
+    {
+      const watchdog::Wait wait("the check that every rank holds the same settings");
+      MPI_Allreduce(MPI_IN_PLACE, &low, 1, MPI_UINT64_T, MPI_MIN, comm);
+      MPI_Allreduce(MPI_IN_PLACE, &high, 1, MPI_UINT64_T, MPI_MAX, comm);
+    }
     if (low != high) throw InputError("config: the ranks do not hold the same settings");
 
     run_info.git_commit = FOB_GIT_COMMIT;
@@ -330,9 +190,8 @@ int run_command(const RunArgs& args) {
   } catch (const InputError& e) {
     if (rank == 0) std::fprintf(stderr, "fobench: error: %s\n", e.what());
     return finalize(kExitBadInput);
-  } catch (const RuntimeFault& e) {
-    std::fprintf(stderr, "fobench: rank %d: %s\n", rank, e.what());
-    MPI_Abort(comm, kExitRuntimeFault);
+  } catch (const std::exception& e) {
+    fault(comm, rank, e);
   }
 
   BackendOptions options;
@@ -347,7 +206,11 @@ int run_command(const RunArgs& args) {
   std::unique_ptr<Backend> backend;
   std::vector<std::vector<Plan>> plans(groups.size());
   try {
-    backend = config.backend == "cuda" ? make_cuda_backend(options) : make_cpu_backend(options);
+    {
+      // Making a backend is collective (the NCCL communicator, the emulated link's clocks).
+      const watchdog::Wait wait("setting up the " + config.backend + " backend");
+      backend = config.backend == "cuda" ? make_cuda_backend(options) : make_cpu_backend(options);
+    }
     // Interleaved rounds keep a group's buffers resident; one round holds one case at a time.
     int64_t needed = 0;
     for (size_t g = 0; g < groups.size(); ++g) {
@@ -364,14 +227,18 @@ int run_command(const RunArgs& args) {
     if (available >= 0 && needed > available) {
       char text[256];
       std::snprintf(text, sizeof text,
-                    "memory: rank %d needs %.2f GiB of device memory for these cases but %.2f GiB "
-                    "are free; lower batch/seq%s",
-                    rank, needed / 1073741824.0, available / 1073741824.0,
+                    "memory: rank %d needs %.2f GiB of %s for these cases but %.2f GiB are "
+                    "free; lower batch/seq%s",
+                    rank, needed / 1073741824.0, backend->memory_name().c_str(),
+                    available / 1073741824.0,
                     config.rounds > 1 ? ", or pass --rounds 1 to hold one case at a time" : "");
       problem = text;
     }
     int bad = problem.empty() ? 0 : 1, any = 0;
-    MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, comm);
+    {
+      const watchdog::Wait wait("the memory check");
+      MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, comm);
+    }
     if (bad) throw InputError(problem);
     if (any) throw InputError("memory: another rank lacks device memory for these cases");
   } catch (const InputError& e) {
@@ -380,9 +247,8 @@ int run_command(const RunArgs& args) {
     }
     backend.reset();
     return finalize(kExitBadInput);
-  } catch (const RuntimeFault& e) {
-    std::fprintf(stderr, "fobench: %s\n", e.what());
-    MPI_Abort(comm, kExitRuntimeFault);
+  } catch (const std::exception& e) {
+    fault(comm, rank, e);
   }
 
   SystemInfo system;
@@ -400,9 +266,13 @@ int run_command(const RunArgs& args) {
   system.link_emulation = config.link.describe();
   system.timer = backend->timer();
   system.env = recorded_env();
-  auto hosts = gather_strings(comm, hostname());
-  auto devices = gather_strings(comm, backend->device());
-  auto pids = gather_strings(comm, std::to_string(getpid()));
+  std::vector<std::string> hosts, devices, pids;
+  {
+    const watchdog::Wait wait("gathering every rank's host, device and pid");
+    hosts = gather_strings(comm, hostname());
+    devices = gather_strings(comm, backend->device());
+    pids = gather_strings(comm, std::to_string(getpid()));
+  }
   if (rank == 0) {
     // More ranks than cores on a host: the ranks time-share the cores, one compute task per
     // core at a time (the CPU backend's core slots), which a reader must know.
@@ -421,14 +291,6 @@ int run_command(const RunArgs& args) {
     }
     system.hostnames = join(hosts, ",");
     system.devices = join(devices, ",");
-    std::printf("# fobench %s  backend %s  transport %s  world %d  link %s  timer %s\n",
-                FOB_VERSION, system.backend.c_str(), system.transport.c_str(), world,
-                system.link_emulation.c_str(), system.timer.c_str());
-    for (int r = 0; r < world; ++r) {
-      std::printf("#  Rank %2d Pid %7s on %10s device %s\n", r, pids[r].c_str(), hosts[r].c_str(),
-                  devices[r].c_str());
-    }
-    std::fflush(stdout);
   }
 
   // Case ids number the cases across the whole sweep; with --resume, a case already in the
@@ -437,7 +299,7 @@ int run_command(const RunArgs& args) {
   for (const auto& group : groups) total += group.size();
   std::vector<int> skip(total, 0);
   try {
-    agree_on_error(comm, rank, [&] {
+    agree_on_error(comm, rank, "the results file", [&] {
       if (args.resume) {
         // Checked on a read-only look before the file is opened for writing, so a refused
         // resume leaves it byte for byte as it was.
@@ -465,15 +327,29 @@ int run_command(const RunArgs& args) {
         }
         return;
       }
-      std::filesystem::path out(config.output);
-      if (out.has_parent_path()) std::filesystem::create_directories(out.parent_path());
+      create_output_directory(config.output);
       writer = std::make_unique<ResultWriter>(config.output, args.force, run_info, system);
     });
   } catch (const InputError& e) {
     if (rank == 0) std::fprintf(stderr, "fobench: error: %s\n", e.what());
     return finalize(kExitBadInput);
   }
-  MPI_Bcast(skip.data(), static_cast<int>(total), MPI_INT, 0, comm);
+  if (rank == 0) {
+    // Printed once the results file is settled: a refused run prints nothing but its error.
+    stop::set_note(kept_note(*writer));
+    std::printf("# fobench %s  backend %s  transport %s  world %d  link %s  timer %s\n",
+                FOB_VERSION, system.backend.c_str(), system.transport.c_str(), world,
+                system.link_emulation.c_str(), system.timer.c_str());
+    for (int r = 0; r < world; ++r) {
+      std::printf("#  Rank %2d Pid %7s on %10s device %s\n", r, pids[r].c_str(), hosts[r].c_str(),
+                  devices[r].c_str());
+    }
+    std::fflush(stdout);
+  }
+  {
+    const watchdog::Wait wait("the broadcast of the cases a resumed file holds");
+    MPI_Bcast(skip.data(), static_cast<int>(total), MPI_INT, 0, comm);
+  }
 
   ExecOptions exec;
   exec.iters = config.iters;
@@ -496,7 +372,9 @@ int run_command(const RunArgs& args) {
     auto flush = [&](const CaseResult& r, int round, int rounds_total) {
       ++slots_done;
       if (rank != 0) return;
+      watchdog::test_stop_point("writing case " + r.id);
       writer->add_case(r);
+      stop::set_note(kept_note(*writer));
       std::vector<double> steps;
       for (int it = 0; it < r.iters; ++it) steps.push_back(r.step(it));
       std::sort(steps.begin(), steps.end());
@@ -547,6 +425,7 @@ int run_command(const RunArgs& args) {
     if (rank == 0) done = writer->cases();
     if (rank == 0) {
       writer->finish();
+      stop::set_note("the run finished; its results are in '" + writer->final_path() + "'");
       std::sort(done.begin(), done.end(),
                 [](const CaseResult& a, const CaseResult& b) { return a.id < b.id; });
       ResultFile file{run_info, system, done};
@@ -554,15 +433,9 @@ int run_command(const RunArgs& args) {
       write_report(std::cout, file, ReportFormat::md);
       std::cout << "\nresults: " << writer->final_path() << "\n";
     }
-  } catch (const RuntimeFault& e) {
-    // A fault mid-sweep: the cases already flushed stay in the .partial file.
-    std::fprintf(stderr, "fobench: %s\n", e.what());
-    std::fflush(stderr);
-    MPI_Abort(comm, kExitRuntimeFault);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "fobench: rank %d: %s\n", rank, e.what());
-    std::fflush(stderr);
-    MPI_Abort(comm, kExitRuntimeFault);
+    // A fault mid-sweep: the cases already flushed stay in the .partial file.
+    fault(comm, rank, e);
   }
   backend.reset();
   return finalize(all_verified ? kExitOk : kExitVerifyFailed);

@@ -10,6 +10,7 @@
 #include "fob/device_plan.h"
 #include "fob/reference.h"
 #include "gather.h"
+#include "watchdog.h"
 
 namespace fob {
 namespace {
@@ -64,7 +65,10 @@ std::vector<std::vector<int>> cross_stream_waits(const Plan& plan) {
 IterationTimes Executor::iterate(const Plan& plan, double timeout_s) {
   // Worked out once per case in run_cases(), not between the iteration's timestamps.
   const std::vector<std::vector<int>>& waits = waits_.at(&plan);
-  MPI_Barrier(comm_);
+  {
+    const watchdog::Wait wait("the barrier that starts an iteration");
+    MPI_Barrier(comm_);
+  }
   backend_.begin(plan);
   for (const Task& task : plan.tasks) backend_.launch(task, waits[task.id]);
   return backend_.finish(timeout_s);
@@ -168,6 +172,9 @@ std::vector<CaseResult> Executor::run_cases(const std::vector<const Plan*>& plan
     const int warmup = round == 0 ? options.warmup : std::min(options.warmup, 1);
     for (size_t c = 0; c < n; ++c) {
       const Plan& plan = *plans[c];
+      const watchdog::Context context("case " + results[c].id + " (" + results[c].workload + " " +
+                                      results[c].strategy + "), round " +
+                                      std::to_string(round + 1) + " of " + std::to_string(rounds));
       try {
         if (!resident) backend_.setup(plan);
         if (round == 0) verify_case(plan, options, "before timing", results[c]);
@@ -200,8 +207,11 @@ void Executor::verify_case(const Plan& plan, const ExecOptions& options, const c
   if (!options.verify || plan.checks.empty()) return;
   double err = 0;
   int ok = verify(plan, options, result.id, when, &err);
-  MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, comm_);
-  MPI_Allreduce(MPI_IN_PLACE, &err, 1, MPI_DOUBLE, MPI_MAX, comm_);
+  {
+    const watchdog::Wait wait(std::string("the reduction of the verification ") + when);
+    MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, comm_);
+    MPI_Allreduce(MPI_IN_PLACE, &err, 1, MPI_DOUBLE, MPI_MAX, comm_);
+  }
   // Verified only when every check passed: one failure, before or after timing, is kept.
   const bool first = result.verified < 0;
   result.verified = first ? ok : std::min(result.verified, ok);
@@ -219,7 +229,11 @@ void Executor::time_iterations(const Plan& plan, const ExecOptions& options, int
     if (!options.progress_label.empty()) {
       // Outside the timed interval: the next iteration starts with a barrier anyway.
       double step = t.step;
-      MPI_Allreduce(MPI_IN_PLACE, &step, 1, MPI_DOUBLE, MPI_MAX, comm_);
+      {
+        const watchdog::Wait wait("the reduction of timed iteration " + std::to_string(i + 1) +
+                                  "'s step time");
+        MPI_Allreduce(MPI_IN_PLACE, &step, 1, MPI_DOUBLE, MPI_MAX, comm_);
+      }
       samples.slowest.push_back(step);
       auto now = std::chrono::steady_clock::now();
       if (rank_ == 0 && now - last_report > std::chrono::seconds(2)) {
@@ -260,6 +274,7 @@ void Executor::gather(const Plan& plan, const Samples& samples, CaseResult& resu
       deps.push_back(d);
     }
   }
+  const watchdog::Wait wait("gathering the case's timings to rank 0");
   auto all_tasks = gather_bytes(comm_, as_bytes(packed));
   auto all_deps = gather_bytes(comm_, as_bytes(deps));
   auto all_steps = gather_bytes(comm_, as_bytes(steps));

@@ -4,22 +4,6 @@
 source "$(dirname "$0")/common.sh"
 smoke="$FOB_SOURCE_DIR/bench_configs/smoke.yaml"
 
-# expect_bad NAME PATTERN NP ARGS...: runs fobench run under mpirun; demands exit 2, PATTERN
-# in stderr and no results file.
-expect_bad() {
-  local name=$1 pattern=$2 np=$3
-  shift 3
-  local out="$scratch/$name.h5" rc=0
-  mpirun_np "$np" run "$@" -o "$out" > "$scratch/$name.out" 2> "$scratch/$name.err" || rc=$?
-  [ "$rc" = 2 ] || { cat "$scratch/$name.err" >&2; fail "$name: exit $rc, expected 2"; }
-  grep -q -- "$pattern" "$scratch/$name.err" || {
-    cat "$scratch/$name.err" >&2
-    fail "$name: message does not name '$pattern'"
-  }
-  if [ -e "$out" ] || [ -e "$out.partial" ]; then fail "$name: an output file was written"; fi
-  echo "ok: $name: $(grep -m1 'error' "$scratch/$name.err")"
-}
-
 printf 'workload: mlp\nbatch: 2\nbogus_key: 1\n' > "$scratch/unknown_key.yaml"
 expect_bad unknown_key "bogus_key" 2 -c "$scratch/unknown_key.yaml"
 expect_bad unknown_key_line "unknown_key.yaml:3" 2 -c "$scratch/unknown_key.yaml"

@@ -37,3 +37,23 @@ expect_input_error() {
   }
   echo "ok: $name: $(head -n1 "$scratch/$name.err")"
 }
+
+# expect_bad NAME PATTERN NP ARGS...: `fobench run ARGS` under mpirun with NP ranks, bounded to
+# 60 s (a hang, or an allocation of an overflowed size, fails too); demands exit 2, PATTERN in
+# stderr and no results file. A scratch -o is added unless ARGS give one.
+expect_bad() {
+  local name=$1 pattern=$2 np=$3 rc=0
+  shift 3
+  local out="$scratch/$name.h5"
+  local output=(-o "$out")
+  for arg in "$@"; do [ "$arg" != -o ] || output=(); done
+  timeout 60 "$MPIEXEC" -np "$np" --oversubscribe --bind-to none "$FOBENCH" run "$@" \
+    "${output[@]}" > "$scratch/$name.out" 2> "$scratch/$name.err" || rc=$?
+  [ "$rc" = 2 ] || { cat "$scratch/$name.err" >&2; fail "$name: exit $rc, expected 2"; }
+  grep -q -- "$pattern" "$scratch/$name.err" || {
+    cat "$scratch/$name.err" >&2
+    fail "$name: message does not name '$pattern'"
+  }
+  if [ -e "$out" ] || [ -e "$out.partial" ]; then fail "$name: an output file was written"; fi
+  echo "ok: $name: $(grep -m1 'error' "$scratch/$name.err")"
+}

@@ -8,6 +8,7 @@ namespace {
 
 using SetThreads = void (*)(int);
 using GetConfig = char* (*)();
+using GetThreads = int (*)();
 
 // The library that defines cblas_sgemm: the one every GEMM of the cpu backend goes to.
 std::string sgemm_library() {
@@ -25,6 +26,12 @@ bool blas_set_threads(int threads) {
   if (!set) return false;
   set(threads);
   return true;
+}
+
+int blas_threads_applied(int threads) {
+  auto get = reinterpret_cast<GetThreads>(dlsym(RTLD_DEFAULT, "openblas_get_num_threads"));
+  if (!blas_set_threads(threads) || !get) return 1;
+  return get();
 }
 
 std::string blas_description() {

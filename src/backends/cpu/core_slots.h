@@ -24,6 +24,7 @@ class CoreSlots {
 
   bool active() const { return sem_ != nullptr; }
   int slots() const { return slots_; }
+  int local_ranks() const { return local_ranks_; }  // ranks on this host
   // Blocks until a slot is free (or `abort` is raised: then returns false).
   bool acquire(const std::atomic<bool>& abort);
   void release();
@@ -33,6 +34,7 @@ class CoreSlots {
   std::string name_;
   bool owner_ = false;
   int slots_ = 0;
+  int local_ranks_ = 1;
 };
 
 }  // namespace fob

@@ -25,6 +25,7 @@
 #include "core_slots.h"
 #include "fob/backend.h"
 #include "fob/reference.h"
+#include "host_memory.h"
 
 namespace fob {
 namespace {
@@ -65,6 +66,17 @@ struct Prepared {
   std::unique_ptr<AlignedBuffer> scratch[2];
 };
 
+// Scratch for ring reduce-scatter, in elements: two blocks in flight, each the largest block.
+int64_t scratch_elements(const Plan& plan) {
+  int64_t scratch = 0;
+  for (const Task& t : plan.tasks) {
+    if (t.kind == TaskKind::collective) {
+      scratch = std::max(scratch, t.c.rows * plan.buffers[t.c.buffer].cols);
+    }
+  }
+  return scratch;
+}
+
 class CpuBackend : public Backend {
  public:
   explicit CpuBackend(const BackendOptions& options)
@@ -90,6 +102,19 @@ class CpuBackend : public Backend {
            " thread(s) per rank requested)";
   }
 
+  int64_t bytes_needed(const Plan& plan) const override {
+    return plan.buffer_bytes() + 2 * scratch_elements(plan) * dtype_bytes(plan.dtype);
+  }
+  // Ranks on one host share its memory: each may count on its share of what is available.
+  int64_t bytes_free() const override {
+    const int64_t available = host_available_bytes();
+    return available < 0 ? -1 : available / slots_.local_ranks();
+  }
+  std::string memory_name() const override {
+    return "host memory (its share of what the host has available, shared by " +
+           std::to_string(slots_.local_ranks()) + " rank(s))";
+  }
+
   void setup(const Plan& plan) override {
     if (plan.dtype != DType::fp32 && plan.dtype != DType::fp64) {
       throw InputError(std::string("dtype: '") + to_string(plan.dtype) +
@@ -101,13 +126,7 @@ class CpuBackend : public Backend {
     for (const BufferSpec& b : plan.buffers) {
       p.buffers.push_back(std::make_unique<AlignedBuffer>(b.rows * b.cols * p.elem));
     }
-    // Scratch for ring reduce-scatter: two blocks in flight.
-    int64_t scratch = 0;
-    for (const Task& t : plan.tasks) {
-      if (t.kind == TaskKind::collective) {
-        scratch = std::max(scratch, t.c.rows * plan.buffers[t.c.buffer].cols);
-      }
-    }
+    const int64_t scratch = scratch_elements(plan);
     for (auto& buffer : p.scratch) buffer = std::make_unique<AlignedBuffer>(scratch * p.elem);
     fill_inputs(plan, p);
   }

@@ -1,0 +1,250 @@
+// `fobench run`'s parts that are not the run itself: what it records about the machine, how the
+// ranks agree on input, which backend `auto` means, and --auto-slices.
+#include "run_support.h"
+
+#include <hdf5.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <sstream>
+
+#include "backends/cpu/blas_runtime.h"
+#include "core/watchdog.h"
+#include "fob/backend.h"
+#include "fob/text_file.h"
+#include "fob/workload.h"
+extern char** environ;
+
+namespace fob {
+
+std::string mpi_library_version() {
+  char text[MPI_MAX_LIBRARY_VERSION_STRING];
+  int len = 0;
+  MPI_Get_library_version(text, &len);
+  std::string s(text, strnlen(text, static_cast<size_t>(len)));
+  auto nl = s.find_first_of("\r\n");
+  return nl == std::string::npos ? s : s.substr(0, nl);
+}
+
+std::string hostname() {
+  char name[256] = {};
+  gethostname(name, sizeof name - 1);
+  return name;
+}
+
+std::string recorded_env() {
+  std::string out;
+  for (char** e = environ; *e; ++e) {
+    std::string kv = *e;
+    for (const char* prefix :
+         {"NCCL_", "CUDA_DEVICE_MAX_CONNECTIONS", "OMP_", "OPENBLAS_", "OMPI_MCA_", "FOB_"}) {
+      if (kv.rfind(prefix, 0) == 0) {
+        out += kv + "\n";
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+// Rank 0 reads the file; every rank gets its text, or every rank gets the same error.
+std::string broadcast_file(MPI_Comm comm, int rank, const std::string& path) {
+  const watchdog::Wait wait("the broadcast of the config file from rank 0");
+  std::string text, error;
+  if (rank == 0) {
+    try {
+      text = read_regular_file(path, "config");
+    } catch (const InputError& e) {
+      error = e.what();
+    }
+  }
+  for (std::string* s : {&text, &error}) {
+    int len = static_cast<int>(s->size());
+    MPI_Bcast(&len, 1, MPI_INT, 0, comm);
+    s->resize(len);
+    MPI_Bcast(s->data(), len, MPI_CHAR, 0, comm);
+  }
+  if (!error.empty()) throw InputError(error);
+  return text;
+}
+
+// Raises on every rank the InputError that rank 0 alone may have met.
+void agree_on_error(MPI_Comm comm, int rank, const std::string& what,
+                    const std::function<void()>& rank0_step) {
+  std::string error;
+  if (rank == 0) {
+    try {
+      rank0_step();
+    } catch (const InputError& e) {
+      error = e.what();
+    }
+  }
+  const watchdog::Wait wait("the broadcast of rank 0's verdict on " + what);
+  int len = static_cast<int>(error.size());
+  MPI_Bcast(&len, 1, MPI_INT, 0, comm);
+  error.resize(len);
+  MPI_Bcast(error.data(), len, MPI_CHAR, 0, comm);
+  if (!error.empty()) throw InputError(error);
+}
+
+// Settles `auto` and checks that backend, transport, dtype and options fit together.
+void resolve_backend(Config& c) {
+  if (c.backend == "auto") {
+    c.backend = cuda_backend_built() && cuda_device_count() > 0 ? "cuda" : "cpu";
+  }
+  if (c.backend == "cuda") {
+    const CudaStatus status = cuda_status();
+    if (!status.loaded) make_cuda_backend({});  // throws the message that says why
+    if (status.devices == 0) {
+      throw InputError("backend: 'cuda' but no CUDA device is visible to this rank" +
+                       (status.error.empty() ? std::string() : " (" + status.error + ")") +
+                       "; valid here: auto, cpu");
+    }
+  }
+  const bool cuda = c.backend == "cuda";
+  if (!cuda) {
+    // A count the BLAS does not run would be recorded as if it had.
+    const int applied = blas_threads_applied(c.blas_threads);
+    if (applied != c.blas_threads) {
+      throw InputError("blas_threads: " + std::to_string(c.blas_threads) + " but this BLAS runs " +
+                       std::to_string(applied) + " thread(s) at most (" + blas_description() +
+                       "); valid: 1 to " + std::to_string(applied));
+    }
+  }
+  if (c.transport == "auto") c.transport = cuda ? "nccl" : "mpi";
+  if (!cuda && c.transport == "nccl") {
+    throw InputError("transport: 'nccl' needs the cuda backend; valid for cpu: auto, mpi");
+  }
+  if (!cuda && c.dtype != DType::fp32 && c.dtype != DType::fp64) {
+    throw InputError(std::string("dtype: '") + to_string(c.dtype) +
+                     "' is not supported by the cpu backend; valid: fp32, fp64");
+  }
+  if (c.graphs && !(cuda && c.transport == "nccl")) {
+    throw InputError(
+        "graphs: CUDA graphs need --backend cuda --transport nccl (host-staged "
+        "transfers cannot be captured)");
+  }
+  if (c.comm_sms > 0 && !cuda) {
+    throw InputError("comm_sms: " + std::to_string(c.comm_sms) +
+                     " is a cuda backend option; the cpu backend has no SMs to leave free");
+  }
+  if (c.link.enabled() && cuda && c.transport == "nccl") {
+    throw InputError(
+        "link_gbps/link_latency_us: link emulation needs host-staged transfers "
+        "(--transport mpi); NCCL's transfers cannot be held back");
+  }
+}
+
+std::string case_id(size_t index) {
+  char id[32];
+  std::snprintf(id, sizeof id, "%04zu", index);
+  return id;
+}
+
+// Whether a case already in a results file is this spec, measured to the end.
+bool finished(const CaseResult& c, const CaseSpec& spec, int iters) {
+  return c.workload == to_string(spec.workload) && c.strategy == spec.strategy.text &&
+         c.batch == spec.shape.batch && c.seq == spec.shape.seq && c.hidden == spec.shape.hidden &&
+         c.ffn == spec.shape.ffn &&
+         // Files from before attention hold no head count; only attention depends on it.
+         (c.heads == spec.shape.head_count() ||
+          (c.heads == 0 && spec.workload != Workload::attn)) &&
+         c.dtype == to_string(spec.dtype) && c.world == spec.world && c.iters == iters;
+}
+
+// --auto-slices: for a slicing, flash or flash_qs case, time each count that divides the rows per
+// rank for a few iterations and return the fastest spec, with what was measured. Collective.
+std::string tune_slices(Executor& executor, CaseSpec& spec, const ExecOptions& base, int rank) {
+  const std::string name = spec.strategy.strategy->name;
+  if (name != "slicing" && name != "flash" && name != "flash_qs") return "";
+  const int64_t block = geometry(spec.workload, spec.shape).m / spec.world;
+  std::vector<int> counts =
+      name == "slicing" ? std::vector<int>{1, 2, 4, 8, 16} : std::vector<int>{1, 2, 4, 8};
+  ExecOptions quick = base;
+  quick.iters = 3;
+  quick.warmup = 1;
+  quick.rounds = 1;
+  quick.verify = false;  // the chosen count is verified when it runs as the case
+  quick.progress_label.clear();
+  std::string record;
+  double best = 0;
+  int best_count = spec.strategy.param;
+  for (int count : counts) {
+    if (count > block) continue;
+    CaseSpec trial = spec;
+    trial.strategy = parse_strategy(name + ":" + std::to_string(count));
+    Plan plan = make_plan(trial, rank);
+    CaseResult r = executor.run_case(plan, quick, "tune");
+    double median = 0;
+    if (rank == 0) {
+      std::vector<double> steps;
+      for (int it = 0; it < r.iters; ++it) steps.push_back(r.step(it));
+      std::sort(steps.begin(), steps.end());
+      median = steps[steps.size() / 2];
+    }
+    const watchdog::Wait wait("the broadcast of --auto-slices' trial time");
+    MPI_Bcast(&median, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+    char text[64];
+    std::snprintf(text, sizeof text, "%s%s:%d %.3f ms", record.empty() ? "" : ", ", name.c_str(),
+                  count, median * 1e3);
+    record += text;
+    if (best == 0 || median < best) {
+      best = median;
+      best_count = count;
+    }
+  }
+  spec.strategy = parse_strategy(name + ":" + std::to_string(best_count));
+  return record + "; chose " + spec.strategy.text;
+}
+
+uint64_t fnv1a(const std::string& text) {
+  uint64_t h = 1469598103934665603ULL;
+  for (char ch : text) h = (h ^ static_cast<unsigned char>(ch)) * 1099511628211ULL;
+  return h;
+}
+
+std::string join(const std::vector<std::string>& items, const char* sep) {
+  std::string out;
+  for (size_t i = 0; i < items.size(); ++i) out += (i ? sep : "") + items[i];
+  return out;
+}
+
+// The cuda backend as this machine finds it: its versions and devices, or why it cannot run.
+std::string cuda_version_line() {
+  if (!cuda_backend_built()) {
+    return "not built (configure with -DFOB_CUDA=AUTO|ON where the CUDA toolkit, cuBLAS and "
+           "NCCL are found)";
+  }
+  const CudaStatus status = cuda_status();
+  if (!status.loaded) return status.error.substr(status.error.find(": ") + 2);
+  std::string line = cuda_versions() + ", " + std::to_string(status.devices) + " device(s) visible";
+  if (!status.error.empty()) line += " (" + status.error + ")";
+  return line;
+}
+
+// The file an interrupted NAME.h5.partial becomes when its run finishes.
+std::string partial_target(const std::string& partial) {
+  const std::string suffix = ".partial";
+  if (partial.size() <= suffix.size() ||
+      partial.compare(partial.size() - suffix.size(), suffix.size(), suffix) != 0) {
+    throw InputError("--resume: '" + partial + "' is not a .h5.partial file");
+  }
+  return partial.substr(0, partial.size() - suffix.size());
+}
+
+std::string version_text() {
+  unsigned major = 0, minor = 0, release = 0;
+  H5get_libversion(&major, &minor, &release);
+  std::ostringstream out;
+  out << "fobench " << FOB_VERSION << " (git " << FOB_GIT_COMMIT << ")\n"
+      << "backends: cpu" << (cuda_backend_built() ? ", cuda" : "") << "\n"
+      << "cuda: " << cuda_version_line() << "\n"
+      << "MPI: " << mpi_library_version() << "\n"
+      << "HDF5: " << major << "." << minor << "." << release << "\n"
+      << "BLAS: " << blas_description() << "\n";
+  return out.str();
+}
+
+}  // namespace fob
