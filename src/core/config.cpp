@@ -332,12 +332,10 @@ void check_shape_size(const Shape& s) {
   }
   const long double tokens = static_cast<long double>(s.batch) * s.seq;
   const long double ffn = s.ffn > 0 ? s.ffn : 4.0L * s.hidden;
-  const long double heads = s.heads > 0 ? s.heads : 1;
   const std::pair<const char*, long double> tensors[] = {
       {"batch x seq x hidden", tokens * s.hidden},
       {"batch x seq x ffn", tokens * ffn},
       {"hidden x ffn", s.hidden * ffn},
-      {"heads x seq x seq (attention scores)", heads * s.seq * static_cast<long double>(s.seq)},
   };
   for (const auto& [what, elements] : tensors) {
     if (elements > kMaxElements) {

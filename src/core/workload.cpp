@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <numeric>
 #include <stdexcept>
 #include <string>
@@ -115,6 +116,17 @@ void validate_case(const CaseSpec& spec) {
     if (g.heads % spec.world != 0) {
       throw InputError("heads: " + heads + " does not divide by the world size " + world +
                        " (attn splits the heads across ranks); choose a multiple of " + world);
+    }
+    // A sequence's scores, seq x seq per head, are one buffer: past 2^50 elements its byte
+    // count would wrap (config.cpp bounds the other tensors the same way).
+    const long double scores = static_cast<long double>(g.heads) * s.seq * s.seq;
+    if (scores > 1125899906842624.0L) {
+      char text[160];
+      std::snprintf(text, sizeof text,
+                    "shape: heads x seq x seq (attention scores) = %.3Lg elements is too large "
+                    "for any machine; at most 2^50",
+                    scores);
+      throw InputError(text);
     }
   }
   const int64_t block = g.m / spec.world;

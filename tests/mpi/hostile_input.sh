@@ -23,6 +23,8 @@ bad batch_20_digits "batch: '99999999999999999999' is not an integer" \
   --batch 99999999999999999999
 bad batch_hex "batch: '0x10' is not an integer" --batch 0x10
 bad product_overflow "batch x seq x hidden" --batch 2147483647 --seq 2147483647 --dry-run
+bad attention_scores "heads x seq x seq (attention scores)" --workload attn --batch 1 \
+  --seq 2000000000 --hidden 64 --heads 1 --dry-run
 # Within the limits but beyond this host's memory: refused by the memory check, not the kernel.
 bad host_memory "memory: rank 0 needs .* GiB of host memory" --batch 65536 --seq 65536 \
   --hidden 1024 --strategies baseline
