@@ -1,0 +1,363 @@
+// Collecting calibrate's samples from measured cases (calibrate_samples.h).
+#include "calibrate_samples.h"
+
+#include <algorithm>
+#include <cmath>
+#include <exception>
+#include <limits>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "fob/strategy.h"
+#include "fob/workload.h"
+
+namespace fob::calib {
+
+// Regenerates the case's plans; an empty string when they match the recorded tasks, else why
+// not.
+std::string regenerate(CaseView& v) {
+  const CaseResult& c = *v.c;
+  try {
+    CaseSpec spec;
+    spec.workload = parse_workload(c.workload);
+    spec.shape.batch = c.batch;
+    spec.shape.seq = c.seq;
+    spec.shape.hidden = c.hidden;
+    spec.shape.ffn = c.ffn;
+    spec.shape.heads = c.heads;
+    spec.dtype = parse_dtype(c.dtype);
+    spec.world = c.world;
+    spec.strategy = parse_strategy(c.strategy);
+    v.dtype = spec.dtype;
+    v.strategy = spec.strategy.strategy->name;
+    for (int r = 0; r < c.world; ++r) v.plans.push_back(make_plan(spec, r));
+  } catch (const std::exception& e) {
+    v.plans.clear();
+    return e.what();
+  }
+  for (int r = 0; r < c.world; ++r) {
+    const Plan& p = v.plans[static_cast<size_t>(r)];
+    if (static_cast<int32_t>(p.tasks.size()) > c.max_tasks) {
+      return "rank " + std::to_string(r) + " has more tasks now than recorded";
+    }
+    for (const Task& t : p.tasks) {
+      const size_t i =
+          static_cast<size_t>(r) * static_cast<size_t>(c.max_tasks) + static_cast<size_t>(t.id);
+      if (i >= c.tasks.size()) return "the tasks table is short";
+      const TaskRecord& rec = c.tasks[i];
+      if (rec.task != t.id || rec.kind != static_cast<int8_t>(t.kind) || rec.bytes != t.bytes ||
+          rec.flops != t.flops) {
+        return "rank " + std::to_string(r) + " task " + std::to_string(t.id) +
+               " differs from the recorded one (the plans changed since the run)";
+      }
+    }
+  }
+  return "";
+}
+
+namespace {
+
+// The parts of `intervals` inside `window`, merged.
+std::vector<Interval> clip_merge(std::vector<Interval> intervals, const Interval& window) {
+  std::sort(intervals.begin(), intervals.end(),
+            [](const Interval& a, const Interval& b) { return a.start < b.start; });
+  std::vector<Interval> out;
+  for (const Interval& x : intervals) {
+    const Interval c{std::max(x.start, window.start), std::min(x.end, window.end)};
+    if (c.end <= c.start) continue;
+    if (!out.empty() && c.start <= out.back().end) {
+      out.back().end = std::max(out.back().end, c.end);
+    } else {
+      out.push_back(c);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+double covered(const std::vector<Interval>& busy, double from, double to) {
+  double sum = 0;
+  for (const Interval& x : busy)
+    sum += std::max(0.0, std::min(x.end, to) - std::max(x.start, from));
+  return sum;
+}
+
+namespace {
+
+// How compute and transfers got in each other's way in an overlapping strategy's case: the
+// transfers' windows with the compute inside them, and the waits of transfers that became
+// ready while their rank computed. A task is ready when its stream's previous task and its
+// deps have ended; a rank's first task of a stream without deps has no known ready time.
+void collect_interference(const CaseView& v, bool overlaps, Collected& out) {
+  const CaseResult& c = *v.c;
+  const size_t world = static_cast<size_t>(c.world);
+  std::vector<std::vector<int>> previous(world);  // per rank and task: the stream's previous
+  for (size_t r = 0; r < world; ++r) {
+    int last[kNumStreams] = {-1, -1};
+    for (const Task& t : v.plans[r].tasks) {
+      previous[r].push_back(last[static_cast<size_t>(t.stream)]);
+      last[static_cast<size_t>(t.stream)] = t.id;
+    }
+  }
+  // Message halves matched as the simulator matches them: the k-th send from a to b with a
+  // tag meets the k-th receive on b from a with that tag.
+  std::map<std::tuple<int, int, int>, std::vector<int>> sends, recvs;  // -> task ids in order
+  std::vector<std::vector<std::vector<std::pair<int, int>>>> halves(world);
+  for (size_t r = 0; r < world; ++r) {
+    halves[r].resize(v.plans[r].tasks.size());
+    for (const Task& t : v.plans[r].tasks) {
+      const int rank = static_cast<int>(r);
+      if (t.sends()) {
+        sends[{rank, t.send_peer, t.tag}].push_back(t.id);
+      }
+      if (t.receives()) {
+        recvs[{t.recv_peer, rank, t.tag}].push_back(t.id);
+      }
+    }
+  }
+  for (const auto& [key, ids] : sends) {
+    const auto& [from, to, tag] = key;
+    const auto it = recvs.find(key);
+    if (it == recvs.end()) continue;
+    for (size_t i = 0; i < std::min(ids.size(), it->second.size()); ++i) {
+      halves[static_cast<size_t>(from)][static_cast<size_t>(ids[i])].emplace_back(to,
+                                                                                  it->second[i]);
+      halves[static_cast<size_t>(to)][static_cast<size_t>(it->second[i])].emplace_back(from,
+                                                                                       ids[i]);
+    }
+  }
+  const std::vector<std::vector<int>> colls = v.collectives();
+
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  for (int it = 0; it < v.iters(); ++it) {
+    std::vector<std::vector<Interval>> at(world);         // per rank and task; NaN when untimed
+    std::vector<std::vector<Interval>> computing(world);  // per rank
+    for (size_t r = 0; r < world; ++r) {
+      for (const Task& t : v.plans[r].tasks) {
+        Interval iv{nan, nan};
+        if (v.timed(it, static_cast<int>(r), t.id, &iv) && t.stream == StreamId::compute) {
+          computing[r].push_back(iv);
+        }
+        at[r].push_back(iv);
+      }
+    }
+    // NaN when one of them was not timed: std::max would drop a NaN second operand.
+    auto latest_end = [&](double when, size_t r, int task) {
+      const double end = at[r][static_cast<size_t>(task)].end;
+      return std::isnan(end) ? nan : std::max(when, end);
+    };
+    auto ready = [&](size_t r, const Task& t) {
+      double when = -INFINITY;
+      const int prev = previous[r][static_cast<size_t>(t.id)];
+      if (prev < 0 && t.deps.empty()) return nan;
+      if (prev >= 0) when = latest_end(when, r, prev);
+      for (int d : t.deps) when = latest_end(when, r, d);
+      return when;
+    };
+    for (size_t r = 0; r < world; ++r) {
+      size_t collective = 0;  // the rank's collectives so far
+      for (const Task& t : v.plans[r].tasks) {
+        if (t.kind == TaskKind::collective) ++collective;
+        const Interval& mine = at[r][static_cast<size_t>(t.id)];
+        const double when = ready(r, t);
+        if (!std::isfinite(mine.start) || !std::isfinite(when)) continue;
+        const double wait = std::max(0.0, mine.start - when);
+        if (t.stream == StreamId::compute) {
+          out.launch[static_cast<size_t>(StreamId::compute)].push_back(wait);
+          continue;
+        }
+        // The compute task running when it became ready, or starting then: the first one
+        // that ends later, if it was ready by then.
+        bool under_compute = false;
+        for (const Task& ct : v.plans[r].tasks) {
+          if (ct.stream != StreamId::compute) continue;
+          const Interval& ci = at[r][static_cast<size_t>(ct.id)];
+          if (!std::isfinite(ci.end) || ci.end <= when) continue;
+          const double ct_ready = ready(r, ct);
+          if (std::isnan(ct_ready) ? ci.start <= when : ct_ready <= when) {
+            under_compute = true;
+            if (overlaps) out.delays.push_back({wait, ci.end - when});
+          }
+          break;
+        }
+        if (!under_compute) out.launch[static_cast<size_t>(StreamId::comm)].push_back(wait);
+        if (!overlaps) continue;
+        // The window: from the last of its halves' posts to its end.
+        TransferSample sample;
+        std::vector<size_t> involved{r};
+        double start = mine.start;
+        if (t.kind == TaskKind::collective) {
+          const size_t k = collective - 1;
+          sample.collective = true;
+          sample.steps = ring_steps(c.world, t.op);
+          int64_t block = 0;
+          double end = mine.end;
+          for (size_t q = 0; q < world; ++q) {
+            if (k >= colls[q].size()) {  // no k-th collective there: no window to measure
+              end = nan;
+              break;
+            }
+            const Interval& theirs = at[q][static_cast<size_t>(colls[q][k])];
+            if (!std::isfinite(theirs.start) || !std::isfinite(theirs.end)) end = nan;
+            start = std::max(start, theirs.start);
+            end = std::min(end, theirs.end);
+            block = std::max(block, v.task(static_cast<int>(q), colls[q][k]).bytes / sample.steps);
+            involved.push_back(q);
+          }
+          sample.bytes = static_cast<double>(block);
+          sample.window = {start, end};
+        } else {
+          int64_t bytes = t.bytes;
+          for (const auto& [q, id] : halves[r][static_cast<size_t>(t.id)]) {
+            const double theirs = at[static_cast<size_t>(q)][static_cast<size_t>(id)].start;
+            start = std::isnan(theirs) ? nan : std::max(start, theirs);
+            bytes = std::max(bytes, v.task(q, id).bytes);
+            involved.push_back(static_cast<size_t>(q));
+          }
+          sample.bytes = static_cast<double>(bytes);
+          sample.window = {start, mine.end};
+        }
+        if (!std::isfinite(sample.window.start) || !std::isfinite(sample.window.end) ||
+            sample.window.end <= sample.window.start || sample.bytes <= 0) {
+          continue;
+        }
+        std::vector<Interval> busy;
+        for (size_t q : involved) busy.insert(busy.end(), computing[q].begin(), computing[q].end());
+        sample.busy = clip_merge(std::move(busy), sample.window);
+        out.transfers.push_back(std::move(sample));
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void collect_case(const CaseView& v, Collected& out) {
+  const CaseResult& c = *v.c;
+  const bool reference = v.strategy == "compute_only";
+  const bool overlaps = overlapping_strategy(v.strategy);
+  const int iters = v.iters();
+  // A step lasts as long as its slowest rank, so a GEMM's sample for an iteration is its
+  // slowest rank's time: the simulator gives every rank that time, and its step then
+  // matches the measured median of slowest-rank steps rather than a typical rank's.
+  std::map<std::pair<int, int>, std::pair<GemmKey, double>> slowest_gemm;  // (iter, task)
+  std::map<std::pair<int, int>, std::pair<ElemKey, double>> slowest_elem;
+  std::map<std::pair<int, int>, std::pair<GemmKey, double>> slowest_clean_gemm;
+  auto keep_slowest = [](auto& slowest, int it, int task, const auto& key, double d) {
+    auto [entry, inserted] = slowest.try_emplace({it, task}, key, d);
+    if (!inserted) entry->second.second = std::max(entry->second.second, d);
+  };
+  // Comm-stream intervals per iteration and rank.
+  for (int it = 0; it < iters; ++it) {
+    for (int r = 0; r < c.world; ++r) {
+      std::vector<Interval> comm;
+      for (const Task& t : v.plans[static_cast<size_t>(r)].tasks) {
+        Interval iv;
+        if (t.stream == StreamId::comm && v.timed(it, r, t.id, &iv)) comm.push_back(iv);
+      }
+      for (const Task& t : v.plans[static_cast<size_t>(r)].tasks) {
+        if (t.stream != StreamId::compute) continue;
+        if (t.kind != TaskKind::gemm && !is_elementwise(t.kind)) continue;
+        Interval iv;
+        if (!v.timed(it, r, t.id, &iv)) continue;
+        const double d = iv.end - iv.start;
+        bool touched = false, started_under = false;
+        for (const Interval& x : comm) {
+          touched = touched || (x.start < iv.end && x.end > iv.start);
+          started_under = started_under || (x.start <= iv.start && iv.start < x.end);
+        }
+        if (t.kind == TaskKind::gemm) {
+          const GemmKey key{v.dtype, t.m, t.n, t.k, t.batch};
+          if (!touched) {
+            keep_slowest(reference ? slowest_gemm : slowest_clean_gemm, it, t.id, key, d);
+            (reference ? out.gemm_any_rank.reference : out.gemm_any_rank.clean)[key].push_back(d);
+          }
+          if (overlaps && started_under) out.contended.emplace_back(key, d);
+        } else if (!touched) {
+          const ElemKey key{v.dtype, t.kind, t.m, t.n};
+          if (reference) {
+            keep_slowest(slowest_elem, it, t.id, key, d);
+          } else {
+            out.elem.clean[key].push_back(d);
+          }
+        }
+      }
+    }
+  }
+  for (const auto& [where, sample] : slowest_gemm) {
+    out.gemm.reference[sample.first].push_back(sample.second);
+  }
+  for (const auto& [where, sample] : slowest_clean_gemm) {
+    out.gemm.clean[sample.first].push_back(sample.second);
+  }
+  for (const auto& [where, sample] : slowest_elem) {
+    out.elem.reference[sample.first].push_back(sample.second);
+  }
+  if (c.world < 2 || iters == 0) return;
+  collect_interference(v, overlaps, out);
+
+  // Collectives, matched across ranks by their order: the ring ends together on every rank,
+  // so the rank that posted last (the shortest duration) saw the ring's own time; the ring's
+  // step moves the largest block, as the simulator prices it.
+  if (v.strategy == "comm_only" || v.strategy == "baseline") {
+    const std::vector<std::vector<int>> colls = v.collectives();
+    for (size_t k = 0; k < colls[0].size(); ++k) {
+      const Task& t0 = v.task(0, colls[0][k]);
+      const int steps = ring_steps(c.world, t0.op);
+      int64_t block = 0;
+      bool same = true;
+      for (int r = 0; r < c.world; ++r) {
+        const auto& mine = colls[static_cast<size_t>(r)];
+        if (k >= mine.size()) {
+          same = false;
+          break;
+        }
+        block = std::max(block, v.task(r, mine[k]).bytes / steps);
+      }
+      if (!same || block <= 0) continue;
+      std::vector<double> per_iter;
+      for (int it = 0; it < iters; ++it) {
+        double shortest = INFINITY;
+        for (int r = 0; r < c.world; ++r) {
+          Interval iv;
+          if (v.timed(it, r, colls[static_cast<size_t>(r)][k], &iv)) {
+            shortest = std::min(shortest, iv.end - iv.start);
+          }
+        }
+        if (std::isfinite(shortest)) per_iter.push_back(shortest);
+      }
+      if (per_iter.empty()) continue;
+      const LinkPoint p{static_cast<double>(block), median(per_iter) / steps};
+      (v.strategy == "comm_only" ? out.comm_only : out.baseline).push_back(p);
+    }
+  }
+
+  // Exchanges of strategies without the baseline's collectives: the minimum over iterations
+  // and ranks, the instance least likely to include waiting for the peer.
+  if (v.strategy != "comm_only" && v.strategy != "baseline" && v.strategy != "compute_only") {
+    for (const Task& t0 : v.plans[0].tasks) {
+      if (t0.kind != TaskKind::exchange) continue;
+      double shortest = INFINITY;
+      int64_t bytes = 0;
+      for (int r = 0; r < c.world; ++r) {
+        const Plan& p = v.plans[static_cast<size_t>(r)];
+        if (static_cast<size_t>(t0.id) >= p.tasks.size()) continue;
+        const Task& t = p.tasks[static_cast<size_t>(t0.id)];
+        if (t.kind != TaskKind::exchange) continue;
+        bytes = std::max(bytes, t.bytes);
+        for (int it = 0; it < iters; ++it) {
+          Interval iv;
+          if (v.timed(it, r, t.id, &iv)) shortest = std::min(shortest, iv.end - iv.start);
+        }
+      }
+      if (bytes > 0 && std::isfinite(shortest)) {
+        out.exchange.push_back({static_cast<double>(bytes), shortest});
+      }
+    }
+  }
+}
+
+}  // namespace fob::calib

@@ -1,0 +1,157 @@
+// Samples that `fobench calibrate` fits (calibrate.cpp) to, collected from the results files:
+// every case's plans regenerated, each recorded task mapped back to its Task, and its timings
+// sorted into GEMM, element-wise, link, transfer-slowdown and launch pools. Internal to
+// src/sim.
+#pragma once
+
+#include <cmath>
+#include <map>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "fob/metrics.h"
+#include "fob/plan.h"
+#include "fob/results.h"
+
+namespace fob::calib {
+
+struct Interval {
+  double start = 0, end = 0;
+};
+
+// One measured case with the plans it ran, regenerated.
+struct CaseView {
+  const ResultFile* file = nullptr;
+  const CaseResult* c = nullptr;
+  DType dtype = DType::fp32;
+  std::string strategy;  // the strategy's name, without its parameter
+  std::vector<Plan> plans;
+
+  const Task& task(int rank, int id) const {
+    return plans[static_cast<size_t>(rank)].tasks[static_cast<size_t>(id)];
+  }
+  // The task's interval in iteration `iter`, false when not recorded (NaN) or not positive.
+  bool timed(int iter, int rank, int id, Interval* out) const {
+    const size_t i =
+        (static_cast<size_t>(iter) * static_cast<size_t>(c->world) + static_cast<size_t>(rank)) *
+            static_cast<size_t>(c->max_tasks) +
+        static_cast<size_t>(id);
+    if (i >= c->task_start.size() || i >= c->task_end.size()) return false;
+    const double s = c->task_start[i], e = c->task_end[i];
+    if (!std::isfinite(s) || !std::isfinite(e) || e <= s) return false;
+    *out = {s, e};
+    return true;
+  }
+  // Per rank, its collectives' task ids in plan order: the k-th ones are one ring.
+  std::vector<std::vector<int>> collectives() const {
+    std::vector<std::vector<int>> ids(plans.size());
+    for (size_t r = 0; r < plans.size(); ++r) {
+      for (const Task& t : plans[r].tasks) {
+        if (t.kind == TaskKind::collective) ids[r].push_back(t.id);
+      }
+    }
+    return ids;
+  }
+  int iters() const {
+    const size_t per_iter = static_cast<size_t>(c->world) * static_cast<size_t>(c->max_tasks);
+    if (per_iter == 0) return 0;
+    return static_cast<int>(std::min(c->task_start.size(), c->task_end.size()) / per_iter);
+  }
+};
+
+// Regenerates the case's plans; an empty string when they match the recorded tasks, else why
+
+// Regenerates the case's plans into `v`; an empty string when they match the recorded tasks,
+// else why not.
+std::string regenerate(CaseView& v);
+
+struct GemmKey {
+  DType dtype = DType::fp32;
+  int64_t m = 0, n = 0, k = 0;
+  int batch = 1;
+  auto tie() const { return std::tie(dtype, m, n, k, batch); }
+  bool operator<(const GemmKey& o) const { return tie() < o.tie(); }
+};
+
+struct ElemKey {
+  DType dtype = DType::fp32;
+  TaskKind kind = TaskKind::add;
+  int64_t m = 0, n = 0;
+  auto tie() const { return std::tie(dtype, kind, m, n); }
+  bool operator<(const ElemKey& o) const { return tie() < o.tie(); }
+};
+
+inline double elem_bytes(const ElemKey& key) {
+  const double passes = key.kind == TaskKind::add ? 3.0 : 2.0;
+  return passes * static_cast<double>(key.m) * static_cast<double>(key.n) * dtype_bytes(key.dtype);
+}
+
+inline bool is_elementwise(TaskKind kind) {
+  return kind == TaskKind::add || kind == TaskKind::copy || kind == TaskKind::softmax;
+}
+
+inline bool overlapping_strategy(const std::string& name) {
+  return name == "slicing" || name == "decompose" || name == "flash" || name == "flash_direct" ||
+         name == "flash_qs";
+}
+
+// Samples from both pools; the fit uses the reference (compute_only) pool where it has the key.
+template <typename Key>
+struct Pools {
+  std::map<Key, std::vector<double>> reference, clean;
+  std::map<Key, double> medians() const {
+    std::map<Key, double> out;
+    for (const auto& [key, v] : clean) out[key] = median(v);
+    for (const auto& [key, v] : reference) out[key] = median(v);
+    return out;
+  }
+};
+
+struct LinkPoint {
+  double bytes = 0;    // one ring step's block, or one exchange's bytes
+  double seconds = 0;  // one step's time
+};
+
+// A transfer of an overlapping strategy, for the transfer slowdown: from when its last end
+// posted it to its end, with the stretches of that window in which a rank it involves computed.
+struct TransferSample {
+  bool collective = false;
+  double bytes = 0;  // a message's bytes, or one ring step's block
+  int steps = 1;     // a collective's ring steps
+  Interval window;
+  std::vector<Interval> busy;  // disjoint, sorted, inside the window
+};
+
+// A transfer that became ready while its rank was computing: how long it waited to be posted.
+// A transfer that became ready while its rank computed: its wait from ready to started, and
+// how much longer that compute task ran. A wait that lasted that long is censored: it was
+// posted only when the compute task ended, so it would have waited longer.
+struct DelaySample {
+  double wait = 0;
+  double compute_left = 0;
+};
+
+struct Collected {
+  Pools<GemmKey> gemm;
+  Pools<ElemKey> elem;
+  std::vector<std::pair<GemmKey, double>> contended;  // GEMMs started under a transfer
+  // Every rank's duration of each GEMM no transfer touched: what a contended GEMM, one rank's
+  // duration, is compared with (the fitted medians are the slowest rank's).
+  Pools<GemmKey> gemm_any_rank;
+  std::vector<LinkPoint> comm_only, baseline, exchange;
+  std::vector<TransferSample> transfers;
+  std::vector<DelaySample> delays;
+  // From ready to started, per stream; not a transfer that became ready while its rank computed
+  // (a delay sample, in overlapping strategies).
+  std::vector<double> launch[kNumStreams];
+};
+
+// How much of [from, to) the intervals in `busy` cover.
+double covered(const std::vector<Interval>& busy, double from, double to);
+
+// Adds one case's samples to `out`.
+void collect_case(const CaseView& v, Collected& out);
+
+}  // namespace fob::calib
