@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "fob/backend.h"
+#include "fob/strategy.h"
 #include "fob/types.h"
 
 namespace fob {
@@ -16,8 +17,7 @@ struct Config {
   Workload workload = Workload::mlp;
   Shape shape{4, 512, 512, 0};  // ffn 0 means 4 * hidden
   DType dtype = DType::fp32;
-  std::vector<std::string> strategies = {"baseline", "slicing:4", "decompose", "flash",
-                                         "flash_direct"};
+  std::vector<std::string> strategies = default_strategies();
   int iters = 20;
   int warmup = 2;
   // Timed iterations are spread over this many rounds, every case running in each, so that a

@@ -141,7 +141,7 @@ inline int ring_steps(int world, CollectiveOp op) {
 
 struct Plan {
   Workload workload = Workload::ag_gemm;
-  std::string strategy;  // the spec as written: "slicing:4", "flash", "compute_only"
+  std::string strategy;  // the spec as written (a strategy name, with :P where it takes one)
   Shape shape;
   DType dtype = DType::fp32;
   int world = 1;

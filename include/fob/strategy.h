@@ -2,6 +2,8 @@
 // lives in one file under src/strategies/ and knows nothing of backends.
 #pragma once
 
+#include <array>
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -34,22 +36,45 @@ struct RsProblem {
 // Tags of an all-reduce's all-gather half, apart from its reduce-scatter half's.
 inline constexpr int kAllGatherTag = 1 << 16;
 
+// What a strategy is to the rest of fobench: the metrics, reports, tuning and calibration ask
+// the role, never the name, so a new strategy is one file and one line in registry.cpp.
+enum class StrategyRole : uint8_t {
+  compute_reference,  // the GEMMs alone, unsliced: T_comp
+  comm_reference,     // the baseline's transfers alone: T_comm, and the busbw of section 3
+  serial_baseline,    // no overlap: what speedups are measured against
+  overlapping,        // compute and transfers run at once
+};
+
 struct Strategy {
-  const char* name;
-  const char* summary;
+  const char* name = nullptr;
+  const char* summary = nullptr;
   // Strategies with a parameter accept "name:P"; it must divide the rows of one rank's block.
-  const char* param_name;  // nullptr when the strategy takes none
-  int default_param;
-  // Reference modes (compute_only, comm_only) declare their own output checks.
-  bool is_reference;
-  void (*all_gather_gemm)(PlanBuilder& builder, const AgProblem& problem, int param);
-  void (*gemm_reduce_scatter)(PlanBuilder& builder, const RsProblem& problem, int param);
+  const char* param_name = nullptr;  // nullptr when the strategy takes none
+  int default_param = 1;
+  StrategyRole role = StrategyRole::overlapping;
+  // --auto-slices times these parameter values (those up to the rows a rank owns), 0-ended;
+  // none: the strategy is not tuned.
+  std::array<int, 8> tune_params{};
+  void (*all_gather_gemm)(PlanBuilder& builder, const AgProblem& problem, int param) = nullptr;
+  void (*gemm_reduce_scatter)(PlanBuilder& builder, const RsProblem& problem, int param) = nullptr;
   // All-gather of the blocks of `x` in place, no GEMM: the second half of an all-reduce
   // decomposed as reduce-scatter + all-gather (gemm_ar).
-  void (*all_gather_blocks)(PlanBuilder& builder, const AgProblem& problem, int param);
+  void (*all_gather_blocks)(PlanBuilder& builder, const AgProblem& problem, int param) = nullptr;
   // Query split (the paper's Algorithm 4): the strategy interleaves the computation of H
   // (RsProblem::produce_h) with its reduce-scatter, so it applies only where H is computed.
-  bool query_split;
+  bool query_split = false;
+
+  // Reference modes (compute_only, comm_only) declare their own output checks.
+  bool is_reference() const {
+    return role == StrategyRole::compute_reference || role == StrategyRole::comm_reference;
+  }
+  std::vector<int> tuning() const {
+    std::vector<int> out;
+    for (int p : tune_params) {
+      if (p > 0) out.push_back(p);
+    }
+    return out;
+  }
 };
 
 // Whether `strategy` can run `workload` (query split needs a computed H: attention).
@@ -70,6 +95,18 @@ struct StrategySpec {
 
 // "slicing:4" -> slicing with param 4. Throws InputError naming the valid choices.
 StrategySpec parse_strategy(const std::string& text);
+
+// The strategy a spec as written names ("slicing:4" -> slicing), nullptr when none does (a
+// file from another version); its role, overlapping for an unknown one.
+const Strategy* find_strategy(const std::string& text);
+StrategyRole strategy_role(const std::string& text);
+bool has_role(const std::string& text, StrategyRole role);
+// The name of the strategy that plays `role` (the first in the table), to look its case up.
+const char* role_name(StrategyRole role);
+// The reference modes every run measures beside the strategies asked for, in table order.
+std::vector<std::string> reference_strategies();
+// What `fobench run` measures when no strategy list is given.
+std::vector<std::string> default_strategies();
 // Piece i of `parts` near-equal pieces of `rows` rows (sizes differ by at most one row), so a
 // slice count need not divide the rows each rank owns.
 inline int64_t piece_begin(int64_t rows, int parts, int i) {

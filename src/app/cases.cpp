@@ -52,7 +52,7 @@ void apply_args(Config& c, const RunArgs& a) {
 }
 
 std::vector<CaseSpec> make_cases(const Config& c, int world) {
-  std::vector<std::string> specs = {"compute_only", "comm_only"};
+  std::vector<std::string> specs = reference_strategies();
   for (const std::string& s : c.strategies) {
     if (std::find(specs.begin(), specs.end(), s) == specs.end()) specs.push_back(s);
   }

@@ -158,10 +158,9 @@ bool finished(const CaseResult& c, const CaseSpec& spec, int iters) {
 // rank for a few iterations and return the fastest spec, with what was measured. Collective.
 std::string tune_slices(Executor& executor, CaseSpec& spec, const ExecOptions& base, int rank) {
   const std::string name = spec.strategy.strategy->name;
-  if (name != "slicing" && name != "flash" && name != "flash_qs") return "";
+  const std::vector<int> counts = spec.strategy.strategy->tuning();
+  if (counts.empty()) return "";
   const int64_t block = geometry(spec.workload, spec.shape).m / spec.world;
-  std::vector<int> counts =
-      name == "slicing" ? std::vector<int>{1, 2, 4, 8, 16} : std::vector<int>{1, 2, 4, 8};
   ExecOptions quick = base;
   quick.iters = 3;
   quick.warmup = 1;

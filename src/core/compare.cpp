@@ -14,6 +14,7 @@
 
 #include "fob/compare.h"
 #include "fob/metrics.h"
+#include "fob/strategy.h"
 #include "fob/types.h"
 
 namespace fob {
@@ -101,7 +102,8 @@ Samples metric_samples(const CaseResult& c, CompareMetric metric, const CaseInde
       s.values = steps;
       break;
     case CompareMetric::exposed_comm: {
-      const CaseResult* comp = index.reference(CaseKey::of(c), "compute_only");
+      const CaseResult* comp =
+          index.reference(CaseKey::of(c), role_name(StrategyRole::compute_reference));
       const double t_comp = comp ? median(step_samples(*comp)) : kNaN;
       if (std::isnan(t_comp)) {
         s.problem = std::string("no compute_only case of this shape with timed iterations in ") +
@@ -123,11 +125,12 @@ Samples metric_samples(const CaseResult& c, CompareMetric metric, const CaseInde
 
 // Why a matched pair is outside the metric's scope, or empty when it is inside.
 std::string out_of_scope(CompareMetric metric, const std::string& strategy) {
+  const StrategyRole role = strategy_role(strategy);
   if (metric == CompareMetric::exposed_comm &&
-      (strategy == "compute_only" || strategy == "comm_only")) {
+      (role == StrategyRole::compute_reference || role == StrategyRole::comm_reference)) {
     return "compute_only and comm_only are the bounds exposed_comm is measured against";
   }
-  if (metric == CompareMetric::busbw && strategy != "comm_only") {
+  if (metric == CompareMetric::busbw && role != StrategyRole::comm_reference) {
     return "busbw is measured on comm_only cases only";
   }
   return {};

@@ -18,6 +18,7 @@
 
 #include "fob/metrics.h"
 #include "fob/plan.h"
+#include "fob/strategy.h"
 
 namespace fob {
 namespace {
@@ -208,14 +209,14 @@ double measured_concurrency(const CaseResult& c) {
 // reduce-scatter each rank sends (N-1)/N of S, hence S = sent * N / (N-1);
 // busbw = algbw * (N-1)/N.
 double comm_only_algbw(const CaseResult& c, double seconds) {
-  if (c.strategy != "comm_only" || c.world <= 1) return kNaN;
+  if (!has_role(c.strategy, StrategyRole::comm_reference) || c.world <= 1) return kNaN;
   const double n = static_cast<double>(c.world);
   const double size = rank0_sent_bytes(c) * n / (n - 1);
   return ratio(size, seconds) / 1e9;
 }
 
 double comm_only_busbw(const CaseResult& c, double seconds) {
-  if (c.strategy != "comm_only" || c.world <= 1) return kNaN;
+  if (!has_role(c.strategy, StrategyRole::comm_reference) || c.world <= 1) return kNaN;
   const double n = static_cast<double>(c.world);
   return comm_only_algbw(c, seconds) * (n - 1) / n;
 }
@@ -231,7 +232,7 @@ std::vector<Summary> summarize(const std::vector<CaseResult>& cases) {
   // First case of each reference strategy per shape wins; a sweep runs each reference once.
   std::map<std::pair<ShapeKey, std::string>, double> reference;
   for (const CaseResult& c : cases) {
-    if (c.strategy == "baseline" || c.strategy == "compute_only" || c.strategy == "comm_only") {
+    if (strategy_role(c.strategy) != StrategyRole::overlapping) {
       reference.emplace(std::pair{shape_key(c), c.strategy}, median_step(c));
     }
   }
@@ -274,13 +275,13 @@ std::vector<Summary> summarize(const std::vector<CaseResult>& cases) {
     }
 
     const double t = s.t_median;
-    const double t_base = ref(c, "baseline");
-    s.t_comp = ref(c, "compute_only");
-    s.t_comm = ref(c, "comm_only");
+    const double t_base = ref(c, role_name(StrategyRole::serial_baseline));
+    s.t_comp = ref(c, role_name(StrategyRole::compute_reference));
+    s.t_comm = ref(c, role_name(StrategyRole::comm_reference));
     s.t_lb = (std::isnan(s.t_comp) || std::isnan(s.t_comm)) ? kNaN : std::max(s.t_comp, s.t_comm);
 
-    const bool is_compute_only = c.strategy == "compute_only";
-    const bool is_comm_only = c.strategy == "comm_only";
+    const bool is_compute_only = has_role(c.strategy, StrategyRole::compute_reference);
+    const bool is_comm_only = has_role(c.strategy, StrategyRole::comm_reference);
     if (is_compute_only || is_comm_only) {
       // The references measure the bounds; overlap metrics of a bound against itself mean
       // nothing, so only what describes the case itself is filled in.

@@ -175,8 +175,8 @@ Plan make_plan(const CaseSpec& spec, int rank) {
   const int64_t f_local = g.f / spec.world;
   const int64_t block = m / spec.world;
   const Strategy& strategy = *spec.strategy.strategy;
-  const bool is_compute_only = std::string(strategy.name) == "compute_only";
-  const bool is_comm_only = std::string(strategy.name) == "comm_only";
+  const bool is_compute_only = strategy.role == StrategyRole::compute_reference;
+  const bool is_comm_only = strategy.role == StrategyRole::comm_reference;
 
   const int64_t ag_f_local = g.ag_f / spec.world;
   int y = -1;

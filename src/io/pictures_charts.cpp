@@ -94,7 +94,7 @@ struct Segment {
 // is measured against, so seeing it next to them helps. comm_only has no T_comp share and is
 // left out.
 std::vector<Segment> segments(const Summary& s) {
-  if (s.strategy == "compute_only") {
+  if (has_role(s.strategy, StrategyRole::compute_reference)) {
     return {{"T_comp", "seg-comp", "#4e79a7", s.t_median}};
   }
   if (!std::isfinite(s.t_comp)) {
@@ -114,7 +114,7 @@ void write_breakdown_svg(std::ostream& out, const ResultFile& file) {
   std::vector<ShapeKey> order;
   std::map<ShapeKey, std::vector<const Summary*>> groups;
   for (const Summary& s : all) {
-    if (s.strategy == "comm_only") continue;
+    if (has_role(s.strategy, StrategyRole::comm_reference)) continue;
     const ShapeKey key = shape_key(s);
     if (groups.find(key) == groups.end()) order.push_back(key);
     groups[key].push_back(&s);
@@ -295,8 +295,8 @@ Chart busbw_chart(const ResultFile& file, const std::vector<Summary>& all) {
   std::map<std::string, size_t> index;
   for (size_t i = 0; i < all.size(); ++i) {
     const Summary& s = all[i];
-    if (s.strategy != "comm_only" || !std::isfinite(s.busbw)) continue;
-    const std::string name = "comm_only " + s.workload + " N=" + std::to_string(s.world);
+    if (!has_role(s.strategy, StrategyRole::comm_reference) || !std::isfinite(s.busbw)) continue;
+    const std::string name = s.strategy + " " + s.workload + " N=" + std::to_string(s.world);
     if (index.find(name) == index.end()) {
       index[name] = chart.series.size();
       chart.series.push_back({name, false, false, {}});
@@ -354,7 +354,7 @@ Chart speedup_chart(const std::vector<Summary>& all) {
     }
     if (workloads.size() > 1) rest += " " + s->workload;
     if (dtypes.size() > 1) rest += " " + s->dtype;
-    const bool baseline = s->strategy == "baseline";
+    const bool baseline = has_role(s->strategy, StrategyRole::serial_baseline);
     const std::string family = s->strategy.substr(0, s->strategy.find(':'));
     const int param = strategy_param(s->strategy);
     const bool flat = x_field.empty() && param == 0;
@@ -384,7 +384,7 @@ Chart speedup_chart(const std::vector<Summary>& all) {
 void write_speedup_svg(std::ostream& out, const ResultFile& file) {
   const std::vector<Summary> all = summarize(file.cases);
   const bool only_comm = !all.empty() && std::all_of(all.begin(), all.end(), [](const Summary& s) {
-    return s.strategy == "comm_only";
+    return has_role(s.strategy, StrategyRole::comm_reference);
   });
   const Chart chart = only_comm ? busbw_chart(file, all) : speedup_chart(all);
 

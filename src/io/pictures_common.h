@@ -5,11 +5,13 @@
 #include <string>
 
 #include "fob/results.h"
+#include "fob/strategy.h"
 
 namespace fob::pictures {
 
 inline bool is_reference_mode(const std::string& strategy) {
-  return strategy == "compute_only" || strategy == "comm_only";
+  const Strategy* s = find_strategy(strategy);
+  return s != nullptr && s->is_reference();
 }
 
 inline bool link_emulated(const SystemInfo& sys) {

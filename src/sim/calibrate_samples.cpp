@@ -237,7 +237,8 @@ void collect_interference(const CaseView& v, bool overlaps, Collected& out) {
 
 void collect_case(const CaseView& v, Collected& out) {
   const CaseResult& c = *v.c;
-  const bool reference = v.strategy == "compute_only";
+  const StrategyRole role = strategy_role(v.strategy);
+  const bool reference = role == StrategyRole::compute_reference;
   const bool overlaps = overlapping_strategy(v.strategy);
   const int iters = v.iters();
   // A step lasts as long as its slowest rank, so a GEMM's sample for an iteration is its
@@ -302,7 +303,7 @@ void collect_case(const CaseView& v, Collected& out) {
   // Collectives, matched across ranks by their order: the ring ends together on every rank,
   // so the rank that posted last (the shortest duration) saw the ring's own time; the ring's
   // step moves the largest block, as the simulator prices it.
-  if (v.strategy == "comm_only" || v.strategy == "baseline") {
+  if (role == StrategyRole::comm_reference || role == StrategyRole::serial_baseline) {
     const std::vector<std::vector<int>> colls = v.collectives();
     for (size_t k = 0; k < colls[0].size(); ++k) {
       const Task& t0 = v.task(0, colls[0][k]);
@@ -331,13 +332,13 @@ void collect_case(const CaseView& v, Collected& out) {
       }
       if (per_iter.empty()) continue;
       const LinkPoint p{static_cast<double>(block), median(per_iter) / steps};
-      (v.strategy == "comm_only" ? out.comm_only : out.baseline).push_back(p);
+      (role == StrategyRole::comm_reference ? out.comm_only : out.baseline).push_back(p);
     }
   }
 
   // Exchanges of strategies without the baseline's collectives: the minimum over iterations
   // and ranks, the instance least likely to include waiting for the peer.
-  if (v.strategy != "comm_only" && v.strategy != "baseline" && v.strategy != "compute_only") {
+  if (role == StrategyRole::overlapping) {
     for (const Task& t0 : v.plans[0].tasks) {
       if (t0.kind != TaskKind::exchange) continue;
       double shortest = INFINITY;

@@ -14,6 +14,7 @@
 #include "fob/metrics.h"
 #include "fob/plan.h"
 #include "fob/results.h"
+#include "fob/strategy.h"
 
 namespace fob::calib {
 
@@ -93,8 +94,7 @@ inline bool is_elementwise(TaskKind kind) {
 }
 
 inline bool overlapping_strategy(const std::string& name) {
-  return name == "slicing" || name == "decompose" || name == "flash" || name == "flash_direct" ||
-         name == "flash_qs";
+  return has_role(name, StrategyRole::overlapping) && find_strategy(name) != nullptr;
 }
 
 // Samples from both pools; the fit uses the reference (compute_only) pool where it has the key.

@@ -26,14 +26,13 @@ void all_gather_blocks(PlanBuilder& b, const AgProblem& p, int /*param*/) {
 
 }  // namespace
 
-extern const Strategy kBaseline = {"baseline",
-                                   "one blocking collective, one full GEMM",
-                                   nullptr,
-                                   1,
-                                   false,
-                                   all_gather_gemm,
-                                   gemm_reduce_scatter,
-                                   all_gather_blocks,
-                                   false};
+extern const Strategy kBaseline = {
+    .name = "baseline",
+    .summary = "one blocking collective, one full GEMM",
+    .role = StrategyRole::serial_baseline,
+    .all_gather_gemm = all_gather_gemm,
+    .gemm_reduce_scatter = gemm_reduce_scatter,
+    .all_gather_blocks = all_gather_blocks,
+};
 
 }  // namespace fob

@@ -60,14 +60,13 @@ void all_gather_blocks(PlanBuilder& b, const AgProblem& p, int /*param*/) {
 
 }  // namespace
 
-extern const Strategy kDecompose = {"decompose",
-                                    "lock-stepped ring (Wang et al., ASPLOS'23)",
-                                    nullptr,
-                                    1,
-                                    false,
-                                    all_gather_gemm,
-                                    gemm_reduce_scatter,
-                                    all_gather_blocks,
-                                    false};
+extern const Strategy kDecompose = {
+    .name = "decompose",
+    .summary = "lock-stepped ring (Wang et al., ASPLOS'23)",
+    .role = StrategyRole::overlapping,
+    .all_gather_gemm = all_gather_gemm,
+    .gemm_reduce_scatter = gemm_reduce_scatter,
+    .all_gather_blocks = all_gather_blocks,
+};
 
 }  // namespace fob

@@ -80,9 +80,17 @@ void flash_gemm_reduce_scatter(PlanBuilder& b, const RsProblem& p, int m) {
   }
 }
 
-extern const Strategy kFlash = {"flash", "Flash-Overlap free-running ring, rank-adaptive order",
-                                "m", 1, false, flash_all_gather_gemm, flash_gemm_reduce_scatter,
-                                // As DESIGN.md has it for GEMM + all-reduce.
-                                all_gather_blocks_direct, false};
+extern const Strategy kFlash = {
+    .name = "flash",
+    .summary = "Flash-Overlap free-running ring, rank-adaptive order",
+    .param_name = "m",
+    .default_param = 1,
+    .role = StrategyRole::overlapping,
+    .tune_params = {1, 2, 4, 8},
+    .all_gather_gemm = flash_all_gather_gemm,
+    .gemm_reduce_scatter = flash_gemm_reduce_scatter,
+    // As DESIGN.md has it for GEMM + all-reduce.
+    .all_gather_blocks = all_gather_blocks_direct,
+};
 
 }  // namespace fob

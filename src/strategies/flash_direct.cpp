@@ -81,14 +81,15 @@ void all_gather_blocks_direct(PlanBuilder& b, const AgProblem& p, int m) {
   }
 }
 
-extern const Strategy kFlashDirect = {"flash_direct",
-                                      "direct-to-owner pairwise exchanges",
-                                      "m",
-                                      1,
-                                      false,
-                                      all_gather_gemm,
-                                      gemm_reduce_scatter,
-                                      all_gather_blocks_direct,
-                                      false};
+extern const Strategy kFlashDirect = {
+    .name = "flash_direct",
+    .summary = "direct-to-owner pairwise exchanges",
+    .param_name = "m",
+    .default_param = 1,
+    .role = StrategyRole::overlapping,
+    .all_gather_gemm = all_gather_gemm,
+    .gemm_reduce_scatter = gemm_reduce_scatter,
+    .all_gather_blocks = all_gather_blocks_direct,
+};
 
 }  // namespace fob

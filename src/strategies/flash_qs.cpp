@@ -7,14 +7,17 @@
 
 namespace fob {
 
-extern const Strategy kFlashQs = {"flash_qs",
-                                  "Flash-Overlap with query-split attention (attn only)",
-                                  "m",
-                                  1,
-                                  false,
-                                  flash_all_gather_gemm,
-                                  flash_gemm_reduce_scatter,
-                                  all_gather_blocks_direct,
-                                  true};
+extern const Strategy kFlashQs = {
+    .name = "flash_qs",
+    .summary = "Flash-Overlap with query-split attention (attn only)",
+    .param_name = "m",
+    .default_param = 1,
+    .role = StrategyRole::overlapping,
+    .tune_params = {1, 2, 4, 8},
+    .all_gather_gemm = flash_all_gather_gemm,
+    .gemm_reduce_scatter = flash_gemm_reduce_scatter,
+    .all_gather_blocks = all_gather_blocks_direct,
+    .query_split = true,
+};
 
 }  // namespace fob

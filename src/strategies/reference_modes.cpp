@@ -40,15 +40,21 @@ void comm_ag_blocks(PlanBuilder& b, const AgProblem& p, int /*param*/) {
 
 }  // namespace
 
-extern const Strategy kComputeOnly = {"compute_only", "reference: GEMMs alone, unsliced",
-                                      nullptr,        1,
-                                      true,           compute_ag,
-                                      compute_rs,     no_transfer,
-                                      false};
-extern const Strategy kCommOnly = {"comm_only", "reference: baseline collectives alone",
-                                   nullptr,     1,
-                                   true,        comm_ag,
-                                   comm_rs,     comm_ag_blocks,
-                                   false};
+extern const Strategy kComputeOnly = {
+    .name = "compute_only",
+    .summary = "reference: GEMMs alone, unsliced",
+    .role = StrategyRole::compute_reference,
+    .all_gather_gemm = compute_ag,
+    .gemm_reduce_scatter = compute_rs,
+    .all_gather_blocks = no_transfer,
+};
+extern const Strategy kCommOnly = {
+    .name = "comm_only",
+    .summary = "reference: baseline collectives alone",
+    .role = StrategyRole::comm_reference,
+    .all_gather_gemm = comm_ag,
+    .gemm_reduce_scatter = comm_rs,
+    .all_gather_blocks = comm_ag_blocks,
+};
 
 }  // namespace fob

@@ -31,6 +31,42 @@ std::string strategy_choices() {
   return text;
 }
 
+const Strategy* find_strategy(const std::string& text) {
+  const std::string name = text.substr(0, text.find(':'));
+  for (const Strategy* s : all_strategies()) {
+    if (name == s->name) return s;
+  }
+  return nullptr;
+}
+
+StrategyRole strategy_role(const std::string& text) {
+  const Strategy* s = find_strategy(text);
+  return s ? s->role : StrategyRole::overlapping;
+}
+
+bool has_role(const std::string& text, StrategyRole role) {
+  return strategy_role(text) == role;
+}
+
+const char* role_name(StrategyRole role) {
+  for (const Strategy* s : all_strategies()) {
+    if (s->role == role) return s->name;
+  }
+  return "";
+}
+
+std::vector<std::string> reference_strategies() {
+  std::vector<std::string> out;
+  for (const Strategy* s : all_strategies()) {
+    if (s->is_reference()) out.push_back(s->name);
+  }
+  return out;
+}
+
+std::vector<std::string> default_strategies() {
+  return {"baseline", "slicing:4", "decompose", "flash", "flash_direct"};
+}
+
 bool strategy_applies(const Strategy& strategy, Workload workload) {
   return !strategy.query_split || workload == Workload::attn;
 }

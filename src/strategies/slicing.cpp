@@ -52,14 +52,16 @@ void all_gather_blocks(PlanBuilder& b, const AgProblem& p, int chunks) {
 
 }  // namespace
 
-extern const Strategy kSlicing = {"slicing",
-                                  "collective cut into C chunks along the tokens",
-                                  "C",
-                                  4,
-                                  false,
-                                  all_gather_gemm,
-                                  gemm_reduce_scatter,
-                                  all_gather_blocks,
-                                  false};
+extern const Strategy kSlicing = {
+    .name = "slicing",
+    .summary = "collective cut into C chunks along the tokens",
+    .param_name = "C",
+    .default_param = 4,
+    .role = StrategyRole::overlapping,
+    .tune_params = {1, 2, 4, 8, 16},
+    .all_gather_gemm = all_gather_gemm,
+    .gemm_reduce_scatter = gemm_reduce_scatter,
+    .all_gather_blocks = all_gather_blocks,
+};
 
 }  // namespace fob

@@ -150,7 +150,7 @@ class PlanInvariants : public ::testing::TestWithParam<Param> {
     block_ = tokens_ / world_;
     ffn_local_ = geometry_.f / world_;
     const std::string name = spec_.strategy.strategy->name;
-    reference_ = spec_.strategy.strategy->is_reference;
+    reference_ = spec_.strategy.strategy->is_reference();
     param_ = spec_.strategy.param;
     is_ = [name](const char* n) { return name == n; };
   }
