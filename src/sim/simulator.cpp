@@ -9,106 +9,12 @@
 #include <vector>
 
 #include "fob/sim.h"
+#include "simulation_data.h"
 
 namespace fob {
 namespace {
 
-struct TaskRef {
-  int rank = -1;
-  int task = -1;
-};
-
-std::string describe(const Plan& plan, int task) {
-  return "rank " + std::to_string(plan.rank) + " task " + std::to_string(task) + " (" +
-         plan.tasks[static_cast<size_t>(task)].label + ")";
-}
-
-// Ends sort before starts at the same instant, so a compute task that starts just as a
-// transfer ends is not slowed by it, and one that starts with a transfer is. Compute starts
-// come last of all and are not events: see Simulation::starting_. A transfer posted late
-// because its rank was computing (comm_post) is posted after the ends at its instant, so a
-// compute task that ended then no longer delays it. `launched`: a task's launch overhead is over.
-enum class EventKind : uint8_t { flow_end, compute_end, flow_start, launched, comm_post };
-
-struct Event {
-  double time = 0;
-  EventKind kind = EventKind::flow_end;
-  uint64_t seq = 0;      // push order: ties broken the same way every run
-  TaskRef a;             // compute: the task
-  int flow = -1;         // flow_start, flow_end: the flow
-  uint32_t version = 0;  // flow_end: stale unless it matches the flow's version
-  bool operator>(const Event& o) const {
-    if (time != o.time) return time > o.time;
-    if (kind != o.kind) return kind > o.kind;
-    return seq > o.seq;
-  }
-};
-
-// Tasks in the order they were pushed, for the ones decided at one instant: a vector read from
-// the front, emptied (its memory kept) when read to the end.
-class InstantQueue {
- public:
-  bool empty() const { return next_ == items_.size(); }
-  void push(TaskRef ref) { items_.push_back(ref); }
-  TaskRef pop() {
-    const TaskRef ref = items_[next_++];
-    if (next_ == items_.size()) {
-      items_.clear();
-      next_ = 0;
-    }
-    return ref;
-  }
-
- private:
-  std::vector<TaskRef> items_;
-  size_t next_ = 0;
-};
-
-struct TaskState {
-  int pending = 0;      // unfinished deps, plus the stream's previous task
-  int halves = 0;       // point-to-point halves not yet delivered
-  int collective = -1;  // the k of the rank's k-th collective, or -1
-  bool posted = false, ended = false;
-  double start = 0, end = 0;
-  TaskRef send_to, recv_from;  // the matching halves on the peers
-};
-
-// One half of a point-to-point message, for matching sends with receives.
-struct Half {
-  uint64_t key = 0;  // (sender, receiver, tag)
-  TaskRef ref;
-  bool operator<(const Half& o) const {
-    if (key != o.key) return key < o.key;
-    return ref.task < o.ref.task;  // a rank's halves of one key meet in plan order
-  }
-};
-
-// One rank's end of one link class: the flows now leaving (out) and arriving (in) over it.
-struct Port {
-  int cls = 0;
-  std::vector<int> out, in;
-};
-
-// One ring link of a collective: rank r to rank r+1.
-struct RingLink {
-  int out_port = -1, in_port = -1;  // on r and on r+1
-  double latency = 0, bytes_per_second = 0, block = 0;
-};
-
-// A point-to-point message, or a whole collective, sharing bandwidth with the flows on its
-// ports (fluid model). A message pays its latency first, then flows: `remaining` bytes at
-// `rate`. A collective flows from its start: `remaining` is the fraction of it left, and
-// `period` what the whole would take at the current shares.
-struct Flow {
-  TaskRef from, to;                 // message: sender and receiver halves
-  int collective = -1;              // the collective's index k, or -1 for a message
-  int out_port = -1, in_port = -1;  // message: on the sender and on the receiver
-  bool flowing = false, scheduled = false;
-  double remaining = 0, rate = 0, period = 0, since = 0;
-  uint32_t version = 0;
-  int steps = 0;                // collective: ring steps
-  std::vector<RingLink> links;  // collective: one per rank
-};
+using namespace sim_detail;  // NOLINT: the data this file simulates with
 
 class Simulation {
  public:
@@ -642,10 +548,6 @@ class Simulation {
   std::vector<double> computing_until_;  // per rank: its compute task's end, or kIdle
   // With a comm start delay, per rank: whether a compute task is launching or running, and the
   // transfers posted late because of it.
-  struct Waiting {
-    TaskRef ref;
-    double launched = 0;
-  };
   std::vector<uint8_t> compute_active_;
   std::vector<std::vector<Waiting>> waiting_;
   double transfer_slowdown_ = 1, comm_start_delay_ = 0;
