@@ -15,7 +15,7 @@
 namespace fob {
 
 int calibrate_command(const CalibrateArgs& args) {
-  try {
+  return guarded("calibrate", [&] {
     if (args.files.empty()) throw InputError("calibrate: name at least one results file");
     if (args.output.empty()) throw InputError("-o: name the machine file to write (.yaml)");
     for (const std::string& input : args.files) {
@@ -65,13 +65,7 @@ int calibrate_command(const CalibrateArgs& args) {
     std::cout << "\nlargest error: " << worst << " %\n";
     for (const std::string& note : report.notes) std::cout << "- note: " << note << "\n";
     return kExitOk;
-  } catch (const InputError& e) {
-    std::fprintf(stderr, "fobench calibrate: error: %s\n", e.what());
-    return kExitBadInput;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "fobench calibrate: error: %s\n", e.what());
-    return kExitRuntimeFault;
-  }
+  });
 }
 
 }  // namespace fob

@@ -1,6 +1,7 @@
 // Subcommands of the fobench binary.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -25,6 +26,11 @@ struct RunArgs {
 };
 
 int run_command(const RunArgs& args);
+
+// A command's body, with the one mapping of errors to exit codes every command but `run` (whose
+// ranks agree first) shares: InputError is exit 2, any other exception exit 3, each one line
+// "fobench COMMAND: error: ..." on stderr.
+int guarded(const char* command, const std::function<int()>& body);
 
 struct ReportArgs {
   std::string file;

@@ -279,7 +279,7 @@ void write_json(std::ostream& out, const Comparison& c, const Side& base, const 
 }  // namespace
 
 int compare_command(const CompareArgs& args) {
-  try {
+  return guarded("compare", [&] {
     // Arguments first, so a bad option is reported without reading any file.
     const CompareMetric metric = parse_compare_metric(args.metric);
     const Format format = parse_format(args.format);
@@ -327,13 +327,7 @@ int compare_command(const CompareArgs& args) {
     std::cout.flush();
     if (format != Format::md) std::fprintf(stderr, "%s\n", result_line(comparison).c_str());
     return comparison.count(Verdict::regressed) > 0 ? kExitVerifyFailed : kExitOk;
-  } catch (const InputError& e) {
-    std::fprintf(stderr, "fobench compare: error: %s\n", e.what());
-    return kExitBadInput;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "fobench compare: error: %s\n", e.what());
-    return kExitRuntimeFault;
-  }
+  });
 }
 
 }  // namespace fob

@@ -27,7 +27,7 @@ void write_file(const std::string& path, const std::function<void(std::ostream&)
 }  // namespace
 
 int report_command(const ReportArgs& args) {
-  try {
+  return guarded("report", [&] {
     const ReportFormat format = parse_report_format(args.format);
     const std::vector<std::string> group_by = parse_group_by(args.group_by);
     const ResultFile file = read_results(args.file);
@@ -49,13 +49,7 @@ int report_command(const ReportArgs& args) {
     }
     write_report(std::cout, file, format, group_by);
     return kExitOk;
-  } catch (const InputError& e) {
-    std::fprintf(stderr, "fobench report: error: %s\n", e.what());
-    return kExitBadInput;
-  } catch (const RuntimeFault& e) {
-    std::fprintf(stderr, "fobench report: error: %s\n", e.what());
-    return kExitRuntimeFault;
-  }
+  });
 }
 
 }  // namespace fob

@@ -104,7 +104,7 @@ std::string machine_summary(const Machine& m) {
 }  // namespace
 
 int sim_command(const SimArgs& args) {
-  try {
+  return guarded("sim", [&] {
     const auto t0 = std::chrono::steady_clock::now();
     Config config;
     if (!args.run.config_path.empty()) {
@@ -173,13 +173,7 @@ int sim_command(const SimArgs& args) {
     std::fprintf(stderr, "fobench sim: %zu cases simulated in %.2f s%s%s\n", specs.size(), seconds,
                  writer ? "; wrote " : "", writer ? writer->final_path().c_str() : "");
     return kExitOk;
-  } catch (const InputError& e) {
-    std::fprintf(stderr, "fobench sim: error: %s\n", e.what());
-    return kExitBadInput;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "fobench sim: error: %s\n", e.what());
-    return kExitRuntimeFault;
-  }
+  });
 }
 
 }  // namespace fob
