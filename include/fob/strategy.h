@@ -84,8 +84,13 @@ bool strategy_applies(const Strategy& strategy, Workload workload);
 // flash_direct's own, and flash's for an all-reduce's second half.
 void all_gather_blocks_direct(PlanBuilder& builder, const AgProblem& problem, int m);
 
-// Every strategy built in, reference modes included, in the order reports list them.
+// Every strategy built in, reference modes included, in the order reports list them, then any
+// registered since.
 const std::vector<const Strategy*>& all_strategies();
+// Adds a strategy defined elsewhere (a test's toy, a plugin): from then on every part of
+// fobench runs, reports, tunes, calibrates and simulates it like a built-in one. `strategy`
+// must outlive every use; a name taken already is a logic_error.
+void register_strategy(const Strategy& strategy);
 
 struct StrategySpec {
   const Strategy* strategy = nullptr;

@@ -1,5 +1,7 @@
-// The list of built-in strategies. A new strategy is one file plus one line here.
+// The list of built-in strategies. A new strategy is one file plus one line here (or, for a
+// strategy outside fobench's sources, one call to register_strategy).
 #include <cstdlib>
+#include <stdexcept>
 
 #include "fob/strategy.h"
 
@@ -14,11 +16,26 @@ extern const Strategy kFlashQs;
 extern const Strategy kComputeOnly;
 extern const Strategy kCommOnly;
 
-const std::vector<const Strategy*>& all_strategies() {
-  static const std::vector<const Strategy*> list = {&kBaseline,    &kSlicing,     &kDecompose,
-                                                    &kFlash,       &kFlashDirect, &kFlashQs,
-                                                    &kComputeOnly, &kCommOnly};
+namespace {
+
+std::vector<const Strategy*>& registry() {
+  static std::vector<const Strategy*> list = {&kBaseline,    &kSlicing, &kDecompose,   &kFlash,
+                                              &kFlashDirect, &kFlashQs, &kComputeOnly, &kCommOnly};
   return list;
+}
+
+}  // namespace
+
+const std::vector<const Strategy*>& all_strategies() {
+  return registry();
+}
+
+void register_strategy(const Strategy& strategy) {
+  if (find_strategy(strategy.name) != nullptr) {
+    throw std::logic_error(std::string("register_strategy: '") + strategy.name +
+                           "' is registered already");
+  }
+  registry().push_back(&strategy);
 }
 
 std::string strategy_choices() {
