@@ -104,5 +104,7 @@ int cuda_device_count();  // 0 when not built, not loadable, or no device is vis
 std::unique_ptr<Backend> make_cuda_backend(const BackendOptions& options);
 // CUDA runtime, driver, cuBLAS and NCCL versions and where they were found, or why not.
 std::string cuda_versions();
+// NCCL's version alone ("2.28.9 (/path/libnccl.so.2)"), for /system nccl_version.
+std::string nccl_version();
 
 }  // namespace fob

@@ -260,7 +260,7 @@ int run_command(const RunArgs& args) {
   system.cuda_version = "n/a";
   if (backend->name() == "cuda") {
     system.cuda_version = cuda_versions();
-    system.nccl_version = system.transport == "nccl" ? cuda_versions() : "n/a (transport mpi)";
+    system.nccl_version = system.transport == "nccl" ? nccl_version() : "n/a (transport mpi)";
   }
   system.blas = backend->blas();
   system.link_emulation = config.link.describe();

@@ -11,7 +11,7 @@
 
 namespace fob {
 
-inline constexpr int kCudaModuleAbi = 1;
+inline constexpr int kCudaModuleAbi = 2;
 
 struct CudaModuleApi {
   int abi = kCudaModuleAbi;
@@ -22,6 +22,8 @@ struct CudaModuleApi {
   std::unique_ptr<Backend> (*make_backend)(const BackendOptions& options) = nullptr;
   // CUDA runtime, driver, cuBLAS and NCCL versions, and the files cuBLAS and NCCL came from.
   std::string (*versions)() = nullptr;
+  // NCCL's version and the file it came from: what /system nccl_version records.
+  std::string (*nccl_version)() = nullptr;
 };
 
 }  // namespace fob

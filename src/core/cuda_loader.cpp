@@ -119,4 +119,9 @@ std::string cuda_versions() {
   return m.api ? m.api->versions() : "cuda backend: " + m.error;
 }
 
+std::string nccl_version() {
+  const Module& m = module();
+  return m.api ? m.api->nccl_version() : "cuda backend: " + m.error;
+}
+
 }  // namespace fob

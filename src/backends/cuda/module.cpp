@@ -82,7 +82,19 @@ std::string versions() {
          ")";
 }
 
-const CudaModuleApi kApi = {kCudaModuleAbi, check_libraries, device_count, make_backend, versions};
+std::string nccl_version() {
+  int nccl = 0;
+  ncclGetVersion(&nccl);
+  return version_text(nccl) + " (" + library_of(reinterpret_cast<const void*>(&ncclGetVersion)) +
+         ")";
+}
+
+const CudaModuleApi kApi = {.abi = kCudaModuleAbi,
+                            .check_libraries = check_libraries,
+                            .device_count = device_count,
+                            .make_backend = make_backend,
+                            .versions = versions,
+                            .nccl_version = nccl_version};
 
 }  // namespace
 }  // namespace fob
