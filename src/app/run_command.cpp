@@ -21,6 +21,7 @@
 #include "fob/executor.h"
 #include "fob/report.h"
 #include "fob/results.h"
+#include "fob/version.h"
 #include "fob/text_file.h"
 #include "fob/workload.h"
 #include "run_support.h"
@@ -181,7 +182,7 @@ int run_command(const RunArgs& args) {
     }
     if (low != high) throw InputError("config: the ranks do not hold the same settings");
 
-    run_info.git_commit = FOB_GIT_COMMIT;
+    run_info.git_commit = git_commit();
     run_info.created_utc = utc_now("%Y-%m-%dT%H:%M:%SZ");
     run_info.command_line = args.command_line;
     run_info.config_yaml = effective;

@@ -14,6 +14,7 @@
 #include "core/watchdog.h"
 #include "fob/backend.h"
 #include "fob/text_file.h"
+#include "fob/version.h"
 #include "fob/workload.h"
 extern char** environ;
 
@@ -237,7 +238,7 @@ std::string version_text() {
   unsigned major = 0, minor = 0, release = 0;
   H5get_libversion(&major, &minor, &release);
   std::ostringstream out;
-  out << "fobench " << FOB_VERSION << " (git " << FOB_GIT_COMMIT << ")\n"
+  out << "fobench " << FOB_VERSION << " (git " << git_commit() << ")\n"
       << "backends: cpu" << (cuda_backend_built() ? ", cuda" : "") << "\n"
       << "cuda: " << cuda_version_line() << "\n"
       << "MPI: " << mpi_library_version() << "\n"

@@ -16,6 +16,7 @@
 #include "fob/machine.h"
 #include "fob/report.h"
 #include "fob/results.h"
+#include "fob/version.h"
 #include "fob/sim.h"
 #include "fob/text_file.h"
 #include "fob/workload.h"
@@ -145,7 +146,7 @@ int sim_command(const SimArgs& args) {
 
     const MachineCost cost(machine);
     ResultFile file;
-    file.run.git_commit = FOB_GIT_COMMIT;
+    file.run.git_commit = git_commit();
     file.run.created_utc = utc_now("%Y-%m-%dT%H:%M:%SZ");
     file.run.command_line = args.run.command_line;
     file.run.config_yaml = config.to_yaml();
