@@ -67,7 +67,9 @@ T parse_integer(const std::string& key, const std::string& text);
 
 void validate_config(const Config& config);
 
-// Splits "baseline,slicing:4" into its specs.
+// Splits a comma-separated list into its items, trimmed, empty ones dropped.
 std::vector<std::string> split_list(const std::string& text);
+// The items with `sep` between them: split_list's inverse for ", ".
+std::string join_list(const std::vector<std::string>& items, const char* sep);
 
 }  // namespace fob

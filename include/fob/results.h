@@ -76,6 +76,9 @@ struct SystemInfo {
   std::string notes;  // caveats about how the numbers were taken, e.g. oversubscription
   // Non-empty for `fobench sim` files: the machine file the times were predicted with.
   std::string simulated;
+
+  // Whether the link was emulated: every report and picture says so where it cannot be missed.
+  bool link_emulated() const { return !link_emulation.empty() && link_emulation != "none"; }
 };
 
 struct RunInfo {

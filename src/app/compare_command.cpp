@@ -46,12 +46,9 @@ std::string fixed(double v, int decimals, bool sign = false) {
   return buf;
 }
 
-// JSON has no NaN or infinity: an unbounded interval end is null.
+// Six significant digits: the changes and intervals are percentages of noisy medians.
 std::string json_number(double v) {
-  if (!std::isfinite(v)) return "null";
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%.6g", v);
-  return buf;
+  return fob::json_number(v, 6);
 }
 
 std::string hosts_of(const SystemInfo& s) {

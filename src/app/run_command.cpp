@@ -21,8 +21,8 @@
 #include "fob/executor.h"
 #include "fob/report.h"
 #include "fob/results.h"
-#include "fob/version.h"
 #include "fob/text_file.h"
+#include "fob/version.h"
 #include "fob/workload.h"
 #include "run_support.h"
 
@@ -290,8 +290,8 @@ int run_command(const RunArgs& args) {
                        " ranks and run-to-run noise is larger; compare strategies with each other";
       }
     }
-    system.hostnames = join(hosts, ",");
-    system.devices = join(devices, ",");
+    system.hostnames = join_list(hosts, ",");
+    system.devices = join_list(devices, ",");
   }
 
   // Case ids number the cases across the whole sweep; with --resume, a case already in the

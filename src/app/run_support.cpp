@@ -205,12 +205,6 @@ uint64_t fnv1a(const std::string& text) {
   return h;
 }
 
-std::string join(const std::vector<std::string>& items, const char* sep) {
-  std::string out;
-  for (size_t i = 0; i < items.size(); ++i) out += (i ? sep : "") + items[i];
-  return out;
-}
-
 // The cuda backend as this machine finds it: its versions and devices, or why it cannot run.
 std::string cuda_version_line() {
   if (!cuda_backend_built()) {

@@ -43,7 +43,6 @@ bool finished(const CaseResult& c, const CaseSpec& spec, int iters);
 std::string tune_slices(Executor& executor, CaseSpec& spec, const ExecOptions& base, int rank);
 
 uint64_t fnv1a(const std::string& text);
-std::string join(const std::vector<std::string>& items, const char* sep);
 
 // The file an interrupted NAME.h5.partial becomes when its run finishes.
 std::string partial_target(const std::string& partial);

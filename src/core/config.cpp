@@ -88,6 +88,12 @@ std::vector<std::string> split_list(const std::string& text) {
   return out;
 }
 
+std::string join_list(const std::vector<std::string>& items, const char* sep) {
+  std::string out;
+  for (size_t i = 0; i < items.size(); ++i) out += (i ? sep : "") + items[i];
+  return out;
+}
+
 namespace {
 
 // The keys whose value may be a list: each list multiplies the cases (a sweep).

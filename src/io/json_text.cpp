@@ -1,5 +1,6 @@
 #include "json_text.h"
 
+#include <cmath>
 #include <cstdio>
 
 namespace fob {
@@ -35,6 +36,13 @@ std::string json_string(const std::string& text) {
     }
   }
   return out + "\"";
+}
+
+std::string json_number(double v, int digits) {
+  if (!std::isfinite(v)) return "null";
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.*g", digits, v);
+  return buf;
 }
 
 std::string csv_field(const std::string& text) {

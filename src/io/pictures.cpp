@@ -133,7 +133,7 @@ class Timeline {
       : file_(file),
         c_(c),
         iter_(iter),
-        legend_y_(pictures::link_emulated(file.system) ? 84 : 66),
+        legend_y_(file.system.link_emulated() ? 84 : 66),
         top_(legend_y_ + 34) {
     collect();
   }

@@ -14,16 +14,12 @@ inline bool is_reference_mode(const std::string& strategy) {
   return s != nullptr && s->is_reference();
 }
 
-inline bool link_emulated(const SystemInfo& sys) {
-  return !sys.link_emulation.empty() && sys.link_emulation != "none";
-}
-
 // A run over an emulated link measures the emulation, not the machine's network; every picture
 // says so where it cannot be missed.
 inline std::string emulated_note(const SystemInfo& sys) {
   if (!sys.simulated.empty())
     return "SIMULATED with " + sys.simulated + ": predicted, not measured";
-  if (!link_emulated(sys)) return "";
+  if (!sys.link_emulated()) return "";
   std::string detail = sys.link_emulation;  // "emulated: 10 Gbit/s, 5 us latency"
   const std::string prefix = "emulated:";
   if (detail.rfind(prefix, 0) == 0) detail.erase(0, prefix.size());

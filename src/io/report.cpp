@@ -12,6 +12,7 @@
 #include <tuple>
 #include <vector>
 
+#include "fob/config.h"
 #include "fob/report.h"
 #include "fob/types.h"
 #include "json_text.h"
@@ -117,16 +118,6 @@ std::vector<std::string> split_unique(const std::string& list) {
   return out;
 }
 
-std::string join(const std::vector<std::string>& items, const char* sep) {
-  std::string out;
-  for (size_t i = 0; i < items.size(); ++i) out += (i ? sep : "") + items[i];
-  return out;
-}
-
-bool link_emulated(const SystemInfo& sys) {
-  return !sys.link_emulation.empty() && sys.link_emulation != "none";
-}
-
 // "emulated: 10 Gbit/s, 5 us latency" -> "10 Gbit/s, 5 us latency"
 std::string link_detail(const SystemInfo& sys) {
   const std::string prefix = "emulated:";
@@ -146,7 +137,7 @@ std::vector<std::pair<std::string, std::string>> header_pairs(const ResultFile& 
           {"backend", s.backend},
           {"transport", s.transport},
           {"world_size", std::to_string(s.world_size)},
-          {"hostnames", join(split_unique(s.hostnames), ",")},
+          {"hostnames", join_list(split_unique(s.hostnames), ",")},
           {"devices", s.devices},
           {"mpi_version", s.mpi_version},
           {"nccl_version", s.nccl_version},
@@ -356,7 +347,7 @@ struct Group {
 std::string row_label(const Summary& s, const std::vector<std::string>& fields, const char* sep) {
   std::vector<std::string> parts;
   for (const std::string& f : fields) parts.push_back(field_value(s, f));
-  return join(parts, sep);
+  return join_list(parts, sep);
 }
 
 // The default title: the shape as the paper states it (attention by heads, the rest by ffn).
@@ -437,16 +428,16 @@ void write_md(std::ostream& out, const ResultFile& file, const std::vector<Group
     out << "> **SIMULATED: predicted by fobench sim with " << one_line(s.simulated)
         << "; no time here was measured**\n\n";
   }
-  if (link_emulated(s)) {
+  if (s.link_emulated()) {
     // Emulated numbers describe the emulated link, not this machine; nobody should miss that.
     out << "> **EMULATED link: " << link_detail(s) << "**\n\n";
   }
-  out << "- machine: " << or_dash(join(split_unique(s.hostnames), ", ")) << "\n";
+  out << "- machine: " << or_dash(join_list(split_unique(s.hostnames), ", ")) << "\n";
   out << "- backend: " << or_dash(s.backend) << ", transport: " << or_dash(s.transport)
       << ", world size: " << s.world_size << "\n";
-  if (!s.devices.empty()) out << "- devices: " << join(split_unique(s.devices), ", ") << "\n";
+  if (!s.devices.empty()) out << "- devices: " << join_list(split_unique(s.devices), ", ") << "\n";
   out << "- link: "
-      << (link_emulated(s) ? "EMULATED link: " + link_detail(s) : std::string("not emulated"))
+      << (s.link_emulated() ? "EMULATED link: " + link_detail(s) : std::string("not emulated"))
       << "\n";
   out << "- timer: " << or_dash(s.timer) << "\n";
   out << "- BLAS: " << or_dash(s.blas) << "; MPI: " << or_dash(one_line(s.mpi_version));
@@ -465,7 +456,7 @@ void write_md(std::ostream& out, const ResultFile& file, const std::vector<Group
   if (empty) out << "\nNo cases in this file.\n";
   for (const Group& group : groups) {
     out << "\n## " << group.title << "\n\n";
-    out << "| " << join(group.label_fields, " | ")
+    out << "| " << join_list(group.label_fields, " | ")
         << " | T (ms) | T_comp (ms) | T_comm (ms) | T_lb (ms) | exposed_comm (ms) "
            "| comm_reduction (%) | e2e_reduction (%) | speedup (x) | ideal_speedup (x) "
            "| overlap_efficiency (%) | hidden (%) | concurrency (%) | verified |\n";
@@ -538,7 +529,7 @@ std::string tex_ms_with_reduction(double seconds, double reduction) {
 void write_latex(std::ostream& out, const ResultFile& file, const std::vector<Group>& groups) {
   const SystemInfo& s = file.system;
   const std::string link =
-      link_emulated(s) ? "EMULATED link: " + link_detail(s) : "link not emulated";
+      s.link_emulated() ? "EMULATED link: " + link_detail(s) : "link not emulated";
   out << "% fobench report -- needs \\usepackage{booktabs}\n";
   if (!s.simulated.empty()) out << "% SIMULATED with " << one_line(s.simulated) << "\n";
   out << "% " << kStepNote << "\n";
@@ -547,7 +538,7 @@ void write_latex(std::ostream& out, const ResultFile& file, const std::vector<Gr
   for (const Group& group : groups) {
     out << "\\begin{table}[ht]\n\\centering\n";
     out << "\\caption{" << (s.simulated.empty() ? "" : "SIMULATED. ") << tex_escape(group.title)
-        << ". " << tex_escape(join(split_unique(s.hostnames), ", ")) << ", backend "
+        << ". " << tex_escape(join_list(split_unique(s.hostnames), ", ")) << ", backend "
         << tex_escape(s.backend) << ", transport " << tex_escape(s.transport) << ", "
         << tex_escape(link) << ", timer " << tex_escape(s.timer)
         << ". Median step time; comm.\\ overhead is $T - T_{comp}$; reductions against "

@@ -39,14 +39,6 @@ std::string micros(Nanos ns) {
   return buf;
 }
 
-// JSON has no NaN or infinity.
-std::string json_number(double v) {
-  if (!std::isfinite(v)) return "null";
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%.15g", v);
-  return buf;
-}
-
 const char* kind_name(int8_t kind) {
   if (kind < 0 || kind > static_cast<int8_t>(TaskKind::softmax)) return "unknown";
   return to_string(static_cast<TaskKind>(kind));

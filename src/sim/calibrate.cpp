@@ -30,6 +30,7 @@
 
 #include "calibrate_samples.h"
 #include "fob/calibrate.h"
+#include "fob/config.h"
 #include "fob/metrics.h"
 #include "fob/strategy.h"
 #include "fob/workload.h"
@@ -45,18 +46,6 @@ std::string fmt(double x) {
   s.precision(4);
   s << x;
   return s.str();
-}
-
-std::vector<std::string> split_commas(const std::string& text) {
-  std::vector<std::string> out;
-  std::string item;
-  std::istringstream in(text);
-  while (std::getline(in, item, ',')) {
-    const size_t b = item.find_first_not_of(' ');
-    const size_t e = item.find_last_not_of(' ');
-    if (b != std::string::npos) out.push_back(item.substr(b, e - b + 1));
-  }
-  return out;
 }
 
 using namespace calib;  // NOLINT: the samples this file fits
@@ -355,7 +344,7 @@ Machine calibrate(const std::vector<ResultFile>& files, const std::string& name,
   bool multi_host = false, uneven = false;
   std::set<std::string> backends, names;
   for (const ResultFile& f : files) {
-    const std::vector<std::string> h = split_commas(f.system.hostnames);
+    const std::vector<std::string> h = split_list(f.system.hostnames);
     std::map<std::string, int> per_host;
     for (const std::string& x : h) ++per_host[x];
     int world = f.system.world_size;
