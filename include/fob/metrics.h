@@ -50,4 +50,8 @@ std::vector<Summary> summarize(const std::vector<CaseResult>& cases);
 // The middle value; the mean of the two middle ones for an even count. NaN when empty.
 double median(std::vector<double> values);
 
+// The p-quantile (0..1) of ascending `sorted` (not empty), interpolated linearly between
+// neighbours; between a finite and an infinite neighbour, the nearer one (no inf - inf).
+double percentile(const std::vector<double>& sorted, double p);
+
 }  // namespace fob

@@ -23,19 +23,6 @@ namespace {
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-// Linear interpolation between closest ranks of sorted, non-empty values. Between an infinite
-// and any other value the nearer rank is taken, as the interpolation is undefined.
-double percentile(const std::vector<double>& sorted, double p) {
-  const double pos = p * static_cast<double>(sorted.size() - 1);
-  const size_t lo = static_cast<size_t>(std::floor(pos));
-  const size_t hi = std::min(lo + 1, sorted.size() - 1);
-  const double frac = pos - static_cast<double>(lo);
-  const double a = sorted[lo], b = sorted[hi];
-  if (frac == 0 || a == b) return a;
-  if (!std::isfinite(a) || !std::isfinite(b)) return frac < 0.5 ? a : b;
-  return a + frac * (b - a);
-}
-
 // median(next) / median(base) - 1. A base at or below zero (exposed communication that was
 // fully hidden) has no relative change; a resample that lands there counts as an unbounded
 // change in the direction the value moved, which widens the interval as it should.

@@ -25,14 +25,6 @@ namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-// `sorted` must be sorted ascending and non-empty.
-double percentile(const std::vector<double>& sorted, double p) {
-  const double pos = p * static_cast<double>(sorted.size() - 1);
-  const size_t lo = static_cast<size_t>(std::floor(pos));
-  const size_t hi = std::min(lo + 1, sorted.size() - 1);
-  return sorted[lo] + (pos - static_cast<double>(lo)) * (sorted[hi] - sorted[lo]);
-}
-
 // NaN in, NaN out; and a zero denominator is "undefined", not infinity.
 double ratio(double num, double den) {
   if (std::isnan(num) || std::isnan(den) || den == 0) return kNaN;
@@ -219,6 +211,17 @@ double comm_only_busbw(const CaseResult& c, double seconds) {
   if (!has_role(c.strategy, StrategyRole::comm_reference) || c.world <= 1) return kNaN;
   const double n = static_cast<double>(c.world);
   return comm_only_algbw(c, seconds) * (n - 1) / n;
+}
+
+double percentile(const std::vector<double>& sorted, double p) {
+  const double pos = p * static_cast<double>(sorted.size() - 1);
+  const size_t lo = static_cast<size_t>(std::floor(pos));
+  const size_t hi = std::min(lo + 1, sorted.size() - 1);
+  const double frac = pos - static_cast<double>(lo);
+  const double a = sorted[lo], b = sorted[hi];
+  if (frac == 0 || a == b) return a;
+  if (!std::isfinite(a) || !std::isfinite(b)) return frac < 0.5 ? a : b;
+  return a + frac * (b - a);
 }
 
 double median(std::vector<double> v) {

@@ -2,6 +2,8 @@
 // directions, unmatched and not-comparable cases, and bad arguments.
 #include <gtest/gtest.h>
 
+#include <limits>
+
 #include <cmath>
 #include <random>
 #include <string>
@@ -217,6 +219,17 @@ TEST(Compare, BootstrapIntervalOfAConstantShiftIsThatShift) {
   const Interval ci = bootstrap_change({2, 2, 2}, {3, 3, 3});
   EXPECT_DOUBLE_EQ(ci.low, 0.5);
   EXPECT_DOUBLE_EQ(ci.high, 0.5);
+}
+
+// One percentile for the summary's p90/p99 and compare's bootstrap interval: linear between
+// neighbours, the nearer one beside an infinity (an unbounded resampled change).
+TEST(Percentile, InterpolatesAndNeverMakesNaNFromInfinity) {
+  const double inf = std::numeric_limits<double>::infinity();
+  EXPECT_EQ(percentile({1, 3}, 0.5), 2);
+  EXPECT_EQ(percentile({1, 2, 3, 5}, 1.0), 5);
+  EXPECT_EQ(percentile({1, inf}, 0.25), 1);
+  EXPECT_EQ(percentile({1, inf}, 0.75), inf);
+  EXPECT_EQ(percentile({-inf, inf}, 0.5 + 1e-9), inf);
 }
 
 }  // namespace
