@@ -2,9 +2,8 @@
 // directions, unmatched and not-comparable cases, and bad arguments.
 #include <gtest/gtest.h>
 
-#include <limits>
-
 #include <cmath>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
