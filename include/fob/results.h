@@ -128,6 +128,10 @@ class ResultWriter {
   size_t cases_on_disk_ = 0;  // how many cases the .partial holds
 };
 
+// The file an interrupted NAME.h5.partial becomes when its run finishes; InputError when the
+// name does not end in .partial.
+std::string partial_target(const std::string& partial);
+
 // A case's descriptive fields (id, workload, strategy, shape, dtype, world) from one of its
 // plans; the executor and the simulator both start their results from it.
 CaseResult case_from_plan(const Plan& plan, int world, const std::string& id);

@@ -218,16 +218,6 @@ std::string cuda_version_line() {
   return line;
 }
 
-// The file an interrupted NAME.h5.partial becomes when its run finishes.
-std::string partial_target(const std::string& partial) {
-  const std::string suffix = ".partial";
-  if (partial.size() <= suffix.size() ||
-      partial.compare(partial.size() - suffix.size(), suffix.size(), suffix) != 0) {
-    throw InputError("--resume: '" + partial + "' is not a .h5.partial file");
-  }
-  return partial.substr(0, partial.size() - suffix.size());
-}
-
 std::string version_text() {
   unsigned major = 0, minor = 0, release = 0;
   H5get_libversion(&major, &minor, &release);

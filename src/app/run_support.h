@@ -44,7 +44,4 @@ std::string tune_slices(Executor& executor, CaseSpec& spec, const ExecOptions& b
 
 uint64_t fnv1a(const std::string& text);
 
-// The file an interrupted NAME.h5.partial becomes when its run finishes.
-std::string partial_target(const std::string& partial);
-
 }  // namespace fob

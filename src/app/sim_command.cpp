@@ -16,9 +16,9 @@
 #include "fob/machine.h"
 #include "fob/report.h"
 #include "fob/results.h"
-#include "fob/version.h"
 #include "fob/sim.h"
 #include "fob/text_file.h"
+#include "fob/version.h"
 #include "fob/workload.h"
 
 namespace fob {

@@ -151,13 +151,17 @@ ResultWriter::ResultWriter(const std::string& path, bool force, const RunInfo& r
   }
 }
 
-ResultWriter::ResultWriter(const std::string& partial_path) : partial_(partial_path) {
+std::string partial_target(const std::string& partial) {
   const std::string suffix = ".partial";
-  if (partial_.size() <= suffix.size() ||
-      partial_.compare(partial_.size() - suffix.size(), suffix.size(), suffix) != 0) {
-    throw InputError("--resume: '" + partial_ + "' is not a .h5.partial file");
+  if (partial.size() <= suffix.size() ||
+      partial.compare(partial.size() - suffix.size(), suffix.size(), suffix) != 0) {
+    throw InputError("--resume: '" + partial + "' is not a .h5.partial file");
   }
-  path_ = partial_.substr(0, partial_.size() - suffix.size());
+  return partial.substr(0, partial.size() - suffix.size());
+}
+
+ResultWriter::ResultWriter(const std::string& partial_path)
+    : path_(partial_target(partial_path)), partial_(partial_path) {
   lock_ = std::make_unique<OutputLock>(path_);
   std::error_code ec;
   if (std::filesystem::exists(path_, ec)) {

@@ -94,7 +94,8 @@ inline bool is_elementwise(TaskKind kind) {
 }
 
 inline bool overlapping_strategy(const std::string& name) {
-  return has_role(name, StrategyRole::overlapping) && find_strategy(name) != nullptr;
+  const Strategy* strategy = find_strategy(name);  // an unknown name overlaps nothing known
+  return strategy != nullptr && strategy->role == StrategyRole::overlapping;
 }
 
 // Samples from both pools; the fit uses the reference (compute_only) pool where it has the key.
