@@ -14,9 +14,6 @@ import h5py
 import numpy as np
 import pandas as pd
 
-STREAMS = {0: "compute", 1: "comm"}
-KINDS = {0: "gemm", 1: "send", 2: "recv", 3: "exchange", 4: "collective", 5: "add", 6: "copy",
-         7: "softmax"}
 
 
 def _text(value):
@@ -26,6 +23,17 @@ def _text(value):
 def _open(path):
     # locking=False: a .partial file may still be open for writing by a running sweep.
     return h5py.File(path, "r", locking=False)
+
+
+def _names(dtype):
+    """value -> name of an HDF5 enum field (`stream`, `kind`); None for files from before
+    they were enums, whose plain numbers are then shown as they are."""
+    mapping = h5py.check_enum_dtype(dtype)
+    return {v: k for k, v in mapping.items()} if mapping else None
+
+
+def _name(names, value):
+    return names[int(value)] if names else int(value)
 
 
 def load_summary(path):
@@ -48,6 +56,8 @@ def load_tasks(path, case_id):
         tasks = group["tasks"][()]
         start = group["task_start"][()]  # [iters, world, tasks], NaN padded
         end = group["task_end"][()]
+    streams = _names(tasks.dtype["stream"])
+    kinds = _names(tasks.dtype["kind"])
     rows = []
     for it in range(start.shape[0]):
         for rank_row in tasks:
@@ -59,7 +69,8 @@ def load_tasks(path, case_id):
                 if np.isnan(s):
                     continue
                 rows.append({"iteration": it, "rank": int(t["rank"]), "task": int(t["task"]),
-                             "stream": STREAMS[int(t["stream"])], "kind": KINDS[int(t["kind"])],
+                             "stream": _name(streams, t["stream"]),
+                             "kind": _name(kinds, t["kind"]),
                              "label": _text(t["label"]), "bytes": int(t["bytes"]),
                              "flops": float(t["flops"]), "start": s, "end": e,
                              "duration": e - s})

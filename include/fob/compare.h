@@ -16,19 +16,6 @@ const char* to_string(CompareMetric metric);
 // Whether a larger value is worse (step times) or better (bandwidth).
 bool higher_is_worse(CompareMetric metric);
 
-// The fields cases are matched by; case ids are per-file numbering and are not compared.
-struct CaseKey {
-  std::string workload, strategy;
-  int64_t batch = 0, seq = 0, hidden = 0, ffn = 0, heads = 0;
-  std::string dtype;
-  int32_t world = 0;
-
-  static CaseKey of(const CaseResult& c);
-  bool operator<(const CaseKey& other) const;
-  bool operator==(const CaseKey& other) const;
-  std::string text() const;  // "mlp flash 2x72 h33 f96 heads0 fp32 N=2"
-};
-
 enum class Verdict { no_change, regressed, improved };
 const char* to_string(Verdict verdict);
 

@@ -48,7 +48,7 @@ class Executor {
   CaseResult run_case(const Plan& plan, const ExecOptions& options, const std::string& id);
 
  private:
-  // One rank's measurements of one case, in iteration order.
+  // One rank's measurements of one case in the current round, in iteration order.
   struct Samples {
     std::vector<double> steps, starts, ends;
     std::vector<double> slowest;  // the slowest rank's step, when progress is printed
@@ -61,7 +61,8 @@ class Executor {
   int verify(const Plan& plan, const ExecOptions& options, const std::string& id, const char* when,
              double* max_err);
   void time_iterations(const Plan& plan, const ExecOptions& options, int iters, Samples& samples);
-  // Collective: every rank's samples so far into `result` on rank 0.
+  // Collective: every rank's timings of this round appended to `result` on rank 0 (its task
+  // table is built there from the case, not gathered).
   void gather(const Plan& plan, const Samples& samples, CaseResult& result);
   const std::vector<double>& expected(const Plan& plan, const OutputCheck& check, uint64_t seed);
 

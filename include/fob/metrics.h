@@ -8,10 +8,9 @@
 
 namespace fob {
 
-struct Summary {
-  std::string case_id, workload, strategy, dtype;
-  int64_t batch = 0, seq = 0, hidden = 0, ffn = 0, heads = 0;
-  int32_t world = 0;
+// A case's metrics (DESIGN.md section 3) beside what the case is.
+struct Summary : CaseKey {
+  std::string case_id;
   int32_t iters = 0;
   int32_t verified = -1;
   // Seconds. NaN where the needed reference case (baseline, compute_only, comm_only) is absent.

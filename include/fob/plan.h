@@ -16,6 +16,7 @@ inline constexpr int kNumStreams = 2;
 const char* to_string(StreamId stream);
 
 enum class TaskKind : uint8_t { gemm, send, recv, exchange, collective, add, copy, softmax };
+inline constexpr int kNumTaskKinds = static_cast<int>(TaskKind::softmax) + 1;
 const char* to_string(TaskKind kind);
 
 enum class CollectiveOp : uint8_t { none, all_gather, reduce_scatter, all_reduce };

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "fob/case_key.h"
 #include "fob/plan.h"
 
 namespace fob {
@@ -18,16 +19,32 @@ inline constexpr int kSchemaVersion = 1;
 // SystemInfo::timer as read from a file written before /system had a `timer` attribute.
 inline constexpr const char* kTimerUnknown = "unknown (file predates the timer attribute)";
 
-// One row of the `tasks` compound dataset (padding rows have task = -1).
+// A task's label as the file stores it: a fixed-length string of up to kLabelChars characters,
+// so that a TaskRecord is itself the row of the `tasks` compound dataset.
+struct TaskLabel {
+  static constexpr size_t kLabelChars = 63;
+  char text[kLabelChars + 1] = {};
+
+  TaskLabel() = default;
+  TaskLabel(const std::string& s);  // NOLINT(google-explicit-constructor): a label is text
+  TaskLabel(const char* s);         // NOLINT(google-explicit-constructor)
+  operator std::string() const { return text; }  // NOLINT(google-explicit-constructor)
+  bool empty() const { return text[0] == '\0'; }
+  size_t size() const;
+  bool operator==(const std::string& other) const { return other == text; }
+};
+
+// One row of the `tasks` compound dataset (padding rows have task = -1): what a plan's task is,
+// a pure function of the case (task_records() below builds them from the case's plans).
 struct TaskRecord {
   int32_t rank = 0;
   int32_t task = -1;
-  int8_t stream = 0;  // StreamId
-  int8_t kind = 0;    // TaskKind
+  int8_t stream = 0;  // StreamId; an HDF5 enum in the file
+  int8_t kind = 0;    // TaskKind; an HDF5 enum in the file
   int32_t peer = -1;  // send peer for transfers, -1 otherwise
   int64_t bytes = 0;
   double flops = 0;
-  std::string label;  // stored as a fixed-length string of up to 63 characters
+  TaskLabel label;
 };
 
 // A dependency edge: on `rank`, task `task` waits for task `on`.
@@ -37,27 +54,49 @@ struct DepRecord {
   int32_t on = 0;
 };
 
-struct CaseResult {
+// A measured (or simulated) case: what it is (its CaseKey) and what was taken.
+struct CaseResult : CaseKey {
   std::string id;  // group name under /cases, e.g. "0003"
-  std::string workload;
-  std::string strategy;  // the spec as written
-  int64_t batch = 0, seq = 0, hidden = 0, ffn = 0;
-  int64_t heads = 0;  // attention heads (every workload records the shape's count)
-  std::string dtype;
-  int32_t world = 0;
   int32_t iters = 0;
   int32_t warmup = 0;
   int32_t verified = -1;  // 1 passed, 0 failed, -1 not checked
   double max_abs_err = 0;
   // --auto-slices: the counts tried and their medians, when this case's count was chosen so.
   std::string auto_slices;
+  // The timed iterations of each round taken so far, in order (they sum to iters): the rounds
+  // are the units that ran apart in time, which compare resamples. Files from before rounds
+  // were recorded read as one round.
+  std::vector<int32_t> round_iters;
 
   int32_t max_tasks = 0;          // task dimension of the arrays below
-  std::vector<TaskRecord> tasks;  // [world * max_tasks]
+  std::vector<TaskRecord> tasks;  // [world][max_tasks]
   std::vector<DepRecord> deps;
-  std::vector<double> step_seconds;  // [iters * world]: each rank's own step time
-  std::vector<double> task_start;    // [iters * world * max_tasks], NaN padded
+  std::vector<double> step_seconds;  // [iters][world]: each rank's own step time
+  std::vector<double> task_start;    // [iters][world][max_tasks], NaN padded
   std::vector<double> task_end;
+
+  // Where (rank, task) is in `tasks`, and (iter, rank, task) in task_start and task_end.
+  size_t task_index(int rank, int task) const {
+    return static_cast<size_t>(rank) * static_cast<size_t>(max_tasks) + static_cast<size_t>(task);
+  }
+  size_t timing_index(int iter, int rank, int task) const {
+    return static_cast<size_t>(iter) * static_cast<size_t>(world) * static_cast<size_t>(max_tasks) +
+           task_index(rank, task);
+  }
+  const TaskRecord& task_record(int rank, int task) const { return tasks[task_index(rank, task)]; }
+  double start(int iter, int rank, int task) const {
+    return task_start[timing_index(iter, rank, task)];
+  }
+  double end(int iter, int rank, int task) const {
+    return task_end[timing_index(iter, rank, task)];
+  }
+  // Whether the arrays have the sizes world, iters and max_tasks say (a damaged or hand-made
+  // case may not): the accessors above assume it.
+  bool arrays_match() const;
+  // round_iters, or one round of every iteration for a case assembled without rounds.
+  std::vector<int32_t> rounds() const;
+  // Timed iterations whose task times the arrays hold (a damaged file may hold fewer).
+  int timed_iters() const;
 
   double step(int iter) const;  // the step's time: slowest rank
 };
@@ -110,8 +149,9 @@ class ResultWriter {
   ResultWriter(const ResultWriter&) = delete;
   ResultWriter& operator=(const ResultWriter&) = delete;
 
-  // Writes the case (replacing an earlier version with the same id), refreshes /summary and
-  // flushes to disk. RuntimeFault, with the flushed file untouched, when the write fails.
+  // Writes the case, refreshes /summary and flushes to disk. A case written before with fewer
+  // rounds gets only its new rounds appended; any other earlier version with its id is
+  // replaced. RuntimeFault, with the flushed file untouched, when the write fails.
   void add_case(const CaseResult& result);
   void finish();  // renames .partial to the final name
   const std::string& final_path() const { return path_; }
@@ -135,6 +175,23 @@ std::string partial_target(const std::string& partial);
 // A case's descriptive fields (id, workload, strategy, shape, dtype, world) from one of its
 // plans; the executor and the simulator both start their results from it.
 CaseResult case_from_plan(const Plan& plan, int world, const std::string& id);
+
+// The `tasks` and `deps` rows of a case from its plans, one per rank in rank order: the task
+// table is a pure function of the case, so the executor builds it on rank 0 rather than
+// gathering it, and the simulator builds the same one.
+void set_task_table(CaseResult& result, const std::vector<const Plan*>& plans);
+
+// One round's timings of a case, laid out as CaseResult's arrays: [iters][world] step times and
+// [iters][world][max_tasks] task times.
+struct RoundTimes {
+  int iters = 0;
+  std::vector<double> step_seconds, task_start, task_end;
+};
+// A round of `iters` iterations for `result`'s task table, every time NaN until filled in.
+RoundTimes empty_round(const CaseResult& result, int iters);
+// Appends a round to `result` (its iterations, and round_iters); logic_error when its arrays do
+// not match the task table.
+void append_round(CaseResult& result, const RoundTimes& round);
 
 // The peer a task record names: the send peer, else the receive peer, for transfers; else -1.
 int32_t recorded_peer(const Task& task);

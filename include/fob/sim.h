@@ -77,8 +77,4 @@ class UniformCost : public CostModel {
 CaseResult simulate_case(const std::vector<Plan>& plans, const CostModel& cost,
                          const std::string& case_id);
 
-// The `tasks` and `deps` rows of `plans` as the executor records them (max_tasks and the
-// NaN-padded task_start/task_end arrays are sized for `iters` iterations).
-void fill_task_records(const std::vector<Plan>& plans, int iters, CaseResult& result);
-
 }  // namespace fob

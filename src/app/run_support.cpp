@@ -146,13 +146,7 @@ std::string case_id(size_t index) {
 
 // Whether a case already in a results file is this spec, measured to the end.
 bool finished(const CaseResult& c, const CaseSpec& spec, int iters) {
-  return c.workload == to_string(spec.workload) && c.strategy == spec.strategy.text &&
-         c.batch == spec.shape.batch && c.seq == spec.shape.seq && c.hidden == spec.shape.hidden &&
-         c.ffn == spec.shape.ffn &&
-         // Files from before attention hold no head count; only attention depends on it.
-         (c.heads == spec.shape.head_count() ||
-          (c.heads == 0 && spec.workload != Workload::attn)) &&
-         c.dtype == to_string(spec.dtype) && c.world == spec.world && c.iters == iters;
+  return c.key() == CaseKey::of(spec) && c.iters == iters;
 }
 
 // --auto-slices: for a slicing, flash or flash_qs case, time each count that divides the rows per

@@ -1,30 +1,146 @@
-#include "fob/results.h"
-
+// A case's identity and records: CaseKey, and the parts of a CaseResult that follow from its
+// plans (the task table) or accumulate round by round (the timings).
+#include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <limits>
 #include <stdexcept>
 #include <string>
 
+#include "fob/results.h"
+#include "fob/workload.h"
+
 namespace fob {
+
+TaskLabel::TaskLabel(const std::string& s) : TaskLabel(s.c_str()) {}
+
+TaskLabel::TaskLabel(const char* s) {
+  // Longer labels are cut: the file stores kLabelChars characters.
+  std::strncpy(text, s, kLabelChars);
+}
+
+size_t TaskLabel::size() const {
+  return std::strlen(text);
+}
+
+CaseKey CaseKey::of(const CaseSpec& spec) {
+  return CaseKey{to_string(spec.workload), spec.strategy.text,    spec.shape.batch,
+                 spec.shape.seq,           spec.shape.hidden,     spec.shape.ffn,
+                 spec.shape.head_count(),  to_string(spec.dtype), spec.world};
+}
+
+CaseKey CaseKey::of(const Plan& plan) {
+  return CaseKey{to_string(plan.workload), plan.strategy,         plan.shape.batch,
+                 plan.shape.seq,           plan.shape.hidden,     plan.shape.ffn,
+                 plan.shape.head_count(),  to_string(plan.dtype), plan.world};
+}
+
+CaseKey CaseKey::with_strategy(const std::string& other) const {
+  CaseKey key = *this;
+  key.strategy = other;
+  return key;
+}
+
+CaseSpec CaseKey::spec() const {
+  CaseSpec spec;
+  spec.workload = parse_workload(workload);
+  spec.shape.batch = batch;
+  spec.shape.seq = seq;
+  spec.shape.hidden = hidden;
+  spec.shape.ffn = ffn;
+  spec.shape.heads = heads;
+  spec.dtype = parse_dtype(dtype);
+  spec.world = world;
+  spec.strategy = parse_strategy(strategy);
+  return spec;
+}
+
+std::string CaseKey::text() const {
+  return workload + " " + strategy + " b" + std::to_string(batch) + " s" + std::to_string(seq) +
+         " h" + std::to_string(hidden) + " f" + std::to_string(ffn) + " heads" +
+         std::to_string(heads) + " " + dtype + " N=" + std::to_string(world);
+}
 
 CaseResult case_from_plan(const Plan& plan, int world, const std::string& id) {
   CaseResult result;
-  result.id = id;
-  result.workload = to_string(plan.workload);
-  result.strategy = plan.strategy;
-  result.batch = plan.shape.batch;
-  result.seq = plan.shape.seq;
-  result.hidden = plan.shape.hidden;
-  result.ffn = plan.shape.ffn;
-  result.heads = plan.shape.head_count();
-  result.dtype = to_string(plan.dtype);
+  static_cast<CaseKey&>(result) = CaseKey::of(plan);
   result.world = world;
-  result.iters = 0;
+  result.id = id;
   return result;
 }
 
 int32_t recorded_peer(const Task& task) {
   if (!task.is_transfer()) return -1;
   return task.send_peer >= 0 ? task.send_peer : task.recv_peer;
+}
+
+void set_task_table(CaseResult& result, const std::vector<const Plan*>& plans) {
+  int32_t max_tasks = 0;
+  for (const Plan* p : plans)
+    max_tasks = std::max(max_tasks, static_cast<int32_t>(p->tasks.size()));
+  result.max_tasks = max_tasks;
+  result.tasks.assign(plans.size() * static_cast<size_t>(max_tasks), TaskRecord{});
+  result.deps.clear();
+  for (size_t r = 0; r < plans.size(); ++r) {
+    const int32_t rank = static_cast<int32_t>(r);
+    for (const Task& t : plans[r]->tasks) {
+      result.tasks[result.task_index(rank, t.id)] = TaskRecord{rank,
+                                                               t.id,
+                                                               static_cast<int8_t>(t.stream),
+                                                               static_cast<int8_t>(t.kind),
+                                                               recorded_peer(t),
+                                                               t.bytes,
+                                                               t.flops,
+                                                               t.label};
+      for (int d : t.deps) result.deps.push_back({rank, t.id, d});
+    }
+  }
+}
+
+void append_round(CaseResult& result, const RoundTimes& round) {
+  const size_t per_iter = static_cast<size_t>(result.world) * static_cast<size_t>(result.max_tasks);
+  const size_t iters = static_cast<size_t>(round.iters);
+  if (round.step_seconds.size() != iters * static_cast<size_t>(result.world) ||
+      round.task_start.size() != iters * per_iter || round.task_end.size() != iters * per_iter) {
+    throw std::logic_error("case " + result.id + ": a round's timings do not match its task table");
+  }
+  result.step_seconds.insert(result.step_seconds.end(), round.step_seconds.begin(),
+                             round.step_seconds.end());
+  result.task_start.insert(result.task_start.end(), round.task_start.begin(),
+                           round.task_start.end());
+  result.task_end.insert(result.task_end.end(), round.task_end.begin(), round.task_end.end());
+  result.iters += round.iters;
+  result.round_iters.push_back(round.iters);
+}
+
+RoundTimes empty_round(const CaseResult& result, int iters) {
+  const size_t per_iter = static_cast<size_t>(result.world) * static_cast<size_t>(result.max_tasks);
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  RoundTimes round;
+  round.iters = iters;
+  round.step_seconds.assign(static_cast<size_t>(iters) * static_cast<size_t>(result.world), nan);
+  round.task_start.assign(static_cast<size_t>(iters) * per_iter, nan);
+  round.task_end.assign(static_cast<size_t>(iters) * per_iter, nan);
+  return round;
+}
+
+bool CaseResult::arrays_match() const {
+  const size_t w = static_cast<size_t>(std::max(world, 0));
+  const size_t t = static_cast<size_t>(std::max(max_tasks, 0));
+  const size_t i = static_cast<size_t>(std::max(iters, 0));
+  return tasks.size() == w * t && task_start.size() == i * w * t &&
+         task_end.size() == task_start.size();
+}
+
+std::vector<int32_t> CaseResult::rounds() const {
+  if (!round_iters.empty() || iters <= 0) return round_iters;
+  return {iters};
+}
+
+int CaseResult::timed_iters() const {
+  const size_t per_iter = static_cast<size_t>(world) * static_cast<size_t>(max_tasks);
+  if (per_iter == 0) return 0;
+  return static_cast<int>(std::min(task_start.size(), task_end.size()) / per_iter);
 }
 
 double CaseResult::step(int iter) const {

@@ -46,20 +46,15 @@ std::vector<double> step_samples(const CaseResult& c) {
   return out;
 }
 
-CaseKey with_strategy(CaseKey key, const std::string& strategy) {
-  key.strategy = strategy;
-  return key;
-}
-
 // One file's cases by key, in file order; the first compute_only of a shape is its reference,
 // as in summarize().
 class CaseIndex {
  public:
   explicit CaseIndex(const ResultFile& file) {
-    for (const CaseResult& c : file.cases) by_key_[CaseKey::of(c)].push_back(&c);
+    for (const CaseResult& c : file.cases) by_key_[c.key()].push_back(&c);
   }
   const CaseResult* reference(const CaseKey& key, const std::string& strategy) const {
-    auto it = by_key_.find(with_strategy(key, strategy));
+    auto it = by_key_.find(key.with_strategy(strategy));
     return it == by_key_.end() ? nullptr : it->second.front();
   }
   // The next case with this key not yet paired, or null.
@@ -89,8 +84,7 @@ Samples metric_samples(const CaseResult& c, CompareMetric metric, const CaseInde
       s.values = steps;
       break;
     case CompareMetric::exposed_comm: {
-      const CaseResult* comp =
-          index.reference(CaseKey::of(c), role_name(StrategyRole::compute_reference));
+      const CaseResult* comp = index.reference(c.key(), role_name(StrategyRole::compute_reference));
       const double t_comp = comp ? median(step_samples(*comp)) : kNaN;
       if (std::isnan(t_comp)) {
         s.problem = std::string("no compute_only case of this shape with timed iterations in ") +
@@ -169,27 +163,6 @@ const char* to_string(Verdict verdict) {
   return "?";
 }
 
-CaseKey CaseKey::of(const CaseResult& c) {
-  return CaseKey{c.workload, c.strategy, c.batch, c.seq,  c.hidden,
-                 c.ffn,      c.heads,    c.dtype, c.world};
-}
-
-bool CaseKey::operator<(const CaseKey& o) const {
-  return std::tie(workload, strategy, batch, seq, hidden, ffn, heads, dtype, world) <
-         std::tie(o.workload, o.strategy, o.batch, o.seq, o.hidden, o.ffn, o.heads, o.dtype,
-                  o.world);
-}
-
-bool CaseKey::operator==(const CaseKey& o) const {
-  return !(*this < o) && !(o < *this);
-}
-
-std::string CaseKey::text() const {
-  return workload + " " + strategy + " b" + std::to_string(batch) + " s" + std::to_string(seq) +
-         " h" + std::to_string(hidden) + " f" + std::to_string(ffn) + " heads" +
-         std::to_string(heads) + " " + dtype + " N=" + std::to_string(world);
-}
-
 int Comparison::count(Verdict verdict) const {
   return static_cast<int>(std::count_if(changes.begin(), changes.end(),
                                         [&](const CaseChange& c) { return c.verdict == verdict; }));
@@ -232,7 +205,7 @@ Comparison compare_results(const ResultFile& base, const ResultFile& next, Compa
   std::set<const CaseResult*> paired;
 
   for (const CaseResult& b : base.cases) {
-    const CaseKey key = CaseKey::of(b);
+    const CaseKey key = b.key();
     // A key that occurs twice in a file pairs in file order.
     const CaseResult* n = new_index.take(key);
     if (!n) {
@@ -283,7 +256,7 @@ Comparison compare_results(const ResultFile& base, const ResultFile& next, Compa
     out.changes.push_back(c);
   }
   for (const CaseResult& n : next.cases) {
-    if (!paired.count(&n)) out.only_new.push_back({CaseKey::of(n), n.id});
+    if (!paired.count(&n)) out.only_new.push_back({n.key(), n.id});
   }
   return out;
 }

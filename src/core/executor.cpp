@@ -6,25 +6,16 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
+#include <stdexcept>
 
 #include "fob/device_plan.h"
 #include "fob/reference.h"
+#include "fob/workload.h"
 #include "gather.h"
 #include "watchdog.h"
 
 namespace fob {
 namespace {
-
-// Fixed-size form of a TaskRecord for gathering over MPI.
-struct PackedTask {
-  int32_t task;
-  int8_t stream;
-  int8_t kind;
-  int32_t peer;
-  int64_t bytes;
-  double flops;
-  char label[64];
-};
 
 template <typename T>
 std::vector<char> as_bytes(const std::vector<T>& v) {
@@ -149,6 +140,27 @@ CaseResult case_header(const Plan& plan, const ExecOptions& options, const std::
   return result;
 }
 
+// Every rank's plan of the case `mine` belongs to, on rank 0: its own, and the others built
+// again from the case (a plan is a pure function of its case and rank), so that only timings
+// need to travel. A loopback case's one process runs one plan.
+std::vector<Plan> peer_plans(const Plan& mine, int world) {
+  std::vector<Plan> plans;
+  if (world == 1) return plans;
+  const CaseSpec spec = CaseKey::of(mine).spec();
+  for (int r = 0; r < world; ++r) {
+    if (r != mine.rank) plans.push_back(make_plan(spec, r));
+  }
+  return plans;
+}
+
+void set_task_table(CaseResult& result, const Plan& mine, int world) {
+  const std::vector<Plan> others = peer_plans(mine, world);
+  std::vector<const Plan*> ranks;
+  for (const Plan& p : others) ranks.push_back(&p);
+  ranks.insert(ranks.begin() + std::min(mine.rank, static_cast<int>(ranks.size())), &mine);
+  set_task_table(result, ranks);
+}
+
 }  // namespace
 
 std::vector<CaseResult> Executor::run_cases(const std::vector<const Plan*>& plans,
@@ -164,6 +176,7 @@ std::vector<CaseResult> Executor::run_cases(const std::vector<const Plan*>& plan
   for (const Plan* plan : plans) waits_[plan] = cross_stream_waits(*plan);
   for (size_t c = 0; c < n; ++c) {
     results[c] = case_header(*plans[c], options, ids[c], world_);
+    if (rank_ == 0) set_task_table(results[c], *plans[c], world_);
     if (resident) backend_.setup(*plans[c]);
   }
   for (int round = 0; round < rounds; ++round) {
@@ -192,6 +205,10 @@ std::vector<CaseResult> Executor::run_cases(const std::vector<const Plan*>& plan
       }
       // Every slot is gathered and handed on at once: nothing measured waits for the others.
       gather(plan, samples[c], results[c]);
+      // The next round appends to what is on rank 0 now; only the progress line keeps all.
+      samples[c].steps.clear();
+      samples[c].starts.clear();
+      samples[c].ends.clear();
       if (after_slot) after_slot(results[c], round, rounds);
     }
   }
@@ -249,78 +266,41 @@ void Executor::time_iterations(const Plan& plan, const ExecOptions& options, int
 }
 
 void Executor::gather(const Plan& plan, const Samples& samples, CaseResult& result) {
-  const size_t ntasks = plan.tasks.size();
   const int iters = static_cast<int>(samples.steps.size());
-  const std::vector<double>& steps = samples.steps;
-  const std::vector<double>& starts = samples.starts;
-  const std::vector<double>& ends = samples.ends;
-  result.iters = iters;
-  // Gather everything to rank 0, outside the timed loop.
-  std::vector<PackedTask> packed(ntasks);
-  std::vector<int32_t> deps;
-  for (size_t i = 0; i < ntasks; ++i) {
-    const Task& t = plan.tasks[i];
-    PackedTask& p = packed[i];
-    std::memset(&p, 0, sizeof p);
-    p.task = t.id;
-    p.stream = static_cast<int8_t>(t.stream);
-    p.kind = static_cast<int8_t>(t.kind);
-    p.peer = recorded_peer(t);
-    p.bytes = t.bytes;
-    p.flops = t.flops;
-    std::strncpy(p.label, t.label.c_str(), sizeof p.label - 1);
-    for (int d : t.deps) {
-      deps.push_back(t.id);
-      deps.push_back(d);
-    }
-  }
   const watchdog::Wait wait("gathering the case's timings to rank 0");
-  auto all_tasks = gather_bytes(comm_, as_bytes(packed));
-  auto all_deps = gather_bytes(comm_, as_bytes(deps));
-  auto all_steps = gather_bytes(comm_, as_bytes(steps));
-  auto all_starts = gather_bytes(comm_, as_bytes(starts));
-  auto all_ends = gather_bytes(comm_, as_bytes(ends));
-  if (rank_ != 0) return;
-
-  int32_t max_tasks = 0;
-  for (const auto& bytes : all_tasks) {
-    max_tasks =
-        std::max<int32_t>(max_tasks, static_cast<int32_t>(bytes.size() / sizeof(PackedTask)));
+  auto all_steps = gather_bytes(comm_, as_bytes(samples.steps));
+  auto all_starts = gather_bytes(comm_, as_bytes(samples.starts));
+  auto all_ends = gather_bytes(comm_, as_bytes(samples.ends));
+  if (rank_ != 0) {
+    result.iters += iters;
+    result.round_iters.push_back(iters);
+    return;
   }
-  result.max_tasks = max_tasks;
-  const size_t per_iter = static_cast<size_t>(world_) * max_tasks;
-  result.tasks.assign(per_iter, TaskRecord{});
-  result.deps.clear();
-  result.step_seconds.assign(static_cast<size_t>(iters) * world_, 0.0);
-  const double nan = std::numeric_limits<double>::quiet_NaN();
-  result.task_start.assign(iters * per_iter, nan);
-  result.task_end.assign(iters * per_iter, nan);
+  RoundTimes round = empty_round(result, iters);
   for (int r = 0; r < world_; ++r) {
-    auto tasks = from_bytes<PackedTask>(all_tasks[r]);
-    for (size_t i = 0; i < tasks.size(); ++i) {
-      TaskRecord& rec = result.tasks[r * max_tasks + i];
-      rec.rank = r;
-      rec.task = tasks[i].task;
-      rec.stream = tasks[i].stream;
-      rec.kind = tasks[i].kind;
-      rec.peer = tasks[i].peer;
-      rec.bytes = tasks[i].bytes;
-      rec.flops = tasks[i].flops;
-      rec.label = tasks[i].label;
+    const auto s = from_bytes<double>(all_steps[r]);
+    const auto st = from_bytes<double>(all_starts[r]);
+    const auto en = from_bytes<double>(all_ends[r]);
+    const size_t ran = iters > 0 ? st.size() / static_cast<size_t>(iters) : 0;
+    size_t planned = 0;
+    for (int t = 0; t < result.max_tasks; ++t) planned += result.task_record(r, t).task >= 0;
+    if (s.size() != static_cast<size_t>(iters) || en.size() != st.size() || ran != planned) {
+      throw std::logic_error("case " + result.id + ": rank " + std::to_string(r) + " ran " +
+                             std::to_string(ran) + " tasks in " + std::to_string(s.size()) +
+                             " iterations; its plan, built again from the case, has " +
+                             std::to_string(planned) + " (plan " + plan.strategy +
+                             " is not a pure function of its case)");
     }
-    auto d = from_bytes<int32_t>(all_deps[r]);
-    for (size_t i = 0; i + 1 < d.size(); i += 2) result.deps.push_back({r, d[i], d[i + 1]});
-    auto s = from_bytes<double>(all_steps[r]);
-    auto st = from_bytes<double>(all_starts[r]);
-    auto en = from_bytes<double>(all_ends[r]);
     for (int it = 0; it < iters; ++it) {
-      result.step_seconds[it * world_ + r] = s[it];
-      for (size_t i = 0; i < tasks.size(); ++i) {
-        result.task_start[it * per_iter + r * max_tasks + i] = st[it * tasks.size() + i];
-        result.task_end[it * per_iter + r * max_tasks + i] = en[it * tasks.size() + i];
+      round.step_seconds[static_cast<size_t>(it) * world_ + r] = s[it];
+      for (size_t t = 0; t < ran; ++t) {
+        const size_t at = result.timing_index(it, r, static_cast<int>(t));
+        round.task_start[at] = st[it * ran + t];
+        round.task_end[at] = en[it * ran + t];
       }
     }
   }
+  append_round(result, round);
 }
 
 }  // namespace fob

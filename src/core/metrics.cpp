@@ -50,18 +50,10 @@ double median_step(const CaseResult& c) {
   return any_nan(steps) ? kNaN : median(std::move(steps));
 }
 
-bool task_dims_ok(const CaseResult& c) {
-  const size_t world = static_cast<size_t>(std::max(c.world, 0));
-  const size_t tasks = static_cast<size_t>(std::max(c.max_tasks, 0));
-  return c.tasks.size() == world * tasks &&
-         c.task_start.size() == static_cast<size_t>(std::max(c.iters, 0)) * world * tasks &&
-         c.task_end.size() == c.task_start.size();
-}
-
 // Median over iterations of the slowest rank's compute-stream busy time (sum of its compute
 // tasks' durations): what the strategy's own GEMM slicing costs with communication removed.
 double compute_busy_median(const CaseResult& c) {
-  if (c.world <= 0 || c.iters <= 0 || c.max_tasks <= 0 || !task_dims_ok(c)) return kNaN;
+  if (c.world <= 0 || c.iters <= 0 || c.max_tasks <= 0 || !c.arrays_match()) return kNaN;
   const int8_t compute = static_cast<int8_t>(StreamId::compute);
   std::vector<double> per_iter;
   for (int i = 0; i < c.iters; ++i) {
@@ -69,11 +61,9 @@ double compute_busy_median(const CaseResult& c) {
     for (int r = 0; r < c.world; ++r) {
       double busy = 0;
       for (int t = 0; t < c.max_tasks; ++t) {
-        const size_t rt = static_cast<size_t>(r) * c.max_tasks + t;
-        const TaskRecord& task = c.tasks[rt];
+        const TaskRecord& task = c.task_record(r, t);
         if (task.task < 0 || task.stream != compute) continue;
-        const size_t at = static_cast<size_t>(i) * c.world * c.max_tasks + rt;
-        const double d = c.task_end[at] - c.task_start[at];
+        const double d = c.end(i, r, t) - c.start(i, r, t);
         if (!std::isnan(d)) busy += d;
       }
       slowest = std::max(slowest, busy);
@@ -123,12 +113,12 @@ double intersection_length(const Intervals& x, const Intervals& y) {
 
 // The most flops any one rank performs per step.
 double max_rank_flops(const CaseResult& c) {
-  if (c.world <= 0 || c.max_tasks <= 0 || !task_dims_ok(c)) return kNaN;
+  if (c.world <= 0 || c.max_tasks <= 0 || !c.arrays_match()) return kNaN;
   double best = 0;
   for (int r = 0; r < c.world; ++r) {
     double sum = 0;
     for (int t = 0; t < c.max_tasks; ++t) {
-      const TaskRecord& task = c.tasks[static_cast<size_t>(r) * c.max_tasks + t];
+      const TaskRecord& task = c.task_record(r, t);
       if (task.task >= 0) sum += task.flops;
     }
     best = std::max(best, sum);
@@ -150,7 +140,7 @@ bool is_transfer_kind(int8_t kind) {
 
 // Bytes rank 0 sends over the whole step (TaskRecord::bytes counts sent bytes only).
 double rank0_sent_bytes(const CaseResult& c) {
-  if (c.world <= 0 || c.max_tasks <= 0 || !task_dims_ok(c)) return kNaN;
+  if (c.world <= 0 || c.max_tasks <= 0 || !c.arrays_match()) return kNaN;
   double sum = 0;
   for (int t = 0; t < c.max_tasks; ++t) {
     const TaskRecord& task = c.tasks[static_cast<size_t>(t)];
@@ -159,17 +149,10 @@ double rank0_sent_bytes(const CaseResult& c) {
   return sum;
 }
 
-using ShapeKey =
-    std::tuple<std::string, int64_t, int64_t, int64_t, int64_t, int64_t, std::string, int32_t>;
-
-ShapeKey shape_key(const CaseResult& c) {
-  return {c.workload, c.batch, c.seq, c.hidden, c.ffn, c.heads, c.dtype, c.world};
-}
-
 }  // namespace
 
 double measured_concurrency(const CaseResult& c) {
-  if (c.world <= 0 || c.iters <= 0 || c.max_tasks <= 0 || !task_dims_ok(c)) return kNaN;
+  if (c.world <= 0 || c.iters <= 0 || c.max_tasks <= 0 || !c.arrays_match()) return kNaN;
   const int8_t compute = static_cast<int8_t>(StreamId::compute);
   const int8_t comm = static_cast<int8_t>(StreamId::comm);
   std::vector<double> per_iter;
@@ -178,11 +161,9 @@ double measured_concurrency(const CaseResult& c) {
     for (int r = 0; r < c.world; ++r) {
       Intervals on_compute, on_comm;
       for (int t = 0; t < c.max_tasks; ++t) {
-        const size_t rt = static_cast<size_t>(r) * c.max_tasks + t;
-        const TaskRecord& task = c.tasks[rt];
+        const TaskRecord& task = c.task_record(r, t);
         if (task.task < 0 || (task.stream != compute && task.stream != comm)) continue;
-        const size_t at = static_cast<size_t>(i) * c.world * c.max_tasks + rt;
-        const double a = c.task_start[at], b = c.task_end[at];
+        const double a = c.start(i, r, t), b = c.end(i, r, t);
         if (std::isnan(a) || std::isnan(b) || b <= a) continue;
         (task.stream == comm ? on_comm : on_compute).emplace_back(a, b);
       }
@@ -233,14 +214,14 @@ double median(std::vector<double> v) {
 
 std::vector<Summary> summarize(const std::vector<CaseResult>& cases) {
   // First case of each reference strategy per shape wins; a sweep runs each reference once.
-  std::map<std::pair<ShapeKey, std::string>, double> reference;
+  std::map<CaseKey, double> reference;
   for (const CaseResult& c : cases) {
     if (strategy_role(c.strategy) != StrategyRole::overlapping) {
-      reference.emplace(std::pair{shape_key(c), c.strategy}, median_step(c));
+      reference.emplace(c.key(), median_step(c));
     }
   }
   auto ref = [&](const CaseResult& c, const char* strategy) {
-    auto it = reference.find({shape_key(c), strategy});
+    auto it = reference.find(c.key().with_strategy(strategy));
     return it == reference.end() ? kNaN : it->second;
   };
 
@@ -248,16 +229,8 @@ std::vector<Summary> summarize(const std::vector<CaseResult>& cases) {
   out.reserve(cases.size());
   for (const CaseResult& c : cases) {
     Summary s;
+    static_cast<CaseKey&>(s) = c.key();
     s.case_id = c.id;
-    s.workload = c.workload;
-    s.strategy = c.strategy;
-    s.dtype = c.dtype;
-    s.batch = c.batch;
-    s.seq = c.seq;
-    s.hidden = c.hidden;
-    s.ffn = c.ffn;
-    s.heads = c.heads;
-    s.world = c.world;
     s.iters = c.iters;
     s.verified = c.verified;
 

@@ -31,36 +31,48 @@ using namespace h5io;  // NOLINT: the helpers this file is written in
 
 namespace {
 
-constexpr size_t kLabelLen = 64;     // TaskRecord::label, including the terminating NUL
 constexpr size_t kShortStrLen = 32;  // summary: case_id, workload, dtype
 constexpr size_t kLongStrLen = 64;   // summary: strategy
 
 // ---- compound rows --------------------------------------------------------------------------
 
-struct TaskRow {
-  int32_t rank;
-  int32_t task;
-  int8_t stream;
-  int8_t kind;
-  int32_t peer;
-  int64_t bytes;
-  double flops;
-  char label[kLabelLen];
-};
-
-H5Id task_mem_type(const Where& w) {
-  H5Id type = make_type(H5Tcreate(H5T_COMPOUND, sizeof(TaskRow)), w);
-  H5Id label = fixed_string_type(kLabelLen, w);
-  const std::string op = "building the tasks type";
-  check(H5Tinsert(type, "rank", HOFFSET(TaskRow, rank), H5T_NATIVE_INT32), w, op);
-  check(H5Tinsert(type, "task", HOFFSET(TaskRow, task), H5T_NATIVE_INT32), w, op);
-  check(H5Tinsert(type, "stream", HOFFSET(TaskRow, stream), H5T_NATIVE_INT8), w, op);
-  check(H5Tinsert(type, "kind", HOFFSET(TaskRow, kind), H5T_NATIVE_INT8), w, op);
-  check(H5Tinsert(type, "peer", HOFFSET(TaskRow, peer), H5T_NATIVE_INT32), w, op);
-  check(H5Tinsert(type, "bytes", HOFFSET(TaskRow, bytes), H5T_NATIVE_INT64), w, op);
-  check(H5Tinsert(type, "flops", HOFFSET(TaskRow, flops), H5T_NATIVE_DOUBLE), w, op);
-  check(H5Tinsert(type, "label", HOFFSET(TaskRow, label), label), w, op);
+// An enum over int8 with the names to_string() gives `values` 0..count-1, so that readers get
+// the names from the file rather than from a copy of this program's numbering.
+template <typename Enum>
+H5Id enum_type(int count, const Where& w) {
+  H5Id type = make_type(H5Tenum_create(H5T_NATIVE_INT8), w);
+  for (int i = 0; i < count; ++i) {
+    const int8_t value = static_cast<int8_t>(i);
+    check(H5Tenum_insert(type, to_string(static_cast<Enum>(i)), &value), w, "building an enum");
+  }
   return type;
+}
+
+// The `tasks` row is TaskRecord itself. Files from before `stream` and `kind` were enums hold
+// plain int8 there, which HDF5 does not convert to an enum: `enums` says which the file has.
+H5Id task_mem_type(const Where& w, bool enums = true) {
+  H5Id type = make_type(H5Tcreate(H5T_COMPOUND, sizeof(TaskRecord)), w);
+  H5Id label = fixed_string_type(sizeof(TaskLabel::text), w);
+  H5Id stream = enums ? enum_type<StreamId>(kNumStreams, w) : H5Id();
+  H5Id kind = enums ? enum_type<TaskKind>(kNumTaskKinds, w) : H5Id();
+  const std::string op = "building the tasks type";
+  check(H5Tinsert(type, "rank", HOFFSET(TaskRecord, rank), H5T_NATIVE_INT32), w, op);
+  check(H5Tinsert(type, "task", HOFFSET(TaskRecord, task), H5T_NATIVE_INT32), w, op);
+  check(H5Tinsert(type, "stream", HOFFSET(TaskRecord, stream), enums ? stream : H5T_NATIVE_INT8), w,
+        op);
+  check(H5Tinsert(type, "kind", HOFFSET(TaskRecord, kind), enums ? kind : H5T_NATIVE_INT8), w, op);
+  check(H5Tinsert(type, "peer", HOFFSET(TaskRecord, peer), H5T_NATIVE_INT32), w, op);
+  check(H5Tinsert(type, "bytes", HOFFSET(TaskRecord, bytes), H5T_NATIVE_INT64), w, op);
+  check(H5Tinsert(type, "flops", HOFFSET(TaskRecord, flops), H5T_NATIVE_DOUBLE), w, op);
+  check(H5Tinsert(type, "label", HOFFSET(TaskRecord, label), label), w, op);
+  return type;
+}
+
+// Whether a `tasks` dataset stores `kind` as an enum (files since schema 1's enums).
+bool tasks_have_enums(hid_t dset, const Where& w) {
+  H5Id type(check_id(H5Dget_type(dset), w, "reading the tasks type"), H5Tclose);
+  const int member = H5Tget_member_index(type, "kind");
+  return member >= 0 && H5Tget_member_class(type, static_cast<unsigned>(member)) == H5T_ENUM;
 }
 
 struct SummaryRow {
@@ -238,6 +250,22 @@ void write_header(hid_t file, const RunInfo& run, const SystemInfo& sys, const s
              H5Gclose);
 }
 
+namespace {
+
+void write_case_attrs(hid_t group, const CaseResult& c, const Where& w) {
+  write_attr_i32(group, "iters", c.iters, w);
+  write_attr_i32(group, "verified", c.verified, w);
+  write_attr_f64(group, "max_abs_err", c.max_abs_err, w);
+  if (!c.auto_slices.empty()) write_attr_str(group, "auto_slices", c.auto_slices, w);
+}
+
+// Iterations [from, iters) of a case's timings: where they start in its arrays.
+const double* iteration_rows(const std::vector<double>& v, size_t per_iter, int from) {
+  return v.data() + static_cast<size_t>(from) * per_iter;
+}
+
+}  // namespace
+
 void write_case(hid_t cases_group, const CaseResult& c, const std::string& path) {
   check_case_shapes(c, path);
   Where w{path, "/cases/" + c.id};
@@ -253,37 +281,53 @@ void write_case(hid_t cases_group, const CaseResult& c, const std::string& path)
   write_attr_i64(group, "heads", c.heads, w);
   write_attr_str(group, "dtype", c.dtype, w);
   write_attr_i32(group, "world", c.world, w);
-  write_attr_i32(group, "iters", c.iters, w);
   write_attr_i32(group, "warmup", c.warmup, w);
-  write_attr_i32(group, "verified", c.verified, w);
-  write_attr_f64(group, "max_abs_err", c.max_abs_err, w);
-  if (!c.auto_slices.empty()) write_attr_str(group, "auto_slices", c.auto_slices, w);
+  write_case_attrs(group, c, w);
 
   const hsize_t world = static_cast<hsize_t>(c.world);
   const hsize_t iters = static_cast<hsize_t>(c.iters);
   const hsize_t tasks = static_cast<hsize_t>(c.max_tasks);
-  write_dataset(group, "step_seconds", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, {iters, world},
-                c.step_seconds.data(), w);
-
-  std::vector<TaskRow> rows(c.tasks.size());
-  for (size_t i = 0; i < rows.size(); ++i) {
-    const TaskRecord& t = c.tasks[i];
-    rows[i] = TaskRow{t.rank, t.task, t.stream, t.kind, t.peer, t.bytes, t.flops, {}};
-    copy_fixed(rows[i].label, kLabelLen, t.label);
-  }
   H5Id task_mem = task_mem_type(w);
   H5Id task_file = packed_copy(task_mem, w);
-  write_dataset(group, "tasks", task_file, task_mem, {world, tasks}, rows.data(), w);
+  write_dataset(group, "tasks", task_file, task_mem, {world, tasks}, c.tasks.data(), w);
 
   std::vector<int32_t> deps;
   deps.reserve(c.deps.size() * 3);
   for (const DepRecord& d : c.deps) deps.insert(deps.end(), {d.rank, d.task, d.on});
   write_dataset(group, "deps", H5T_STD_I32LE, H5T_NATIVE_INT32, {c.deps.size(), 3}, deps.data(), w);
 
-  write_dataset(group, "task_start", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, {iters, world, tasks},
-                c.task_start.data(), w);
-  write_dataset(group, "task_end", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, {iters, world, tasks},
-                c.task_end.data(), w);
+  // The timings grow round by round (append_case).
+  const std::vector<int32_t> rounds = c.rounds();
+  write_growing_dataset(group, "round_iters", H5T_STD_I32LE, H5T_NATIVE_INT32, {rounds.size()},
+                        rounds.data(), w);
+  write_growing_dataset(group, "step_seconds", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, {iters, world},
+                        c.step_seconds.data(), w);
+  write_growing_dataset(group, "task_start", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE,
+                        {iters, world, tasks}, c.task_start.data(), w);
+  write_growing_dataset(group, "task_end", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, {iters, world, tasks},
+                        c.task_end.data(), w);
+}
+
+void append_case(hid_t cases_group, const CaseResult& c, int from_iter, int from_round,
+                 const std::string& path) {
+  check_case_shapes(c, path);
+  Where w{path, "/cases/" + c.id};
+  H5Id group(check_id(H5Gopen2(cases_group, c.id.c_str(), H5P_DEFAULT), w, "opening group"),
+             H5Gclose);
+  write_case_attrs(group, c, w);
+  const size_t world = static_cast<size_t>(c.world);
+  const size_t per_iter = world * static_cast<size_t>(c.max_tasks);
+  const hsize_t new_iters = static_cast<hsize_t>(c.iters - from_iter);
+  const std::vector<int32_t> rounds = c.rounds();
+  const hsize_t new_rounds = rounds.size() - static_cast<size_t>(from_round);
+  append_to_dataset(group, "round_iters", H5T_NATIVE_INT32, new_rounds, rounds.data() + from_round,
+                    w);
+  append_to_dataset(group, "step_seconds", H5T_NATIVE_DOUBLE, new_iters,
+                    iteration_rows(c.step_seconds, world, from_iter), w);
+  append_to_dataset(group, "task_start", H5T_NATIVE_DOUBLE, new_iters,
+                    iteration_rows(c.task_start, per_iter, from_iter), w);
+  append_to_dataset(group, "task_end", H5T_NATIVE_DOUBLE, new_iters,
+                    iteration_rows(c.task_end, per_iter, from_iter), w);
 }
 
 void write_summary(hid_t file, const std::vector<CaseResult>& cases, const std::string& path) {
@@ -316,8 +360,10 @@ CaseResult read_case(hid_t cases_group, const std::string& id, const std::string
   c.seq = read_attr_i64(group, "seq", w);
   c.hidden = read_attr_i64(group, "hidden", w);
   c.ffn = read_attr_i64(group, "ffn", w);
-  // Files from before attention recorded no head count.
-  c.heads = has_attr(group, "heads") ? read_attr_i64(group, "heads", w) : 0;
+  // Files from before attention recorded no head count: the count a run of the same config
+  // records now (the default, which only attention depends on), so that the case keys agree.
+  c.heads = has_attr(group, "heads") ? read_attr_i64(group, "heads", w)
+                                     : Shape{.hidden = c.hidden}.head_count();
   c.dtype = read_attr_str(group, "dtype", w);
   c.world = static_cast<int32_t>(read_attr_i64(group, "world", w));
   c.iters = static_cast<int32_t>(read_attr_i64(group, "iters", w));
@@ -343,15 +389,9 @@ CaseResult read_case(hid_t cases_group, const std::string& id, const std::string
     H5Id dset = open_dataset(group, "tasks", 2, dims, w);
     if (dims[0] != world) expect_dims(dims, {world, dims[1]}, "tasks", w);
     c.max_tasks = static_cast<int32_t>(dims[1]);
-    std::vector<TaskRow> rows(dims[0] * dims[1]);
-    H5Id mem = task_mem_type(w);
-    read_dataset(dset, mem, rows.data(), rows.size(), "tasks", w);
-    c.tasks.resize(rows.size());
-    for (size_t i = 0; i < rows.size(); ++i) {
-      const TaskRow& r = rows[i];
-      c.tasks[i] = TaskRecord{r.rank, r.task,  r.stream, r.kind,
-                              r.peer, r.bytes, r.flops,  from_fixed(r.label, kLabelLen)};
-    }
+    c.tasks.resize(dims[0] * dims[1]);
+    H5Id mem = task_mem_type(w, tasks_have_enums(dset, w));
+    read_dataset(dset, mem, c.tasks.data(), c.tasks.size(), "tasks", w);
   }
   {
     H5Id dset = open_dataset(group, "deps", 2, dims, w);
@@ -362,6 +402,20 @@ CaseResult read_case(hid_t cases_group, const std::string& id, const std::string
     for (size_t i = 0; i < c.deps.size(); ++i) {
       c.deps[i] = DepRecord{flat[3 * i], flat[3 * i + 1], flat[3 * i + 2]};
     }
+  }
+  if (H5Lexists(group, "round_iters", H5P_DEFAULT) > 0) {
+    H5Id dset = open_dataset(group, "round_iters", 1, dims, w);
+    c.round_iters.resize(dims[0]);
+    read_dataset(dset, H5T_NATIVE_INT32, c.round_iters.data(), c.round_iters.size(), "round_iters",
+                 w);
+    int64_t sum = 0;
+    for (int32_t n : c.round_iters) sum += n;
+    if (sum != c.iters) {
+      throw InputError("'" + path + "': " + w.what + " has rounds of " + std::to_string(sum) +
+                       " iterations in all, not its " + std::to_string(c.iters));
+    }
+  } else if (c.iters > 0) {
+    c.round_iters = {c.iters};  // files from before rounds were recorded: one round
   }
   const hsize_t tasks = static_cast<hsize_t>(c.max_tasks);
   const std::pair<const char*, std::vector<double>*> timings[] = {{"task_start", &c.task_start},

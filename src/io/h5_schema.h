@@ -17,6 +17,12 @@ void write_header(hid_t file, const RunInfo& run, const SystemInfo& sys, const s
 // One case as /cases/<id>; `path` names the file in error messages.
 void write_case(hid_t cases_group, const CaseResult& c, const std::string& path);
 
+// Adds iterations [from_iter, iters) and rounds [from_round, ...) of a case written before
+// (write_case) with its iteration count, verification and tuning record: a round's data is
+// appended, never rewritten.
+void append_case(hid_t cases_group, const CaseResult& c, int from_iter, int from_round,
+                 const std::string& path);
+
 // /summary over every case so far, replacing the previous table.
 void write_summary(hid_t file, const std::vector<CaseResult>& cases, const std::string& path);
 

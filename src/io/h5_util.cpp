@@ -67,12 +67,24 @@ std::string from_fixed(const char* src, size_t len) {
 
 // ---- attributes -----------------------------------------------------------------------------
 
+namespace {
+
+// Writing an attribute again (a case's iteration count, round by round) replaces it.
+void replace_attr(hid_t obj, const char* name, const Where& w) {
+  if (H5Aexists(obj, name) > 0) {
+    check(H5Adelete(obj, name), w, std::string("replacing attribute '") + name + "'");
+  }
+}
+
+}  // namespace
+
 void write_attr_str(hid_t obj, const char* name, const std::string& value, const Where& w) {
   // Variable-length UTF-8: h5py reads it as str, and long values (config, env) stay out of the
   // 64 KiB object header.
   H5Id type = make_type(H5Tcopy(H5T_C_S1), w);
   check(H5Tset_size(type, H5T_VARIABLE), w, "sizing a string type");
   check(H5Tset_cset(type, H5T_CSET_UTF8), w, "setting a string charset");
+  replace_attr(obj, name, w);
   H5Id space(check_id(H5Screate(H5S_SCALAR), w, "creating a dataspace"), H5Sclose);
   H5Id attr(check_id(H5Acreate2(obj, name, type, space, H5P_DEFAULT, H5P_DEFAULT), w,
                      std::string("creating attribute '") + name + "'"),
@@ -83,6 +95,7 @@ void write_attr_str(hid_t obj, const char* name, const std::string& value, const
 
 void write_attr_num(hid_t obj, const char* name, hid_t file_type, hid_t mem_type, const void* value,
                     const Where& w) {
+  replace_attr(obj, name, w);
   H5Id space(check_id(H5Screate(H5S_SCALAR), w, "creating a dataspace"), H5Sclose);
   H5Id attr(check_id(H5Acreate2(obj, name, file_type, space, H5P_DEFAULT, H5P_DEFAULT), w,
                      std::string("creating attribute '") + name + "'"),
@@ -171,6 +184,64 @@ void write_dataset(hid_t loc, const char* name, hid_t file_type, hid_t mem_type,
   if (count == 0) return;  // an empty dataset (e.g. deps [0, 3]) has nothing to write
   check(H5Dwrite(dset, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data), w,
         std::string("writing dataset '") + name + "'");
+}
+
+void write_growing_dataset(hid_t loc, const char* name, hid_t file_type, hid_t mem_type,
+                           const std::vector<hsize_t>& dims, const void* data, const Where& w) {
+  std::vector<hsize_t> max_dims = dims;
+  max_dims[0] = H5S_UNLIMITED;
+  // Chunks of as many rows as the first write (a round: later rounds are alike), at most
+  // 256 KiB: a chunk is stored whole, so a larger one would waste what a short run leaves empty.
+  std::vector<hsize_t> chunk = dims;
+  hsize_t row_bytes = H5Tget_size(file_type);
+  for (size_t i = 1; i < dims.size(); ++i) {
+    chunk[i] = std::max<hsize_t>(dims[i], 1);
+    row_bytes *= chunk[i];
+  }
+  chunk[0] = std::clamp<hsize_t>(dims[0], 1, std::max<hsize_t>((256 << 10) / row_bytes, 1));
+  H5Id space(check_id(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), max_dims.data()),
+                      w, "creating a dataspace"),
+             H5Sclose);
+  H5Id dcpl(check_id(H5Pcreate(H5P_DATASET_CREATE), w, "creating a property list"), H5Pclose);
+  check(H5Pset_chunk(dcpl, static_cast<int>(chunk.size()), chunk.data()), w, "choosing chunks");
+  H5Id dset(check_id(H5Dcreate2(loc, name, file_type, space, H5P_DEFAULT, dcpl, H5P_DEFAULT), w,
+                     std::string("creating dataset '") + name + "'"),
+            H5Dclose);
+  hsize_t count = 1;
+  for (hsize_t d : dims) count *= d;
+  if (count == 0) return;
+  check(H5Dwrite(dset, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data), w,
+        std::string("writing dataset '") + name + "'");
+}
+
+void append_to_dataset(hid_t loc, const char* name, hid_t mem_type, hsize_t rows, const void* data,
+                       const Where& w) {
+  const std::string what = std::string("dataset '") + name + "'";
+  H5Id dset(check_id(H5Dopen2(loc, name, H5P_DEFAULT), w, "opening " + what), H5Dclose);
+  std::vector<hsize_t> dims;
+  {
+    H5Id space(check_id(H5Dget_space(dset), w, "reading a dataspace"), H5Sclose);
+    dims.resize(static_cast<size_t>(H5Sget_simple_extent_ndims(space)));
+    check(H5Sget_simple_extent_dims(space, dims.data(), nullptr), w, "reading the dims of " + what);
+  }
+  if (dims.empty()) fail(w, "appending to the scalar " + what);
+  std::vector<hsize_t> start(dims.size(), 0), count = dims;
+  start[0] = dims[0];
+  count[0] = rows;
+  dims[0] += rows;
+  check(H5Dset_extent(dset, dims.data()), w, "growing " + what);
+  hsize_t total = 1;
+  for (hsize_t c : count) total *= c;
+  if (total == 0) return;
+  H5Id file_space(check_id(H5Dget_space(dset), w, "reading a dataspace"), H5Sclose);
+  check(
+      H5Sselect_hyperslab(file_space, H5S_SELECT_SET, start.data(), nullptr, count.data(), nullptr),
+      w, "selecting the new rows of " + what);
+  H5Id mem_space(check_id(H5Screate_simple(static_cast<int>(count.size()), count.data(), nullptr),
+                          w, "creating a dataspace"),
+                 H5Sclose);
+  check(H5Dwrite(dset, mem_type, mem_space, file_space, H5P_DEFAULT, data), w,
+        "appending to " + what);
 }
 
 // Opens a dataset, checks its rank and returns its dims.

@@ -75,6 +75,13 @@ double read_attr_f64(hid_t obj, const char* name, const Where& w);
 // Datasets of any rank, and a group's member names.
 void write_dataset(hid_t loc, const char* name, hid_t file_type, hid_t mem_type,
                    const std::vector<hsize_t>& dims, const void* data, const Where& w);
+// A dataset whose first dimension grows (a case's iterations, round by round): chunked, with
+// no limit on that dimension. `dims` is its starting size.
+void write_growing_dataset(hid_t loc, const char* name, hid_t file_type, hid_t mem_type,
+                           const std::vector<hsize_t>& dims, const void* data, const Where& w);
+// Appends `rows` rows (each the size of the dataset's other dimensions) at the end of the first.
+void append_to_dataset(hid_t loc, const char* name, hid_t mem_type, hsize_t rows, const void* data,
+                       const Where& w);
 H5Id open_dataset(hid_t loc, const char* name, int rank, std::vector<hsize_t>& dims,
                   const Where& w);
 void read_dataset(hid_t dset, hid_t mem_type, void* data, size_t count, const char* name,

@@ -167,7 +167,7 @@ class Timeline {
 void Timeline::collect() {
   const int world = std::max(c_.world, 0);
   const int tasks = std::max(c_.max_tasks, 0);
-  const size_t base = static_cast<size_t>(iter_) * world * tasks;
+  const size_t base = c_.timing_index(iter_, 0, 0);
   if (c_.tasks.size() < static_cast<size_t>(world) * tasks ||
       c_.task_start.size() < base + static_cast<size_t>(world) * tasks ||
       c_.task_end.size() < c_.task_start.size()) {
@@ -252,10 +252,10 @@ void Timeline::collect() {
 
 std::string Timeline::task_title(const Placed& p) const {
   const TaskRecord& rec = c_.tasks[static_cast<size_t>(p.row)];
-  std::string t = (rec.label.empty() ? "task " + std::to_string(rec.task) : rec.label) + " (" +
-                  kind_name(rec.kind) + ", rank " + std::to_string(rec.rank) + ")\nstart " +
-                  svg::ms(p.start) + " ms, end " + svg::ms(p.end) + " ms, duration " +
-                  svg::ms(p.end - p.start) + " ms";
+  std::string t =
+      (rec.label.empty() ? "task " + std::to_string(rec.task) : std::string(rec.label)) + " (" +
+      kind_name(rec.kind) + ", rank " + std::to_string(rec.rank) + ")\nstart " + svg::ms(p.start) +
+      " ms, end " + svg::ms(p.end) + " ms, duration " + svg::ms(p.end - p.start) + " ms";
   if (rec.bytes > 0) t += "\n" + std::to_string(rec.bytes) + " bytes sent";
   if (rec.peer >= 0) t += " to rank " + std::to_string(rec.peer);
   if (rec.flops > 0) t += "\n" + num(rec.flops / 1e9) + " GFLOP";

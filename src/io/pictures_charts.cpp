@@ -29,11 +29,9 @@ const char* const kPalette[] = {"#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#ed
                                 "#76b7b2", "#ff9da7", "#9c755f", "#e15759", "#bab0ac"};
 constexpr size_t kPaletteSize = sizeof kPalette / sizeof kPalette[0];
 
-using ShapeKey =
-    std::tuple<std::string, int64_t, int64_t, int64_t, int64_t, int64_t, std::string, int32_t>;
-
-ShapeKey shape_key(const Summary& s) {
-  return {s.workload, s.batch, s.seq, s.hidden, s.ffn, s.heads, s.dtype, s.world};
+// The cases of one shape: every strategy's key names the shape with its own strategy.
+CaseKey shape_key(const Summary& s) {
+  return s.key().with_strategy("");
 }
 
 // A linear or log2 map from data to pixels.
@@ -111,11 +109,11 @@ std::vector<Segment> segments(const Summary& s) {
 
 void write_breakdown_svg(std::ostream& out, const ResultFile& file) {
   const std::vector<Summary> all = summarize(file.cases);
-  std::vector<ShapeKey> order;
-  std::map<ShapeKey, std::vector<const Summary*>> groups;
+  std::vector<CaseKey> order;
+  std::map<CaseKey, std::vector<const Summary*>> groups;
   for (const Summary& s : all) {
     if (has_role(s.strategy, StrategyRole::comm_reference)) continue;
-    const ShapeKey key = shape_key(s);
+    const CaseKey key = shape_key(s);
     if (groups.find(key) == groups.end()) order.push_back(key);
     groups[key].push_back(&s);
   }
@@ -154,7 +152,7 @@ void write_breakdown_svg(std::ostream& out, const ResultFile& file) {
   }
 
   double x = left + 30;
-  for (const ShapeKey& key : order) {
+  for (const CaseKey& key : order) {
     const std::vector<const Summary*>& list = groups[key];
     const double group_left = x;
     doc.open("g", attr("class", "shape-group"));

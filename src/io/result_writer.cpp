@@ -208,20 +208,56 @@ void ResultWriter::flush(const std::string& what, bool before_run) {
                      "(--resume)");
 }
 
+namespace {
+
+// Whether `now` is `before` with more rounds: then only those rounds need writing.
+bool continues(const CaseResult& before, const CaseResult& now) {
+  const std::vector<int32_t> had = before.rounds(), has = now.rounds();
+  return before.world == now.world && before.max_tasks == now.max_tasks &&
+         before.iters < now.iters && had.size() < has.size() &&
+         std::equal(had.begin(), had.end(), has.begin());
+}
+
+// Appends iterations [from, now.iters) of `now`'s timings to `kept`.
+void append_tail(CaseResult& kept, const CaseResult& now) {
+  const size_t world = static_cast<size_t>(now.world);
+  const size_t per_iter = world * static_cast<size_t>(now.max_tasks);
+  const size_t from = static_cast<size_t>(kept.iters);
+  auto tail = [](std::vector<double>& into, const std::vector<double>& from_v, size_t at) {
+    into.insert(into.end(), from_v.begin() + static_cast<std::ptrdiff_t>(at), from_v.end());
+  };
+  tail(kept.step_seconds, now.step_seconds, from * world);
+  tail(kept.task_start, now.task_start, from * per_iter);
+  tail(kept.task_end, now.task_end, from * per_iter);
+  kept.round_iters = now.rounds();
+  kept.iters = now.iters;
+  kept.verified = now.verified;
+  kept.max_abs_err = now.max_abs_err;
+  kept.auto_slices = now.auto_slices;
+}
+
+}  // namespace
+
 void ResultWriter::add_case(const CaseResult& result) {
   if (file_ < 0) throw RuntimeFault("'" + partial_ + "' is already closed; cannot add a case");
   const hid_t file = static_cast<hid_t>(file_);
   Where w{partial_, "/cases"};
   H5Id cases(check_id(H5Gopen2(file, "cases", H5P_DEFAULT), w, "opening group"), H5Gclose);
-  // A case measured in rounds is written again with its longer history after every round.
-  const bool again = H5Lexists(cases, result.id.c_str(), H5P_DEFAULT) > 0;
-  if (again) {
-    check(H5Ldelete(cases, result.id.c_str(), H5P_DEFAULT), w, "replacing case " + result.id);
-  }
-  write_case(cases, result, partial_);
   auto same = [&](const CaseResult& c) { return c.id == result.id; };
-  cases_.erase(std::remove_if(cases_.begin(), cases_.end(), same), cases_.end());
-  cases_.push_back(result);
+  auto kept = std::find_if(cases_.begin(), cases_.end(), same);
+  const bool on_file = H5Lexists(cases, result.id.c_str(), H5P_DEFAULT) > 0;
+  if (on_file && kept != cases_.end() && continues(*kept, result)) {
+    // A case measured in rounds: each round appends its iterations, in the file and here.
+    append_case(cases, result, kept->iters, static_cast<int>(kept->rounds().size()), partial_);
+    append_tail(*kept, result);
+  } else {
+    if (on_file) {
+      check(H5Ldelete(cases, result.id.c_str(), H5P_DEFAULT), w, "replacing case " + result.id);
+    }
+    write_case(cases, result, partial_);
+    cases_.erase(std::remove_if(cases_.begin(), cases_.end(), same), cases_.end());
+    cases_.push_back(result);
+  }
   write_summary(file, cases_, partial_);
   flush("case " + result.id, false);
 }

@@ -61,14 +61,6 @@ std::string case_list(const ResultFile& file) {
   return out.empty() ? "(the file has no cases)" : out;
 }
 
-bool dims_ok(const CaseResult& c) {
-  const size_t world = static_cast<size_t>(std::max(c.world, 0));
-  const size_t tasks = static_cast<size_t>(std::max(c.max_tasks, 0));
-  const size_t iters = static_cast<size_t>(std::max(c.iters, 0));
-  return c.tasks.size() == world * tasks && c.task_start.size() == iters * world * tasks &&
-         c.task_end.size() == c.task_start.size();
-}
-
 // How long iteration i lasts on the axis: its step time, or, where a rank has no step time,
 // the latest task end of any rank.
 Nanos iteration_span(const CaseResult& c, int iter) {
@@ -78,10 +70,11 @@ Nanos iteration_span(const CaseResult& c, int iter) {
   }
   if (!std::isfinite(span)) {
     span = 0;
-    const size_t per_iter = static_cast<size_t>(c.world) * c.max_tasks;
-    for (size_t k = 0; k < per_iter; ++k) {
-      const double end = c.task_end[iter * per_iter + k];
-      if (std::isfinite(end)) span = std::max(span, end);
+    for (int r = 0; r < c.world; ++r) {
+      for (int t = 0; t < c.max_tasks; ++t) {
+        const double end = c.end(iter, r, t);
+        if (std::isfinite(end)) span = std::max(span, end);
+      }
     }
   }
   return std::max<Nanos>(to_nanos(span), 0);
@@ -173,9 +166,10 @@ class TraceWriter {
 
   void write_iteration(const CaseResult& c, int iter, Nanos origin) {
     const size_t per_iter = static_cast<size_t>(c.world) * c.max_tasks;
+    // rt: a row of c.tasks, the (rank, task) the accessors' timing_index() adds iterations to.
     auto timed = [&](size_t rt, Nanos& start, Nanos& end) {
-      const double s = c.task_start[iter * per_iter + rt];
-      const double e = c.task_end[iter * per_iter + rt];
+      const double s = c.task_start[c.timing_index(iter, 0, 0) + rt];
+      const double e = c.task_end[c.timing_index(iter, 0, 0) + rt];
       if (!std::isfinite(s) || !std::isfinite(e)) return false;
       start = origin + to_nanos(s);
       end = std::max(start, origin + to_nanos(e));
@@ -200,7 +194,7 @@ class TraceWriter {
           d.on >= c.max_tasks) {
         continue;
       }
-      const size_t row = static_cast<size_t>(d.rank) * c.max_tasks;
+      const size_t row = c.task_index(d.rank, 0);
       const TaskRecord& from = c.tasks[row + d.on];
       const TaskRecord& to = c.tasks[row + d.task];
       Nanos from_start = 0, from_end = 0, to_start = 0, to_end = 0;
@@ -249,7 +243,7 @@ void write_trace_json(std::ostream& out, const ResultFile& file, const std::stri
   }
   if (cases.empty()) throw InputError("the file has no cases to trace");
   for (const CaseResult* c : cases) {
-    if (!dims_ok(*c)) {
+    if (!c->arrays_match()) {
       throw InputError("case " + c->id + ": its task arrays do not match its world (" +
                        std::to_string(c->world) + "), iters and task count");
     }

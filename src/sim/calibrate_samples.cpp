@@ -20,16 +20,7 @@ namespace fob::calib {
 std::string regenerate(CaseView& v) {
   const CaseResult& c = *v.c;
   try {
-    CaseSpec spec;
-    spec.workload = parse_workload(c.workload);
-    spec.shape.batch = c.batch;
-    spec.shape.seq = c.seq;
-    spec.shape.hidden = c.hidden;
-    spec.shape.ffn = c.ffn;
-    spec.shape.heads = c.heads;
-    spec.dtype = parse_dtype(c.dtype);
-    spec.world = c.world;
-    spec.strategy = parse_strategy(c.strategy);
+    const CaseSpec spec = c.spec();
     v.dtype = spec.dtype;
     v.strategy = spec.strategy.strategy->name;
     for (int r = 0; r < c.world; ++r) v.plans.push_back(make_plan(spec, r));
@@ -43,8 +34,7 @@ std::string regenerate(CaseView& v) {
       return "rank " + std::to_string(r) + " has more tasks now than recorded";
     }
     for (const Task& t : p.tasks) {
-      const size_t i =
-          static_cast<size_t>(r) * static_cast<size_t>(c.max_tasks) + static_cast<size_t>(t.id);
+      const size_t i = c.task_index(r, t.id);
       if (i >= c.tasks.size()) return "the tasks table is short";
       const TaskRecord& rec = c.tasks[i];
       if (rec.task != t.id || rec.kind != static_cast<int8_t>(t.kind) || rec.bytes != t.bytes ||

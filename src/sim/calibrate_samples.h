@@ -35,10 +35,7 @@ struct CaseView {
   }
   // The task's interval in iteration `iter`, false when not recorded (NaN) or not positive.
   bool timed(int iter, int rank, int id, Interval* out) const {
-    const size_t i =
-        (static_cast<size_t>(iter) * static_cast<size_t>(c->world) + static_cast<size_t>(rank)) *
-            static_cast<size_t>(c->max_tasks) +
-        static_cast<size_t>(id);
+    const size_t i = c->timing_index(iter, rank, id);
     if (i >= c->task_start.size() || i >= c->task_end.size()) return false;
     const double s = c->task_start[i], e = c->task_end[i];
     if (!std::isfinite(s) || !std::isfinite(e) || e <= s) return false;
@@ -55,11 +52,7 @@ struct CaseView {
     }
     return ids;
   }
-  int iters() const {
-    const size_t per_iter = static_cast<size_t>(c->world) * static_cast<size_t>(c->max_tasks);
-    if (per_iter == 0) return 0;
-    return static_cast<int>(std::min(c->task_start.size(), c->task_end.size()) / per_iter);
-  }
+  int iters() const { return c->timed_iters(); }
 };
 
 // Regenerates the case's plans; an empty string when they match the recorded tasks, else why

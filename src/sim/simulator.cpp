@@ -574,22 +574,23 @@ CaseResult simulate_case(const std::vector<Plan>& plans, const CostModel& cost,
   sim.run();
 
   CaseResult result = case_from_plan(plans.front(), static_cast<int>(plans.size()), case_id);
-  result.iters = 1;
-  result.warmup = 0;
   result.verified = -1;
-  fill_task_records(plans, 1, result);
-  result.step_seconds.assign(plans.size(), 0.0);
-  const size_t max_tasks = static_cast<size_t>(result.max_tasks);
+  std::vector<const Plan*> ranks;
+  for (const Plan& p : plans) ranks.push_back(&p);
+  set_task_table(result, ranks);
+  RoundTimes round = empty_round(result, 1);
   for (size_t r = 0; r < plans.size(); ++r) {
+    const int rank = static_cast<int>(r);
     double last = 0;
     for (const Task& t : plans[r].tasks) {
-      const TaskState& s = sim.at(static_cast<int>(r), t.id);
-      result.task_start[r * max_tasks + static_cast<size_t>(t.id)] = s.start;
-      result.task_end[r * max_tasks + static_cast<size_t>(t.id)] = s.end;
+      const TaskState& s = sim.at(rank, t.id);
+      round.task_start[result.timing_index(0, rank, t.id)] = s.start;
+      round.task_end[result.timing_index(0, rank, t.id)] = s.end;
       last = std::max(last, s.end);
     }
-    result.step_seconds[r] = last;
+    round.step_seconds[r] = last;
   }
+  append_round(result, round);
   return result;
 }
 

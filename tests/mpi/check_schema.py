@@ -77,6 +77,13 @@ for cid in cases:
     for field in ["rank", "task", "stream", "kind", "peer", "bytes", "flops"]:
         assert field in tasks.dtype.names, f"tasks field {field} missing"
     ntasks = tasks.shape[1]
+    # stream and kind are HDF5 enums: readers take the names from the file.
+    assert h5py.check_enum_dtype(tasks.dtype["stream"]) == {"compute": 0, "comm": 1}
+    kinds = h5py.check_enum_dtype(tasks.dtype["kind"])
+    assert kinds is not None and kinds["collective"] == 4 and kinds["gemm"] == 0, kinds
+    # The rounds the iterations were taken in, which compare resamples.
+    rounds = g["round_iters"][...]
+    assert rounds.sum() == iters and (rounds > 0).all(), rounds
     start, end = g["task_start"][...], g["task_end"][...]
     assert start.shape == (iters, world, ntasks) and end.shape == start.shape
     t = tasks[...]

@@ -1,0 +1,38 @@
+// What a case is. A config names cases as CaseSpecs, a results file as CaseResults; both reduce
+// to this key, and resume, compare, the metrics' reference lookups and the regeneration of a
+// recorded case's plans all match cases by it and by nothing else (case ids are per-file
+// numbering).
+#pragma once
+
+#include <compare>
+#include <cstdint>
+#include <string>
+
+namespace fob {
+
+struct CaseSpec;
+struct Plan;
+
+struct CaseKey {
+  std::string workload;
+  std::string strategy;  // the spec as written (a strategy name, with :P where it takes one)
+  int64_t batch = 0, seq = 0, hidden = 0, ffn = 0;
+  int64_t heads = 0;  // attention heads (every workload records the shape's count)
+  std::string dtype;
+  int32_t world = 0;
+
+  static CaseKey of(const CaseSpec& spec);
+  static CaseKey of(const Plan& plan);
+  const CaseKey& key() const { return *this; }
+  // The same shape measured by another strategy: where a case finds its references.
+  CaseKey with_strategy(const std::string& other) const;
+  // The case this key names, to build its plans again. InputError when a name is not one this
+  // version knows (a file from another version).
+  CaseSpec spec() const;
+  std::string text() const;  // "mlp flash b2 s72 h33 f96 heads0 fp32 N=2"
+
+  auto operator<=>(const CaseKey& other) const = default;
+  bool operator==(const CaseKey& other) const = default;
+};
+
+}  // namespace fob
