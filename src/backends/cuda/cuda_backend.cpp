@@ -5,15 +5,14 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <limits>
 #include <stdexcept>
 #include <thread>
 
-#include "core/gather.h"
 #include "fob/device_plan.h"
-#include "fob/reference.h"
 #include "kernels.h"
+#include "nccl_transport.h"
 #include "nvtx3/nvToolsExt.h"
+#include "staged_mpi_transport.h"
 
 namespace fob {
 namespace {
@@ -26,13 +25,15 @@ CudaBackend::CudaBackend(const BackendOptions& options) : options_(options), che
   MPI_Comm_rank(options_.comm, &rank_);
   MPI_Comm_size(options_.comm, &world_);
   check_ = Checker(rank_);
-  staged_ = options_.transport == "mpi";
+  // The transport is chosen here, once. It is known before the device is checked: only NCCL
+  // needs a GPU per rank and SMs of its own.
+  const bool nccl = options_.transport != "mpi";
   if (options_.loopback && world_ != 1) {
     throw InputError("loopback: one process plays every rank; run it on 1 rank, not " +
                      std::to_string(world_));
   }
-  select_and_check_device();
-  resolve_comm_sms();
+  select_and_check_device(nccl);
+  resolve_comm_sms(nccl);
   check_.cuda(cudaSetDevice(device_), "cudaSetDevice");
   int least = 0, greatest = 0;
   check_.cuda(cudaDeviceGetStreamPriorityRange(&least, &greatest), "stream priorities");
@@ -53,14 +54,11 @@ CudaBackend::CudaBackend(const BackendOptions& options) : options_(options), che
               "cublasSetMathMode");
   check_.cuda(cudaMalloc(&workspace_, kWorkspaceBytes), "allocating the cuBLAS workspace");
   check_.blas(cublasSetWorkspace(blas_, workspace_, kWorkspaceBytes), "cublasSetWorkspace");
-  if (staged_) {
-    check_.cuda(cudaStreamCreateWithPriority(&copy_, cudaStreamNonBlocking, greatest),
-                "creating the staging stream");
-    link_ = std::make_unique<Link>(options_.comm, options_.link, abort_, options_.loopback);
-    const int device = device_;
-    host_comm_ = std::make_unique<CpuStream>([device] { cudaSetDevice(device); });
+  if (nccl) {
+    transport_ = std::make_unique<NcclTransport>(options_.comm, rank_, world_, comm_sms_,
+                                                 options_.loopback, mem_pitch_, check_);
   } else {
-    create_nccl_communicator();
+    transport_ = std::make_unique<StagedMpiTransport>(options_, device_, greatest, check_);
   }
   start_cupti();
   if (const char* c = std::getenv("CUDA_DEVICE_MAX_CONNECTIONS");
@@ -73,18 +71,13 @@ CudaBackend::CudaBackend(const BackendOptions& options) : options_(options), che
 }
 
 CudaBackend::~CudaBackend() {
-  {
-    std::lock_guard<std::mutex> lock(flag_mu_);
-    abort_ = true;
-  }
-  flag_cv_.notify_all();
-  if (host_comm_) host_comm_->wait_idle(5);
+  if (transport_) transport_->stop();
   if (in_iteration_) {
     // An iteration did not finish (a timeout or a fault): its NCCL kernels may wait for a peer
     // that is gone, and cudaDeviceSynchronize would wait with them forever. Aborting the
     // communicator ends them; the device memory goes with the process, which is exiting.
     abort_comm();
-    host_comm_.reset();
+    transport_.reset();
     return;
   }
   cudaDeviceSynchronize();
@@ -92,8 +85,7 @@ CudaBackend::~CudaBackend() {
     release_prepared(prepared_.begin()->second);
     prepared_.erase(prepared_.begin());
   }
-  if (nccl_) ncclCommDestroy(nccl_);
-  host_comm_.reset();
+  transport_.reset();
   if (blas_) cublasDestroy(blas_);
   cudaFree(workspace_);
   cudaFree(origin_);
@@ -102,7 +94,6 @@ CudaBackend::~CudaBackend() {
   cudaEventDestroy(fork_);
   cudaStreamDestroy(compute_);
   cudaStreamDestroy(comm_);
-  if (copy_) cudaStreamDestroy(copy_);
 }
 
 std::string CudaBackend::device() const {
@@ -132,30 +123,21 @@ int64_t CudaBackend::bytes_free() const {
 
 void CudaBackend::setup(const Plan& plan) {
   Prepared& p = prepared_[&plan];
-  const int elem = dtype_bytes(plan.dtype);
-  // Allocated once per case with cudaMalloc, never managed memory.
-  for (const BufferSpec& b : plan.buffers) {
-    void* ptr = nullptr;
-    check_.cuda(cudaMalloc(&ptr, std::max<int64_t>(b.rows * b.cols * elem, 1)),
-                "cudaMalloc for a plan buffer");
-    p.device.push_back(ptr);
-  }
-  if (const int64_t stage = stage_elements(plan); stage > 0) {
-    check_.cuda(cudaMalloc(&p.stage, stage * elem), "cudaMalloc for collective staging");
-  }
-  if (staged_) allocate_mirrors(plan, p);
+  // Allocated once per case.
+  allocate_device_buffers(plan, p, check_);
+  transport_->prepare(plan, p);
   const size_t n = plan.tasks.size();
   p.done.resize(n);
   p.start.resize(n);
   p.end.resize(n);
-  const unsigned sync_flag = staged_ ? cudaEventBlockingSync : 0;
+  const unsigned sync_flag = transport_->event_flags();
   for (size_t i = 0; i < n; ++i) {
     check_.cuda(cudaEventCreateWithFlags(&p.done[i], cudaEventDisableTiming | sync_flag),
                 "creating a dependency event");
     check_.cuda(cudaEventCreateWithFlags(&p.start[i], sync_flag), "creating a timing event");
     check_.cuda(cudaEventCreateWithFlags(&p.end[i], sync_flag), "creating a timing event");
   }
-  fill_inputs(plan, p);
+  fill_inputs(plan, options_.seed, p, check_);
   p.overlaps = plan_overlaps(plan);
   // Cases interleave in rounds, so their ranges overlap rather than nest.
   const std::string name = std::string("case ") + to_string(plan.workload) + " " + plan.strategy;
@@ -172,40 +154,18 @@ void CudaBackend::release(const Plan& plan) {
 }
 
 void CudaBackend::poison(const Plan& plan) {
-  Prepared& p = prepared(plan);
-  // All-ones bytes are a NaN in every floating-point type used here.
-  for (size_t i = 0; i < p.device.size(); ++i) {
-    const int64_t bytes = plan.buffers[i].rows * plan.buffers[i].cols * dtype_bytes(plan.dtype);
-    check_.cuda(cudaMemset(p.device[i], 0xff, bytes), "poisoning a buffer");
-  }
-  fill_inputs(plan, p);
+  poison_buffers(plan, options_.seed, prepared(plan), check_);
 }
 
 std::vector<double> CudaBackend::read(const Plan& plan, int buffer) {
-  Prepared& p = prepared(plan);
-  const int64_t count = plan.buffers[buffer].rows * plan.buffers[buffer].cols;
-  std::vector<char> raw(count * dtype_bytes(plan.dtype));
-  check_.cuda(cudaMemcpy(raw.data(), p.device[buffer], raw.size(), cudaMemcpyDeviceToHost),
-              "reading a buffer back");
-  std::vector<double> out(count);
-  for (int64_t i = 0; i < count; ++i) out[i] = element_as_double(plan.dtype, raw.data(), i);
-  return out;
+  return read_buffer(plan, prepared(plan), buffer, check_);
 }
 
 void CudaBackend::begin(const Plan& plan) {
   plan_ = &plan;
   current_ = &prepared(plan);
-  abort_ = false;
   in_iteration_ = true;
-  const size_t n = plan.tasks.size();
-  const double nan = std::numeric_limits<double>::quiet_NaN();
-  host_start_.assign(n, nan);
-  host_end_.assign(n, nan);
-  {
-    std::lock_guard<std::mutex> lock(flag_mu_);
-    host_done_.assign(n, 0);
-    staged_error_.clear();
-  }
+  transport_->begin(buffers());
   // Graphs: the first iteration of a case (the verification run) is eager, so that NCCL
   // connects its peers and cuBLAS loads its kernels outside the capture; the second is
   // captured, and every later one replays the captured graph.
@@ -238,25 +198,24 @@ void CudaBackend::begin(const Plan& plan) {
   mark_origin();
   check_.cuda(cudaEventRecord(fork_, compute_), "forking the comm stream");
   check_.cuda(cudaStreamWaitEvent(comm_, fork_, 0), "forking the comm stream");
-  if (staged_) {
-    // Host-timed transfers share the GPU's time origin: the stream is idle, so the event
-    // completes at once and the host clock read right after it marks the same instant.
-    check_.cuda(cudaEventSynchronize(it0_), "synchronising the iteration start");
-    t0_host_ = now_seconds();
-  }
+  transport_->origin_recorded(it0_);
 }
 
 void CudaBackend::launch(const Task& task, const std::vector<int>& wait_for) {
   if (replaying_) return;  // the captured graph holds every task
-  if (staged_ && task.stream == StreamId::comm) {
-    host_comm_->push([this, &task, &wait_for] { run_staged(task, wait_for); });
+  if (transport_->runs_on_host(task)) {
+    transport_->launch_on_host(task, wait_for);
     return;
   }
   cudaStream_t stream = task.stream == StreamId::compute ? compute_ : comm_;
   Prepared& p = *current_;
   for (int dep : wait_for) {
-    if (staged_ && plan_->tasks[dep].stream == StreamId::comm) {
-      wait_for_staged(dep, task);
+    if (transport_->runs_on_host(plan_->tasks[dep])) {
+      // Bounded by --timeout: a transfer that never finishes must not hold the launch forever.
+      if (!transport_->wait_for_host(dep, options_.timeout_s)) {
+        timed_out(options_.timeout_s, " task " + std::to_string(task.id) + " '" + task.label +
+                                          "' waits for transfer " + std::to_string(dep) + ";");
+      }
     } else {
       check_.cuda(cudaStreamWaitEvent(stream, p.done[dep], 0), "cudaStreamWaitEvent");
     }
@@ -309,100 +268,31 @@ Prepared& CudaBackend::prepared(const Plan& plan) {
   return it->second;
 }
 
-void CudaBackend::release_prepared(Prepared& p) {
-  // The graph first: its event-record nodes refer to the events destroyed below.
-  if (p.graph) cudaGraphExecDestroy(p.graph);
-  p.graph = nullptr;
-  for (void* ptr : p.device) cudaFree(ptr);
-  if (p.stage) cudaFree(p.stage);
-  for (void* ptr : p.host) {
-    if (ptr) cudaFreeHost(ptr);
-  }
-  for (void* ptr : p.host_scratch) {
-    if (ptr) cudaFreeHost(ptr);
-  }
-  for (auto* events : {&p.done, &p.start, &p.end}) {
-    for (cudaEvent_t e : *events) cudaEventDestroy(e);
-  }
-  p = Prepared{};
-}
-
-void CudaBackend::allocate_mirrors(const Plan& plan, Prepared& p) {
-  const int elem = dtype_bytes(plan.dtype);
-  p.host.assign(plan.buffers.size(), nullptr);
-  int64_t scratch = 0;
-  for (const Task& t : plan.tasks) {
-    if (!t.is_transfer()) continue;
-    for (const View* v : {&t.a, &t.c}) {
-      if (v->buffer < 0 || p.host[v->buffer]) continue;
-      const BufferSpec& b = plan.buffers[v->buffer];
-      check_.cuda(cudaMallocHost(&p.host[v->buffer], std::max<int64_t>(b.rows * b.cols * elem, 1)),
-                  "allocating a pinned staging buffer");
-    }
-    if (t.kind == TaskKind::collective) {
-      scratch = std::max(scratch, t.c.rows * plan.buffers[t.c.buffer].cols);
-    }
-  }
-  for (void*& s : p.host_scratch) {
-    check_.cuda(cudaMallocHost(&s, std::max<int64_t>(scratch * elem, 1)),
-                "allocating pinned reduction scratch");
-  }
-}
-
-void CudaBackend::fill_inputs(const Plan& plan, Prepared& p) {
-  std::vector<double> values;
-  std::vector<char> converted;
-  const int elem = dtype_bytes(plan.dtype);
-  for (const InputRegion& region : plan.inputs) {
-    const int64_t cols = plan.buffers[region.buffer].cols;
-    values.resize(region.rows * cols);
-    fill_input(plan, region, options_.seed, values.data());
-    converted.resize(values.size() * elem);
-    to_device_type(plan.dtype, values.data(), static_cast<int64_t>(values.size()),
-                   converted.data());
-    char* dst = static_cast<char*>(p.device[region.buffer]) + region.row * cols * elem;
-    check_.cuda(cudaMemcpy(dst, converted.data(), converted.size(), cudaMemcpyHostToDevice),
-                "copying inputs to the device");
-  }
-  check_.cuda(cudaDeviceSynchronize(), "filling inputs");
-}
-
-int64_t CudaBackend::offset_bytes(const View& v, int64_t extra_rows) const {
-  return (view_offset(*plan_, v) + extra_rows * cols(v.buffer)) * elem();
-}
-void* CudaBackend::device_at(const View& v, int64_t extra_rows) const {
-  return static_cast<char*>(current_->device[v.buffer]) + offset_bytes(v, extra_rows);
-}
-void* CudaBackend::host_at(const View& v, int64_t extra_rows) const {
-  return static_cast<char*>(current_->host[v.buffer]) + offset_bytes(v, extra_rows);
-}
-
 void CudaBackend::enqueue(const Task& t, cudaStream_t stream) {
+  const PlanBuffers at = buffers();
   switch (t.kind) {
     case TaskKind::gemm:
       gemm(t);
       break;
     case TaskKind::add:
-      check_.cuda(cuda::add(plan_->dtype, device_at(t.c), device_at(t.a), t.m * t.n, stream),
+      check_.cuda(cuda::add(plan_->dtype, at.device_at(t.c), at.device_at(t.a), t.m * t.n, stream),
                   "launching the add kernel");
       break;
     case TaskKind::copy:
-      check_.cuda(cudaMemcpyAsync(device_at(t.c), device_at(t.a), t.m * t.n * elem(),
+      check_.cuda(cudaMemcpyAsync(at.device_at(t.c), at.device_at(t.a), t.m * t.n * at.elem(),
                                   cudaMemcpyDeviceToDevice, stream),
                   "cudaMemcpyAsync");
       break;
     case TaskKind::softmax:
-      check_.cuda(
-          cuda::softmax(plan_->dtype, device_at(t.c), t.m, t.n, cols(t.c.buffer), t.scale, stream),
-          "launching the softmax kernel");
+      check_.cuda(cuda::softmax(plan_->dtype, at.device_at(t.c), t.m, t.n, at.cols(t.c.buffer),
+                                t.scale, stream),
+                  "launching the softmax kernel");
       break;
     case TaskKind::send:
     case TaskKind::recv:
     case TaskKind::exchange:
-      exchange(t, stream);
-      break;
     case TaskKind::collective:
-      collective(t, stream);
+      transport_->enqueue(t, stream);
       break;
   }
 }
@@ -415,6 +305,7 @@ void CudaBackend::enqueue(const Task& t, cudaStream_t stream) {
 //   column-major it is op(B)^T already (op N), or b^T whose transpose b = op(B)^T (op T).
 //   A likewise: op N unless transpose_a (a stored k x m, read column-major as a^T: op T).
 void CudaBackend::gemm(const Task& t) {
+  const PlanBuffers at = buffers();
   const cudaDataType_t type = blas_type(plan_->dtype);
   const bool fp64 = plan_->dtype == DType::fp64;
   const cublasComputeType_t compute = fp64 ? CUBLAS_COMPUTE_64F : CUBLAS_COMPUTE_32F;
@@ -423,14 +314,14 @@ void CudaBackend::gemm(const Task& t) {
   const void* alpha = fp64 ? static_cast<const void*>(&alpha64) : &alpha32;
   const void* beta = fp64 ? static_cast<const void*>(&beta64) : &beta32;
   const int m = static_cast<int>(t.m), n = static_cast<int>(t.n), k = static_cast<int>(t.k);
-  const int64_t lda = cols(t.a.buffer), ldb = cols(t.b.buffer), ldc = cols(t.c.buffer);
+  const int64_t lda = at.cols(t.a.buffer), ldb = at.cols(t.b.buffer), ldc = at.cols(t.c.buffer);
   const cublasOperation_t op_b = t.transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N;
   const cublasOperation_t op_a = t.transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N;
   if (t.batch == 1) {
     check_.blas(
-        cublasGemmEx(blas_, op_b, op_a, n, m, k, alpha, device_at(t.b), type, static_cast<int>(ldb),
-                     device_at(t.a), type, static_cast<int>(lda), beta, device_at(t.c), type,
-                     static_cast<int>(ldc), compute, CUBLAS_GEMM_DEFAULT),
+        cublasGemmEx(blas_, op_b, op_a, n, m, k, alpha, at.device_at(t.b), type,
+                     static_cast<int>(ldb), at.device_at(t.a), type, static_cast<int>(lda), beta,
+                     at.device_at(t.c), type, static_cast<int>(ldc), compute, CUBLAS_GEMM_DEFAULT),
         "cublasGemmEx");
     return;
   }
@@ -439,9 +330,9 @@ void CudaBackend::gemm(const Task& t) {
   const long long stride_a = t.a_step.rows * lda + t.a_step.cols;
   const long long stride_b = t.b_step.rows * ldb + t.b_step.cols;
   const long long stride_c = t.c_step.rows * ldc + t.c_step.cols;
-  check_.blas(cublasGemmStridedBatchedEx(blas_, op_b, op_a, n, m, k, alpha, device_at(t.b), type,
-                                         static_cast<int>(ldb), stride_b, device_at(t.a), type,
-                                         static_cast<int>(lda), stride_a, beta, device_at(t.c),
+  check_.blas(cublasGemmStridedBatchedEx(blas_, op_b, op_a, n, m, k, alpha, at.device_at(t.b), type,
+                                         static_cast<int>(ldb), stride_b, at.device_at(t.a), type,
+                                         static_cast<int>(lda), stride_a, beta, at.device_at(t.c),
                                          type, static_cast<int>(ldc), stride_c, t.batch, compute,
                                          CUBLAS_GEMM_DEFAULT),
               "cublasGemmStridedBatchedEx");
@@ -468,32 +359,26 @@ void CudaBackend::wait_for_iteration(double timeout_s) {
         check_.cuda(e, "a task on the GPU");
       }
     }
-    if (staged_ && !host_comm_->wait_idle(0)) idle = false;
-    if (staged_) {
-      std::lock_guard<std::mutex> lock(flag_mu_);
-      if (!staged_error_.empty()) throw RuntimeFault(staged_error_);
-    }
-    if (nccl_) {
-      ncclResult_t async = ncclSuccess;
-      ncclCommGetAsyncError(nccl_, &async);
-      if (async != ncclSuccess) {
-        const std::string where = stuck_tasks();
-        abort_comm();
-        check_.fail("NCCL error while" + where, ncclGetErrorString(async));
-      }
-    }
-    if (idle) break;
-    if (now_seconds() > deadline) {
-      char limit[32];
-      std::snprintf(limit, sizeof limit, "%g", timeout_s);
+    if (transport_->host_busy()) idle = false;
+    if (const auto error = transport_->async_error()) {
       const std::string where = stuck_tasks();
       abort_comm();
-      throw RuntimeFault("rank " + std::to_string(rank_) + ": iteration did not finish within " +
-                         limit + " s (--timeout):" + where);
+      check_.fail(error->what + where, error->why);
     }
+    if (idle) break;
+    if (now_seconds() > deadline) timed_out(timeout_s, "");
     std::this_thread::sleep_for(std::chrono::duration<double, std::micro>(backoff_us));
     backoff_us = std::min(backoff_us * 2, 1000.0);
   }
+}
+
+void CudaBackend::timed_out(double timeout_s, const std::string& what) {
+  char limit[32];
+  std::snprintf(limit, sizeof limit, "%g", timeout_s);
+  const std::string where = stuck_tasks();
+  abort_comm();
+  throw RuntimeFault("rank " + std::to_string(rank_) + ": iteration did not finish within " +
+                     limit + " s (--timeout):" + what + where);
 }
 
 // The first unfinished task on each stream.
@@ -504,9 +389,9 @@ std::string CudaBackend::stuck_tasks() const {
     int stuck = -1;
     for (const Task& t : plan_->tasks) {
       if (t.stream != s) continue;
-      const bool host = staged_ && s == StreamId::comm;
-      const bool finished =
-          host ? !std::isnan(host_end_[t.id]) : cudaEventQuery(current_->end[t.id]) == cudaSuccess;
+      const bool finished = transport_->runs_on_host(t)
+                                ? !std::isnan(transport_->host_end(t.id))
+                                : cudaEventQuery(current_->end[t.id]) == cudaSuccess;
       if (!finished) {
         stuck = t.id;
         break;
@@ -516,7 +401,9 @@ std::string CudaBackend::stuck_tasks() const {
       text += " idle;";
     } else {
       text += " in task " + std::to_string(stuck) + " '" + plan_->tasks[stuck].label + "'";
-      if (staged_ && s == StreamId::comm) text += " (" + link_->state() + ")";
+      if (transport_->runs_on_host(plan_->tasks[stuck])) {
+        text += " (" + transport_->host_state() + ")";
+      }
       text += ";";
     }
   }
@@ -524,11 +411,6 @@ std::string CudaBackend::stuck_tasks() const {
 }
 
 void CudaBackend::abort_comm() {
-  {
-    std::lock_guard<std::mutex> lock(flag_mu_);
-    abort_ = true;
-  }
-  flag_cv_.notify_all();
   // A capture a fault interrupted would keep this thread capturing and its NCCL operations
   // alive: end it and drop what it held.
   if (capturing_) {
@@ -545,12 +427,7 @@ void CudaBackend::abort_comm() {
     p.graph = nullptr;
   }
   replaying_ = false;
-  // Aborting the communicator is what unblocks NCCL kernels waiting for a peer that will
-  // never come; a hung rank then exits instead of holding its GPU.
-  if (nccl_) {
-    ncclCommAbort(nccl_);
-    nccl_ = nullptr;
-  }
+  transport_->abort();
 }
 
 }  // namespace fob

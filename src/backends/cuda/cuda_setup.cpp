@@ -1,5 +1,5 @@
 // The cuda backend's start-up: which device each rank takes, checked across ranks before
-// anything is allocated, and the NCCL communicator.
+// anything is allocated, and the SMs the GEMMs leave to communication.
 #include <algorithm>
 #include <cstdlib>
 
@@ -9,7 +9,7 @@
 
 namespace fob {
 
-void CudaBackend::select_and_check_device() {
+void CudaBackend::select_and_check_device(bool one_gpu_per_rank) {
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess) count = 0;
   MPI_Comm local;
@@ -42,7 +42,7 @@ void CudaBackend::select_and_check_device() {
       if (!e.empty() && verdict.empty()) verdict = e;
     }
     auto [a, b] = ranks_sharing_a_device(ids);
-    if (verdict.empty() && a >= 0 && !staged_) {
+    if (verdict.empty() && a >= 0 && one_gpu_per_rank) {
       verdict = "ranks " + std::to_string(a) + " and " + std::to_string(b) + " share one GPU (" +
                 ids[a] +
                 "); NCCL needs a GPU per rank: run one rank "
@@ -56,28 +56,15 @@ void CudaBackend::select_and_check_device() {
   if (!verdict.empty()) throw InputError(verdict);
 }
 
-void CudaBackend::create_nccl_communicator() {
-  // Rank 0's result travels with the id, so a failure there cannot leave the others waiting.
-  ncclUniqueId id;
-  int status = rank_ == 0 ? static_cast<int>(ncclGetUniqueId(&id)) : 0;
-  MPI_Bcast(&status, 1, MPI_INT, 0, options_.comm);
-  check_.nccl(static_cast<ncclResult_t>(status), "ncclGetUniqueId on rank 0");
-  MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, options_.comm);
-  // NCCL runs its kernels on no more CTAs (one per SM) than the GEMMs leave it.
-  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-  if (comm_sms_ > 0 && !std::getenv("NCCL_MAX_CTAS")) config.maxCTAs = comm_sms_;
-  check_.nccl(ncclCommInitRankConfig(&nccl_, world_, id, rank_, &config), "ncclCommInitRankConfig");
-}
-
 // --comm-sms auto: with NCCL, NCCL_MAX_CTAS when set, else kDefaultCommSms, and the
 // communicator is made with that many CTAs at most; the host-staged transport copies with the
 // copy engines and needs no SMs.
-void CudaBackend::resolve_comm_sms() {
+void CudaBackend::resolve_comm_sms(bool uses_sms) {
   constexpr int kDefaultCommSms = 16;
   comm_sms_ = options_.comm_sms;
   if (comm_sms_ < 0) {
     comm_sms_ = 0;
-    if (!staged_) {
+    if (uses_sms) {
       const char* env = std::getenv("NCCL_MAX_CTAS");
       comm_sms_ = env && std::atoi(env) > 0 ? std::atoi(env) : kDefaultCommSms;
     }

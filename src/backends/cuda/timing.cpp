@@ -14,8 +14,7 @@ namespace fob {
 
 std::string CudaBackend::timer() const {
   std::string t = cupti_ ? "cupti kernel activity" : "cuda events (stream order)";
-  // Host-staged transfers run on a host thread, aligned with the GPU at each iteration start.
-  if (staged_) t += "; host steady_clock for staged transfers";
+  if (const std::string host = transport_->host_timer(); !host.empty()) t += "; " + host;
   return t;
 }
 
@@ -50,7 +49,7 @@ void CudaBackend::mark_origin() {
 
 bool CudaBackend::event_times(IterationTimes& times) {
   for (size_t i = 0; i < plan_->tasks.size(); ++i) {
-    if (staged_ && plan_->tasks[i].stream == StreamId::comm) continue;
+    if (transport_->runs_on_host(plan_->tasks[i])) continue;
     float start_ms = 0, end_ms = 0;
     check_.cuda(cudaEventElapsedTime(&start_ms, it0_, current_->start[i]), "reading a task start");
     check_.cuda(cudaEventElapsedTime(&end_ms, it0_, current_->end[i]), "reading a task end");
@@ -66,9 +65,9 @@ IterationTimes CudaBackend::read_times() {
   times.start.assign(n, std::numeric_limits<double>::quiet_NaN());
   times.end.assign(n, std::numeric_limits<double>::quiet_NaN());
   for (size_t i = 0; i < n; ++i) {
-    if (staged_ && plan_->tasks[i].stream == StreamId::comm) {
-      times.start[i] = host_start_[i];
-      times.end[i] = host_end_[i];
+    if (transport_->runs_on_host(plan_->tasks[i])) {
+      times.start[i] = transport_->host_start(static_cast<int>(i));
+      times.end[i] = transport_->host_end(static_cast<int>(i));
     }
   }
   event_times(times);
@@ -88,7 +87,7 @@ IterationTimes CudaBackend::read_times() {
       for (size_t i = 0; i < n; ++i) {
         const CuptiTimer::Span& s = spans[i + 1];
         // A task whose calls put no work on the GPU keeps its stream-event bracket.
-        if (s.records == 0 || (staged_ && plan_->tasks[i].stream == StreamId::comm)) continue;
+        if (s.records == 0 || transport_->runs_on_host(plan_->tasks[i])) continue;
         times.start[i] = (static_cast<double>(s.start) - static_cast<double>(origin)) * 1e-9;
         times.end[i] = (static_cast<double>(s.end) - static_cast<double>(origin)) * 1e-9;
       }

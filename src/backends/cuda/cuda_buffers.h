@@ -1,0 +1,72 @@
+// A plan's memory on the cuda backend: its device buffers and collective scratch, the pinned
+// host mirrors the host-staged transport copies through, its events and its captured graph; and
+// where a view of it lies. Element types are mapped in cuda_util.h.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "cuda_util.h"
+#include "fob/plan.h"
+
+namespace fob {
+
+// Freed explicitly (release_prepared), never by a destructor: after a fault the backend leaves
+// memory that hung kernels may still use to the exiting process.
+struct Prepared {
+  std::vector<void*> device;
+  void* stage = nullptr;    // device scratch for collectives that need a contiguous copy
+  std::vector<void*> host;  // pinned mirrors, only for --transport mpi
+  void* host_scratch[2] = {nullptr, nullptr};
+  std::vector<cudaEvent_t> done, start, end;
+  cudaGraphExec_t graph = nullptr;
+  int eager_runs = 0;      // iterations run before capturing a graph
+  uint64_t nvtx_case = 0;  // the case's NVTX range, from setup() to release()
+  bool overlaps = false;   // plan_overlaps(): its GEMMs leave SMs to communication
+};
+
+// Device elements a plan's collectives need as contiguous scratch (Prepared::stage).
+int64_t stage_elements(const Plan& plan);
+
+// The plan's device buffers and collective scratch, with cudaMalloc: never managed memory.
+void allocate_device_buffers(const Plan& plan, Prepared& p, const Checker& check);
+// The plan's input regions, generated from `seed` and converted to its dtype.
+void fill_inputs(const Plan& plan, uint64_t seed, Prepared& p, const Checker& check);
+// Every device buffer set to NaN, then the inputs written again.
+void poison_buffers(const Plan& plan, uint64_t seed, Prepared& p, const Checker& check);
+std::vector<double> read_buffer(const Plan& plan, const Prepared& p, int buffer,
+                                const Checker& check);
+// Frees whatever `p` holds (graph, memory, events) and empties it.
+void release_prepared(Prepared& p);
+
+// Buffer addresses of one prepared plan: a view's first element (row and column offset),
+// `extra_rows` further down. Host mirrors have the device buffers' layout.
+class PlanBuffers {
+ public:
+  PlanBuffers() = default;
+  PlanBuffers(const Plan& plan, Prepared& prepared) : plan_(&plan), prepared_(&prepared) {}
+
+  const Plan& plan() const { return *plan_; }
+  Prepared& prepared() const { return *prepared_; }
+  int64_t cols(int buffer) const { return plan_->buffers[buffer].cols; }
+  int elem() const { return dtype_bytes(plan_->dtype); }
+  int64_t count(const View& v) const { return v.rows * cols(v.buffer); }
+  void* device_at(const View& v, int64_t extra_rows = 0) const;
+  void* host_at(const View& v, int64_t extra_rows = 0) const;
+
+ private:
+  int64_t offset_bytes(const View& v, int64_t extra_rows) const;
+
+  const Plan* plan_ = nullptr;
+  Prepared* prepared_ = nullptr;
+};
+
+// `v` moved down by `rows` rows, every other field kept.
+inline View shifted(View v, int64_t rows) {
+  v.row += rows;
+  return v;
+}
+
+}  // namespace fob

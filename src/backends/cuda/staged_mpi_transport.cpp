@@ -1,0 +1,216 @@
+#include "staged_mpi_transport.h"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include <algorithm>
+#include <chrono>
+#include <limits>
+
+#include "../host/ring.h"
+
+namespace fob {
+
+StagedMpiTransport::StagedMpiTransport(const BackendOptions& options, int device,
+                                       int stream_priority, const Checker& check)
+    : check_(check) {
+  check_.cuda(cudaStreamCreateWithPriority(&copy_, cudaStreamNonBlocking, stream_priority),
+              "creating the staging stream");
+  link_ = std::make_unique<Link>(options.comm, options.link, abort_, options.loopback);
+  host_comm_ = std::make_unique<CpuStream>([device] { cudaSetDevice(device); });
+}
+
+StagedMpiTransport::~StagedMpiTransport() {
+  // The host thread first: it uses the link and the staging stream.
+  host_comm_.reset();
+  link_.reset();
+  if (copy_) cudaStreamDestroy(copy_);
+}
+
+void StagedMpiTransport::prepare(const Plan& plan, Prepared& p) {
+  const int elem = dtype_bytes(plan.dtype);
+  p.host.assign(plan.buffers.size(), nullptr);
+  int64_t scratch = 0;
+  for (const Task& t : plan.tasks) {
+    if (!t.is_transfer()) continue;
+    for (const View* v : {&t.a, &t.c}) {
+      if (v->buffer < 0 || p.host[v->buffer]) continue;
+      const BufferSpec& b = plan.buffers[v->buffer];
+      check_.cuda(cudaMallocHost(&p.host[v->buffer], std::max<int64_t>(b.rows * b.cols * elem, 1)),
+                  "allocating a pinned staging buffer");
+    }
+    if (t.kind == TaskKind::collective) {
+      scratch = std::max(scratch, t.c.rows * plan.buffers[t.c.buffer].cols);
+    }
+  }
+  for (void*& s : p.host_scratch) {
+    check_.cuda(cudaMallocHost(&s, std::max<int64_t>(scratch * elem, 1)),
+                "allocating pinned reduction scratch");
+  }
+}
+
+void StagedMpiTransport::begin(const PlanBuffers& buffers) {
+  at_ = buffers;
+  abort_ = false;
+  const size_t n = buffers.plan().tasks.size();
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  host_start_.assign(n, nan);
+  host_end_.assign(n, nan);
+  std::lock_guard<std::mutex> lock(flag_mu_);
+  host_done_.assign(n, 0);
+  error_.clear();
+}
+
+// Host-timed transfers share the GPU's time origin: the stream is idle, so the event completes
+// at once and the host clock read right after it marks the same instant.
+void StagedMpiTransport::origin_recorded(cudaEvent_t origin) {
+  check_.cuda(cudaEventSynchronize(origin), "synchronising the iteration start");
+  t0_host_ = now_seconds();
+}
+
+// Every transfer runs on the host thread (runs_on_host): one on a GPU stream has no
+// communicator to run on.
+void StagedMpiTransport::enqueue(const Task& t, cudaStream_t /*stream*/) {
+  check_.fail("task " + std::to_string(t.id) + " '" + t.label + "'",
+              "transport mpi runs transfers on the comm stream only");
+}
+
+void StagedMpiTransport::launch_on_host(const Task& t, const std::vector<int>& wait_for) {
+  host_comm_->push([this, &t, &wait_for] { run(t, wait_for); });
+}
+
+bool StagedMpiTransport::wait_for_host(int task, double timeout_s) {
+  std::unique_lock<std::mutex> lock(flag_mu_);
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                            std::chrono::duration<double>(timeout_s));
+  const bool done = flag_cv_.wait_until(
+      lock, deadline, [&] { return host_done_[task] || abort_ || !error_.empty(); });
+  if (!error_.empty()) throw RuntimeFault(error_);
+  return done && !abort_;
+}
+
+bool StagedMpiTransport::host_busy() {
+  const bool busy = !host_comm_->wait_idle(0);
+  std::lock_guard<std::mutex> lock(flag_mu_);
+  if (!error_.empty()) throw RuntimeFault(error_);
+  return busy;
+}
+
+void StagedMpiTransport::abort() {
+  {
+    std::lock_guard<std::mutex> lock(flag_mu_);
+    abort_ = true;
+  }
+  flag_cv_.notify_all();
+}
+
+void StagedMpiTransport::stop() {
+  abort();
+  host_comm_->wait_idle(5);
+}
+
+void StagedMpiTransport::run(const Task& t, const std::vector<int>& wait_for) {
+  // A fault here must not end the process from this thread: it is handed to the thread that
+  // launches and finishes iterations, which names the case and exits 3.
+  try {
+    run_unchecked(t, wait_for);
+  } catch (const std::exception& e) {
+    {
+      std::lock_guard<std::mutex> lock(flag_mu_);
+      if (error_.empty()) error_ = e.what();
+      abort_ = true;
+    }
+    flag_cv_.notify_all();
+  }
+}
+
+void StagedMpiTransport::run_unchecked(const Task& t, const std::vector<int>& wait_for) {
+  for (int dep : wait_for) {
+    // Compute-stream events were recorded before this task was queued.
+    check_.cuda(cudaEventSynchronize(at_.prepared().done[dep]),
+                "waiting for a GEMM before a transfer");
+    if (abort_) return;
+  }
+  host_start_[t.id] = now_seconds() - t0_host_;
+  const int elem = at_.elem();
+  const MPI_Datatype type = elem == 8 ? MPI_DOUBLE : elem == 4 ? MPI_FLOAT : MPI_UINT16_T;
+  if (t.kind == TaskKind::collective) {
+    collective(t, type);
+  } else {
+    // The halves the task has (sends() and receives()): a side without a peer is never posted.
+    const bool sends = t.sends(), receives = t.receives();
+    if (sends) to_host(t.a);
+    link_->transfer(sends ? at_.host_at(t.a) : nullptr, sends ? at_.count(t.a) : 0,
+                    sends ? t.send_peer : -1, receives ? at_.host_at(t.c) : nullptr,
+                    receives ? at_.count(t.c) : 0, receives ? t.recv_peer : -1, t.tag, type, elem);
+    if (receives) to_device(t.c);
+  }
+  host_end_[t.id] = now_seconds() - t0_host_;
+  {
+    std::lock_guard<std::mutex> lock(flag_mu_);
+    host_done_[t.id] = 1;
+  }
+  flag_cv_.notify_all();
+}
+
+void StagedMpiTransport::collective(const Task& t, MPI_Datatype type) {
+  const Plan& plan = at_.plan();
+  const int64_t block = at_.count(t.c);
+  if (t.op == CollectiveOp::all_gather) {
+    to_host(t.a);
+    auto at = [&](int j) { return at_.host_at(t.c, j * t.dst_stride_rows); };
+    // The plan's rank and world: in loopback a larger world's, every peer this process.
+    ring_all_gather(*link_, plan.rank, plan.world, block, at, type, at_.elem(), abort_);
+    for (int j = 0; j < plan.world; ++j) {
+      if (j != plan.rank) to_device(shifted(t.c, j * t.dst_stride_rows));
+    }
+    return;
+  }
+  for (int j = 0; j < plan.world; ++j) to_host(shifted(t.a, j * t.src_stride_rows));
+  switch (plan.dtype) {
+    case DType::fp32:
+      reduce<float>(t, type, [](float x, float y) { return x + y; });
+      break;
+    case DType::fp64:
+      reduce<double>(t, type, [](double x, double y) { return x + y; });
+      break;
+    case DType::bf16:
+      reduce<__nv_bfloat16>(t, type, [](__nv_bfloat16 x, __nv_bfloat16 y) {
+        return __float2bfloat16(__bfloat162float(x) + __bfloat162float(y));
+      });
+      break;
+    case DType::fp16:
+      reduce<__half>(t, type, [](__half x, __half y) {
+        return __float2half(__half2float(x) + __half2float(y));
+      });
+      break;
+  }
+  to_device(t.c);
+}
+
+template <typename T, typename Add>
+void StagedMpiTransport::reduce(const Task& t, MPI_Datatype type, Add add) {
+  auto local = [&](int j) {
+    return static_cast<const T*>(at_.host_at(t.a, j * t.src_stride_rows));
+  };
+  Prepared& p = at_.prepared();
+  T* temp[2] = {static_cast<T*>(p.host_scratch[0]), static_cast<T*>(p.host_scratch[1])};
+  ring_reduce_scatter<T>(*link_, at_.plan().rank, at_.plan().world, at_.count(t.c), local,
+                         static_cast<T*>(at_.host_at(t.c)), temp, add, type, at_.elem(), abort_);
+}
+
+void StagedMpiTransport::to_host(const View& v) {
+  check_.cuda(cudaMemcpyAsync(at_.host_at(v), at_.device_at(v), at_.count(v) * at_.elem(),
+                              cudaMemcpyDeviceToHost, copy_),
+              "staging to the host");
+  check_.cuda(cudaStreamSynchronize(copy_), "staging to the host");
+}
+void StagedMpiTransport::to_device(const View& v) {
+  check_.cuda(cudaMemcpyAsync(at_.device_at(v), at_.host_at(v), at_.count(v) * at_.elem(),
+                              cudaMemcpyHostToDevice, copy_),
+              "staging to the device");
+  check_.cuda(cudaStreamSynchronize(copy_), "staging to the device");
+}
+
+}  // namespace fob
