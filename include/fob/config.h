@@ -13,6 +13,7 @@
 
 namespace fob {
 
+// Each setting is a key of config_keys() (config_keys.h), which reads and writes it.
 struct Config {
   Workload workload = Workload::mlp;
   Shape shape{4, 512, 512, 0};  // ffn 0 means 4 * hidden

@@ -7,19 +7,18 @@
 #include <vector>
 
 #include "fob/config.h"
+#include "fob/config_keys.h"
 
 namespace fob {
 
-// Command-line values for `run`; a set optional overrides the config's value.
+// Command-line values for `run`; each config key given overrides the config's value.
 struct RunArgs {
   std::string config_path;
-  std::optional<std::string> workload, dtype, strategies, backend, transport, output, resume;
-  std::optional<int64_t> batch, seq, hidden, ffn, heads;
-  std::optional<int> iters, warmup, rounds, blas_threads, world;
-  std::optional<std::string> comm_sms;
-  std::optional<double> link_gbps, link_latency_us, timeout;
-  std::optional<uint64_t> seed;
-  std::optional<bool> verify, graphs, auto_slices;
+  std::vector<ConfigSetting> settings;  // config keys given, applied by apply_args
+  // -o, also in `settings`: the resume check and `sim` read it before there is a config.
+  std::optional<std::string> output;
+  std::optional<std::string> resume;
+  std::optional<int> world;
   bool dry_run = false;
   bool force = false;
   std::string command_line;

@@ -8,10 +8,12 @@
 
 #include "commands.h"
 #include "fob/config.h"
+#include "fob/config_keys.h"
 #include "fob/types.h"
 
 namespace {
 
+// A command-line option that is not a config key.
 template <typename T>
 void optional_option(CLI::App* app, const std::string& flags, std::optional<T>& target,
                      const std::string& help) {
@@ -29,6 +31,46 @@ void optional_option(CLI::App* app, const std::string& flags, std::optional<T>& 
   }
 }
 
+// The option of a config key (fob::config_keys()): each value given is kept in args.settings,
+// applied over the config file's by apply_args.
+void config_option(CLI::App* app, const fob::ConfigKey& key, const std::string& help,
+                   fob::RunArgs& args) {
+  auto keep = [&args, &key](const fob::ConfigValue& value) {
+    // -o is read before there is a config too: the resume check, sim's writer.
+    if (std::string(key.name) == "output") args.output = value.text;
+    args.settings.push_back({&key, value});
+  };
+  if (key.kind == fob::ConfigKind::flag) {
+    app->add_flag_function(
+        key.flags,
+        [keep](int64_t n) {
+          keep({"", 0, n > 0});
+        },
+        help);
+  } else if (key.kind == fob::ConfigKind::number) {
+    // CLI11's conversion, which takes nan and inf for validate_config to name.
+    app->add_option_function<double>(
+        key.flags,
+        [keep](const double& x) {
+          keep({"", x, false});
+        },
+        help);
+  } else {
+    app->add_option_function<std::string>(
+        key.flags,
+        [keep, &key](const std::string& text) {
+          const fob::ConfigValue value{text, 0, false};
+          // An integer is checked as it is read, with the config file's rule; names wait for
+          // apply_args, which reports them with the config's other errors.
+          fob::Config scratch;
+          if (key.kind == fob::ConfigKind::integer) key.set(scratch, value);
+          keep(value);
+        },
+        help)
+        ->type_name(key.kind == fob::ConfigKind::integer ? "INT" : "TEXT");
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -40,44 +82,9 @@ int main(int argc, char** argv) {
   fob::RunArgs run;
   CLI::App* run_cmd = app.add_subcommand("run", "run a benchmark (under mpirun/srun)");
   run_cmd->add_option("-c,--config", run.config_path, "YAML config (bench_configs/*.yaml)");
-  optional_option(run_cmd, "--workload", run.workload,
-                  "ag_gemm | gemm_rs | mlp | ag_gemm_w | gemm_rs_grad | gemm_ar | mlp_bwd | attn");
-  optional_option(run_cmd, "--batch", run.batch, "batch size b");
-  optional_option(run_cmd, "--seq", run.seq, "sequence length s (tokens M = b*s)");
-  optional_option(run_cmd, "--hidden", run.hidden, "hidden size D");
-  optional_option(run_cmd, "--ffn", run.ffn, "FFN width F (default 4*D)");
-  optional_option(run_cmd, "--heads", run.heads,
-                  "attention heads, split across ranks (attn; default D/128)");
-  optional_option(run_cmd, "--dtype", run.dtype, "fp32 | fp64 | bf16 | fp16");
-  optional_option(run_cmd, "--strategies", run.strategies,
-                  "comma list: baseline,slicing:C,decompose,flash[:m],flash_direct[:m],"
-                  "flash_qs[:m]");
-  optional_option(run_cmd, "-n,--iters", run.iters, "timed iterations");
-  optional_option(run_cmd, "-w,--warmup", run.warmup, "warm-up iterations");
-  optional_option(
-      run_cmd, "--rounds", run.rounds,
-      "spread the iterations over R rounds, every case running in each (1: one by one)");
-  optional_option(run_cmd, "--backend", run.backend, "auto | cpu | cuda");
-  optional_option(run_cmd, "--transport", run.transport, "auto | mpi | nccl");
-  optional_option(run_cmd, "--link-gbps", run.link_gbps, "emulated link bandwidth, Gbit/s");
-  optional_option(run_cmd, "--link-latency-us", run.link_latency_us,
-                  "emulated link latency per transfer, microseconds");
-  run_cmd->add_flag_function(
-      "--verify,!--no-verify", [&run](int64_t n) { run.verify = n > 0; },
-      "check every output bit for bit against a reference (default on)");
-  optional_option(run_cmd, "-o,--output", run.output, "results file (.h5)");
-  optional_option(run_cmd, "--timeout", run.timeout, "seconds allowed per iteration");
-  optional_option(run_cmd, "--seed", run.seed, "input data seed");
-  optional_option(run_cmd, "--blas-threads", run.blas_threads, "BLAS threads per rank");
-  run_cmd->add_flag_function(
-      "--auto-slices", [&run](int64_t n) { run.auto_slices = n > 0; },
-      "for slicing and flash, time a short sweep of counts per case and keep the best");
-  run_cmd->add_flag_function(
-      "--graphs", [&run](int64_t n) { run.graphs = n > 0; },
-      "cuda: capture one iteration per rank as a CUDA graph and replay it");
-  optional_option(run_cmd, "--comm-sms", run.comm_sms,
-                  "cuda: SMs the GEMMs of overlapping cases leave to NCCL "
-                  "(cublasSetSmCountTarget): auto (default) or a count, 0 for none");
+  for (const fob::ConfigKey& key : fob::config_keys()) {
+    config_option(run_cmd, key, fob::config_key_help(key), run);
+  }
   optional_option(run_cmd, "--world", run.world, "world size for --dry-run without mpirun");
   run_cmd->add_flag("--dry-run", run.dry_run, "print each rank's plan and exit");
   run_cmd->add_flag("--force", run.force, "overwrite an existing results file");
@@ -126,15 +133,9 @@ int main(int argc, char** argv) {
                       "world sizes, comma list, e.g. 8,16,64 (default: one node of the machine)");
   optional_option(sim_cmd, "--ranks-per-node", sim.ranks_per_node,
                   "ranks per node, overriding the machine file's topology");
-  optional_option(sim_cmd, "--workload", sim.run.workload, "as for run");
-  optional_option(sim_cmd, "--batch", sim.run.batch, "as for run");
-  optional_option(sim_cmd, "--seq", sim.run.seq, "as for run");
-  optional_option(sim_cmd, "--hidden", sim.run.hidden, "as for run");
-  optional_option(sim_cmd, "--ffn", sim.run.ffn, "as for run");
-  optional_option(sim_cmd, "--heads", sim.run.heads, "as for run");
-  optional_option(sim_cmd, "--dtype", sim.run.dtype, "as for run");
-  optional_option(sim_cmd, "--strategies", sim.run.strategies, "as for run");
-  optional_option(sim_cmd, "-o,--output", sim.run.output, "results file (.h5), marked simulated");
+  for (const fob::ConfigKey& key : fob::config_keys()) {
+    if (key.sim_help) config_option(sim_cmd, key, key.sim_help, sim.run);
+  }
   sim_cmd->add_flag("--force", sim.run.force, "overwrite an existing results file");
   sim_cmd->add_option("--format", sim.format, "md | csv | json | latex");
 

@@ -4,25 +4,24 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <charconv>
 #include <limits>
 #include <map>
 #include <sstream>
 
+#include "fob/config_keys.h"
 #include "fob/strategy.h"
 
 namespace fob {
 namespace {
 
-const char* const kKeys[] = {
-    "workload",        "batch",  "seq",     "hidden", "ffn",          "heads",     "dtype",
-    "strategies",      "iters",  "warmup",  "rounds", "backend",      "transport", "link_gbps",
-    "link_latency_us", "verify", "timeout", "seed",   "blas_threads", "graphs",    "comm_sms",
-    "auto_slices",     "output", "cases"};
-
-std::string key_list() {
+// The keys' names, every one or those a `cases` entry may set, as the messages list them.
+std::string key_names(bool sweepable_only) {
   std::string text;
-  for (const char* k : kKeys) text += (text.empty() ? "" : ", ") + std::string(k);
+  for (const ConfigKey& k : config_keys()) {
+    if (k.sweepable || !sweepable_only) text += (text.empty() ? "" : ", ") + std::string(k.name);
+  }
   return text;
 }
 
@@ -39,20 +38,6 @@ T scalar(const YAML::Node& node, const std::string& key, const std::string& sour
     throw InputError(where(source, node) + ": " + key + ": '" +
                      (node.IsScalar() ? node.Scalar() : std::string("<not a scalar>")) +
                      "' is not " + expected);
-  }
-}
-
-// An integer key: parsed by parse_integer, the command line's rule, so that both refuse the
-// same values with the same message.
-template <typename T>
-T integer(const YAML::Node& node, const std::string& key, const std::string& source) {
-  if (!node.IsScalar()) {
-    throw InputError(where(source, node) + ": " + key + ": '<not a scalar>' is not an integer");
-  }
-  try {
-    return parse_integer<T>(key, node.Scalar());
-  } catch (const InputError& e) {
-    throw InputError(where(source, node) + ": " + e.what());
   }
 }
 
@@ -96,98 +81,46 @@ std::string join_list(const std::vector<std::string>& items, const char* sep) {
 
 namespace {
 
-// The keys whose value may be a list: each list multiplies the cases (a sweep).
-const char* const kSweepKeys[] = {"workload", "batch", "seq", "hidden", "ffn", "heads", "dtype"};
-
-bool sweepable(const std::string& key) {
-  for (const char* k : kSweepKeys) {
-    if (key == k) return true;
-  }
-  return false;
-}
-
-// Sets one key from its YAML value; `at` locates the key for messages.
-void apply_key(Config& c, const std::string& key, const YAML::Node& v, const std::string& source,
-               const std::string& at) {
-  if (key == "workload") {
-    try {
-      c.workload = parse_workload(scalar<std::string>(v, key, source, "a string"));
-    } catch (const InputError& e) {
-      throw InputError(at + ": " + e.what());
-    }
-  } else if (key == "batch") {
-    c.shape.batch = integer<int64_t>(v, key, source);
-  } else if (key == "seq") {
-    c.shape.seq = integer<int64_t>(v, key, source);
-  } else if (key == "hidden") {
-    c.shape.hidden = integer<int64_t>(v, key, source);
-  } else if (key == "ffn") {
-    c.shape.ffn = integer<int64_t>(v, key, source);
-  } else if (key == "heads") {
-    c.shape.heads = integer<int64_t>(v, key, source);
-  } else if (key == "dtype") {
-    try {
-      c.dtype = parse_dtype(scalar<std::string>(v, key, source, "a string"));
-    } catch (const InputError& e) {
-      throw InputError(at + ": " + e.what());
-    }
-  } else if (key == "strategies") {
-    c.strategies.clear();
-    if (v.IsSequence()) {
-      for (const auto& s : v)
-        c.strategies.push_back(scalar<std::string>(s, key, source, "a strategy"));
-    } else {
-      c.strategies = split_list(scalar<std::string>(v, key, source, "a strategy list"));
-    }
-    for (const std::string& s : c.strategies) {
-      try {
-        parse_strategy(s);
-      } catch (const InputError& e) {
-        throw InputError(where(source, v) + ": " + e.what());
+// Sets one key from its YAML value: converted by the key's kind, then stored by its setter. An
+// error names the value's line.
+void apply_key(Config& c, const ConfigKey& key, const YAML::Node& v, const std::string& source) {
+  ConfigValue value;
+  switch (key.kind) {
+    case ConfigKind::number:
+      value.number = scalar<double>(v, key.name, source, key.expected);
+      break;
+    case ConfigKind::flag:
+      value.flag = scalar<bool>(v, key.name, source, key.expected);
+      break;
+    case ConfigKind::integer:
+      // The digits as written: the setter's parse_integer is the command line's rule too.
+      if (!v.IsScalar()) {
+        throw InputError(where(source, v) + ": " + key.name + ": '<not a scalar>' is not " +
+                         key.expected);
       }
-    }
-  } else if (key == "iters") {
-    c.iters = integer<int>(v, key, source);
-  } else if (key == "rounds") {
-    c.rounds = integer<int>(v, key, source);
-  } else if (key == "warmup") {
-    c.warmup = integer<int>(v, key, source);
-  } else if (key == "backend") {
-    c.backend = scalar<std::string>(v, key, source, "a string");
-  } else if (key == "transport") {
-    c.transport = scalar<std::string>(v, key, source, "a string");
-  } else if (key == "link_gbps") {
-    c.link.gbps = scalar<double>(v, key, source, "a number");
-  } else if (key == "link_latency_us") {
-    c.link.latency_us = scalar<double>(v, key, source, "a number");
-  } else if (key == "verify") {
-    c.verify = scalar<bool>(v, key, source, "true or false");
-  } else if (key == "timeout") {
-    c.timeout = scalar<double>(v, key, source, "a number of seconds");
-  } else if (key == "seed") {
-    c.seed = integer<uint64_t>(v, key, source);
-  } else if (key == "blas_threads") {
-    c.blas_threads = integer<int>(v, key, source);
-  } else if (key == "auto_slices") {
-    c.auto_slices = scalar<bool>(v, key, source, "true or false");
-  } else if (key == "graphs") {
-    c.graphs = scalar<bool>(v, key, source, "true or false");
-  } else if (key == "comm_sms") {
-    try {
-      c.comm_sms = parse_comm_sms(scalar<std::string>(v, key, source, "auto or an integer"));
-    } catch (const InputError& e) {
-      throw InputError(where(source, v) + ": " + e.what());
-    }
-  } else if (key == "output") {
-    c.output = scalar<std::string>(v, key, source, "a path");
-  } else {
-    throw InputError(at + ": unknown key '" + key + "'; valid keys: " + key_list());
+      value.text = v.Scalar();
+      break;
+    case ConfigKind::list:
+      if (v.IsSequence()) {
+        std::vector<std::string> items;
+        for (const auto& item : v)
+          items.push_back(scalar<std::string>(item, key.name, source, key.expected));
+        value.text = join_list(items, ", ");
+        break;
+      }
+      value.text =
+          scalar<std::string>(v, key.name, source, (key.expected + std::string(" list")).c_str());
+      break;
+    case ConfigKind::text:
+      value.text = scalar<std::string>(v, key.name, source, key.expected);
+      break;
+  }
+  try {
+    key.set(c, value);
+  } catch (const InputError& e) {
+    throw InputError(where(source, v) + ": " + e.what());
   }
 }
-
-}  // namespace
-
-namespace {
 
 // YAML forbids a key twice in one mapping, but yaml-cpp keeps both and lookups see the first:
 // whichever the writer meant, one value would be ignored silently.
@@ -233,47 +166,52 @@ void apply_yaml(Config& c, const std::string& yaml_text, const std::string& sour
         std::vector<std::pair<std::string, std::string>> fields;
         for (const auto& f : item) {
           const std::string k = f.first.as<std::string>();
-          if (!sweepable(k)) {
+          const ConfigKey* field = find_config_key(k);
+          if (!field || !field->sweepable) {
             throw InputError(where(source, f.first) + ": cases: '" + k +
-                             "' cannot vary per case; valid: workload, batch, seq, hidden, ffn, "
-                             "heads, dtype");
+                             "' cannot vary per case; valid: " + key_names(true));
           }
           Config scratch = c;  // validates the value where it is written
-          apply_key(scratch, k, f.second, source, where(source, f.first));
+          apply_key(scratch, *field, f.second, source);
           fields.emplace_back(k, f.second.Scalar());
         }
         c.cases.push_back(fields);
       }
       continue;
     }
-    if (v.IsSequence() && sweepable(key)) {
+    const ConfigKey* k = find_config_key(key);
+    if (!k) {
+      throw InputError(at + ": unknown key '" + key + "'; valid keys: " + key_names(false) +
+                       ", cases");
+    }
+    if (v.IsSequence() && k->sweepable) {
       std::vector<std::string> values;
       for (const auto& item : v) {
         Config scratch = c;
-        apply_key(scratch, key, item, source, where(source, item));
+        apply_key(scratch, *k, item, source);
         values.push_back(item.Scalar());
       }
       if (values.empty()) throw InputError(at + ": " + key + ": an empty list sweeps nothing");
       c.sweep[key] = values;
-      apply_key(c, key, v[0], source, at);  // the first value stands for the key elsewhere
+      apply_key(c, *k, v[0], source);  // the first value stands for the key elsewhere
       continue;
     }
     c.sweep.erase(key);
-    apply_key(c, key, v, source, at);
+    apply_key(c, *k, v, source);
   }
 }
 
 std::vector<Config> expand_sweep(const Config& config) {
   // Cartesian product of the swept keys, in a fixed key order so that case order is stable.
   std::vector<Config> points = {config};
-  for (const char* key : kSweepKeys) {
-    auto it = config.sweep.find(key);
+  for (const ConfigKey& key : config_keys()) {
+    auto it = config.sweep.find(key.name);
     if (it == config.sweep.end()) continue;
     std::vector<Config> next;
     for (const Config& p : points) {
       for (const std::string& value : it->second) {
         Config c = p;
-        apply_key(c, key, YAML::Load(value), "sweep", key);
+        apply_key(c, key, YAML::Load(value), "sweep");
         next.push_back(c);
       }
     }
@@ -284,7 +222,9 @@ std::vector<Config> expand_sweep(const Config& config) {
   for (const auto& fields : config.cases) {
     for (const Config& p : points) {
       Config c = p;
-      for (const auto& [key, value] : fields) apply_key(c, key, YAML::Load(value), "cases", key);
+      for (const auto& [key, value] : fields) {
+        apply_key(c, *find_config_key(key), YAML::Load(value), "cases");
+      }
       out.push_back(c);
     }
   }
@@ -373,11 +313,15 @@ void validate_config(const Config& c) {
   check_range("timeout", c.timeout, 1e-3, kMaxTimeoutSeconds, "seconds");
   if (c.link.gbps != 0) check_range("link_gbps", c.link.gbps, kMinLinkGbps, 1e9, "Gbit/s, or 0");
   check_range("link_latency_us", c.link.latency_us, 0, kMaxLatencyUs, "microseconds");
-  if (c.backend != "auto" && c.backend != "cpu" && c.backend != "cuda") {
-    throw InputError("backend: '" + c.backend + "' is not a backend; valid: auto, cpu, cuda");
-  }
-  if (c.transport != "auto" && c.transport != "mpi" && c.transport != "nccl") {
-    throw InputError("transport: '" + c.transport + "' is not a transport; valid: auto, mpi, nccl");
+  // Names any text passes the setters of: checked here against the keys' choices.
+  for (const char* name : {"backend", "transport"}) {
+    const ConfigKey& key = *find_config_key(name);
+    const std::string value = key.get(c).text;
+    const std::vector<std::string> valid = split_list(key.choices());
+    if (std::find(valid.begin(), valid.end(), value) == valid.end()) {
+      throw InputError(std::string(name) + ": '" + value + "' is not a " + name +
+                       "; valid: " + key.choices());
+    }
   }
   if (c.strategies.empty()) {
     throw InputError("strategies: empty; valid: " + strategy_choices());
@@ -398,33 +342,25 @@ void validate_config(const Config& c) {
 std::string Config::to_yaml() const {
   YAML::Emitter out;
   out << YAML::BeginMap;
-  out << YAML::Key << "workload" << YAML::Value << to_string(workload);
-  out << YAML::Key << "batch" << YAML::Value << shape.batch;
-  out << YAML::Key << "seq" << YAML::Value << shape.seq;
-  out << YAML::Key << "hidden" << YAML::Value << shape.hidden;
-  out << YAML::Key << "ffn" << YAML::Value << ffn();
-  out << YAML::Key << "heads" << YAML::Value << shape.head_count();
-  out << YAML::Key << "dtype" << YAML::Value << to_string(dtype);
-  out << YAML::Key << "strategies" << YAML::Value << YAML::Flow << strategies;
-  out << YAML::Key << "iters" << YAML::Value << iters;
-  out << YAML::Key << "warmup" << YAML::Value << warmup;
-  out << YAML::Key << "rounds" << YAML::Value << rounds;
-  out << YAML::Key << "backend" << YAML::Value << backend;
-  out << YAML::Key << "transport" << YAML::Value << transport;
-  out << YAML::Key << "link_gbps" << YAML::Value << link.gbps;
-  out << YAML::Key << "link_latency_us" << YAML::Value << link.latency_us;
-  out << YAML::Key << "verify" << YAML::Value << verify;
-  out << YAML::Key << "timeout" << YAML::Value << timeout;
-  out << YAML::Key << "seed" << YAML::Value << seed;
-  out << YAML::Key << "blas_threads" << YAML::Value << blas_threads;
-  out << YAML::Key << "graphs" << YAML::Value << graphs;
-  out << YAML::Key << "auto_slices" << YAML::Value << auto_slices;
-  if (comm_sms < 0) {
-    out << YAML::Key << "comm_sms" << YAML::Value << "auto";
-  } else {
-    out << YAML::Key << "comm_sms" << YAML::Value << comm_sms;
+  for (const ConfigKey& key : config_keys()) {
+    const ConfigValue v = key.get(*this);
+    out << YAML::Key << key.name << YAML::Value;
+    switch (key.kind) {
+      case ConfigKind::number:
+        out << v.number;
+        break;
+      case ConfigKind::flag:
+        out << v.flag;
+        break;
+      case ConfigKind::list:
+        out << YAML::Flow << split_list(v.text);
+        break;
+      case ConfigKind::integer:  // digits, written plain as the integer would be
+      case ConfigKind::text:
+        out << v.text;
+        break;
+    }
   }
-  out << YAML::Key << "output" << YAML::Value << output;
   for (const auto& [key, values] : sweep) {
     out << YAML::Key << "sweep_" + key << YAML::Value << YAML::Flow << values;
   }

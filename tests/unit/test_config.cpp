@@ -5,11 +5,15 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
 
 #include "fob/config.h"
+#include "fob/config_keys.h"
+#include "fob/strategy.h"
 #include "fob/types.h"
 
 namespace fob {
@@ -304,6 +308,118 @@ TEST(ConfigYaml, RoundTrips) {
   EXPECT_EQ(back.seed, 9u);
   EXPECT_EQ(back.ffn(), c.ffn());
   EXPECT_NO_THROW(validate_config(back));
+}
+
+TEST(ConfigKeys, EveryKeyIsReadWrittenAndListed) {
+  Config c;
+  const std::string yaml = c.to_yaml();
+  const std::string unknown = input_error([&] { apply_yaml(c, "bogus: 1\n", "u.yaml"); });
+  for (const ConfigKey& key : config_keys()) {
+    EXPECT_EQ(find_config_key(key.name), &key);
+    EXPECT_TRUE(contains(yaml, std::string(key.name) + ":")) << key.name << " not in:\n" << yaml;
+    EXPECT_TRUE(contains(unknown, key.name)) << key.name << " not listed in: " << unknown;
+  }
+  EXPECT_TRUE(contains(unknown, "cases")) << unknown;
+  EXPECT_EQ(find_config_key("cases"), nullptr);
+  Config back;
+  apply_yaml(back, yaml, "back.yaml");
+  EXPECT_EQ(back.to_yaml(), yaml);
+}
+
+// Results files store to_yaml's text, and --resume compares it: its form must not drift.
+TEST(ConfigKeys, ToYamlKeepsItsForm) {
+  Config c;
+  c.strategies = {"baseline", "flash:2"};
+  c.link.gbps = 2.5;
+  EXPECT_EQ(c.to_yaml(),
+            "workload: mlp\nbatch: 4\nseq: 512\nhidden: 512\nffn: 2048\nheads: 4\n"
+            "dtype: fp32\nstrategies: [baseline, flash:2]\niters: 20\nwarmup: 2\nrounds: 5\n"
+            "backend: auto\ntransport: auto\nlink_gbps: 2.5\nlink_latency_us: 0\n"
+            "verify: true\ntimeout: 300\nseed: 1\nblas_threads: 1\ngraphs: false\n"
+            "auto_slices: false\ncomm_sms: auto\noutput: \"\"");
+}
+
+TEST(ConfigKeys, HelpNamesTheChoices) {
+  EXPECT_TRUE(contains(config_key_help(*find_config_key("strategies")), strategy_choices()));
+  EXPECT_TRUE(contains(config_key_help(*find_config_key("workload")), "gemm_rs_grad"));
+  EXPECT_TRUE(contains(config_key_help(*find_config_key("dtype")), "bf16"));
+  EXPECT_TRUE(contains(config_key_help(*find_config_key("transport")), "nccl"));
+  EXPECT_EQ(config_key_help(*find_config_key("seed")), find_config_key("seed")->help);
+}
+
+TEST(ConfigKeys, SettingsOverrideTheConfigAndReplaceItsLists) {
+  Config c;
+  apply_yaml(c, "batch: [2, 4]\nseq: [64, 128]\niters: 3\n", "s.yaml");
+  ConfigValue batch, iters, verify;
+  batch.text = "8";
+  iters.text = "5";
+  verify.flag = false;
+  apply_settings(c, {{find_config_key("batch"), batch},
+                     {find_config_key("iters"), iters},
+                     {find_config_key("verify"), verify}});
+  EXPECT_EQ(c.shape.batch, 8);
+  EXPECT_EQ(c.sweep.count("batch"), 0u);
+  EXPECT_EQ(c.sweep.count("seq"), 1u);
+  EXPECT_EQ(c.iters, 5);
+  EXPECT_FALSE(c.verify);
+  batch.text = "0x10";
+  EXPECT_TRUE(contains(input_error([&] {
+                         apply_settings(c, {{find_config_key("batch"), batch}});
+                       }),
+                       "batch: '0x10' is not an integer"));
+}
+
+// The words of `text` written `like this`.
+std::vector<std::string> backticked(const std::string& text) {
+  std::vector<std::string> out;
+  for (size_t open = text.find('`'); open != std::string::npos;) {
+    const size_t close = text.find('`', open + 1);
+    if (close == std::string::npos) break;
+    out.push_back(text.substr(open + 1, close - open - 1));
+    open = text.find('`', close + 1);
+  }
+  return out;
+}
+
+// README's "| key | option |" table names every config key with one of its options, and no
+// other key.
+TEST(ConfigKeys, ReadmeKeyTableMatches) {
+  const char* root = std::getenv("FOB_SOURCE_DIR");
+  if (!root || !*root) GTEST_SKIP() << "FOB_SOURCE_DIR is not set (ctest sets it)";
+  std::ifstream in(std::filesystem::path(root) / "README.md");
+  ASSERT_TRUE(in) << "cannot read README.md";
+  std::map<std::string, std::string> options;  // key -> its row's option cell
+  bool in_table = false;
+  for (std::string line; std::getline(in, line);) {
+    if (line == "| key | option |") {
+      in_table = true;
+    } else if (in_table && line.rfind("|---", 0) != 0) {
+      if (line.rfind('|', 0) != 0) break;
+      const size_t cell = line.find('|', 1);
+      for (const std::string& key : backticked(line.substr(0, cell))) {
+        options[key] = line.substr(cell);
+      }
+    }
+  }
+  ASSERT_FALSE(options.empty()) << "README.md has no '| key | option |' table";
+  std::set<std::string> names;
+  for (const ConfigKey& key : config_keys()) {
+    names.insert(key.name);
+    const auto row = options.find(key.name);
+    if (row == options.end()) {
+      ADD_FAILURE() << "README's key table lacks '" << key.name << "'";
+      continue;
+    }
+    bool named = false;
+    for (std::string flag : split_list(key.flags)) {
+      if (flag.front() == '!') flag.erase(0, 1);
+      named = named || contains(row->second, "`" + flag + "`");
+    }
+    EXPECT_TRUE(named) << "README's row of '" << key.name << "' does not name " << key.flags;
+  }
+  for (const auto& [key, cell] : options) {
+    EXPECT_EQ(names.count(key), 1u) << "README's key table names '" << key << "', not a key";
+  }
 }
 
 // The configs shipped in bench_configs/ parse and validate. ctest sets FOB_SOURCE_DIR.

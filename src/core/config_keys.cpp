@@ -1,0 +1,181 @@
+// The table of config keys (fob/config_keys.h): one entry per key, in to_yaml's order.
+#include "fob/config_keys.h"
+
+#include <utility>
+
+#include "fob/strategy.h"
+#include "fob/types.h"
+
+namespace fob {
+namespace {
+
+ConfigValue text(std::string s) {
+  ConfigValue v;
+  v.text = std::move(s);
+  return v;
+}
+
+ConfigValue number(double x) {
+  ConfigValue v;
+  v.number = x;
+  return v;
+}
+
+ConfigValue flag(bool b) {
+  ConfigValue v;
+  v.flag = b;
+  return v;
+}
+
+std::string workload_choices() {
+  std::string out;
+  for (Workload w : kAllWorkloads) out += (out.empty() ? "" : ", ") + std::string(to_string(w));
+  return out;
+}
+
+std::string dtype_choices() {
+  return "fp32, fp64, bf16, fp16";
+}
+std::string backend_choices() {
+  return "auto, cpu, cuda";
+}
+std::string transport_choices() {
+  return "auto, mpi, nccl";
+}
+
+}  // namespace
+
+// Names and ranges are checked by validate_config once every source has been applied; the
+// setters check only what their parsing needs (a workload name, a strategy, an integer).
+const std::vector<ConfigKey>& config_keys() {
+  static const std::vector<ConfigKey> keys = {
+      {"workload", "--workload", "the layer measured", ConfigKind::text, "a string", "as for run",
+       true, workload_choices,
+       [](Config& c, const ConfigValue& v) { c.workload = parse_workload(v.text); },
+       [](const Config& c) { return text(to_string(c.workload)); }},
+      {"batch", "--batch", "batch size b", ConfigKind::integer, "an integer", "as for run", true,
+       nullptr,
+       [](Config& c, const ConfigValue& v) {
+         c.shape.batch = parse_integer<int64_t>("batch", v.text);
+       },
+       [](const Config& c) { return text(std::to_string(c.shape.batch)); }},
+      {"seq", "--seq", "sequence length s (tokens M = b*s)", ConfigKind::integer, "an integer",
+       "as for run", true, nullptr,
+       [](Config& c, const ConfigValue& v) { c.shape.seq = parse_integer<int64_t>("seq", v.text); },
+       [](const Config& c) { return text(std::to_string(c.shape.seq)); }},
+      {"hidden", "--hidden", "hidden size D", ConfigKind::integer, "an integer", "as for run", true,
+       nullptr,
+       [](Config& c, const ConfigValue& v) {
+         c.shape.hidden = parse_integer<int64_t>("hidden", v.text);
+       },
+       [](const Config& c) { return text(std::to_string(c.shape.hidden)); }},
+      {"ffn", "--ffn", "FFN width F (default 4*D)", ConfigKind::integer, "an integer", "as for run",
+       true, nullptr,
+       [](Config& c, const ConfigValue& v) { c.shape.ffn = parse_integer<int64_t>("ffn", v.text); },
+       [](const Config& c) { return text(std::to_string(c.ffn())); }},
+      {"heads", "--heads", "attention heads, split across ranks (attn; default D/128)",
+       ConfigKind::integer, "an integer", "as for run", true, nullptr,
+       [](Config& c, const ConfigValue& v) {
+         c.shape.heads = parse_integer<int64_t>("heads", v.text);
+       },
+       [](const Config& c) { return text(std::to_string(c.shape.head_count())); }},
+      {"dtype", "--dtype", "element type", ConfigKind::text, "a string", "as for run", true,
+       dtype_choices, [](Config& c, const ConfigValue& v) { c.dtype = parse_dtype(v.text); },
+       [](const Config& c) { return text(to_string(c.dtype)); }},
+      {"strategies", "--strategies", "comma list", ConfigKind::list, "a strategy", "as for run",
+       false, strategy_choices,
+       [](Config& c, const ConfigValue& v) {
+         c.strategies = split_list(v.text);
+         for (const std::string& s : c.strategies) parse_strategy(s);
+       },
+       [](const Config& c) { return text(join_list(c.strategies, ", ")); }},
+      {"iters", "-n,--iters", "timed iterations", ConfigKind::integer, "an integer", nullptr, false,
+       nullptr,
+       [](Config& c, const ConfigValue& v) { c.iters = parse_integer<int>("iters", v.text); },
+       [](const Config& c) { return text(std::to_string(c.iters)); }},
+      {"warmup", "-w,--warmup", "warm-up iterations", ConfigKind::integer, "an integer", nullptr,
+       false, nullptr,
+       [](Config& c, const ConfigValue& v) { c.warmup = parse_integer<int>("warmup", v.text); },
+       [](const Config& c) { return text(std::to_string(c.warmup)); }},
+      {"rounds", "--rounds",
+       "spread the iterations over R rounds, every case running in each (1: one by one)",
+       ConfigKind::integer, "an integer", nullptr, false, nullptr,
+       [](Config& c, const ConfigValue& v) { c.rounds = parse_integer<int>("rounds", v.text); },
+       [](const Config& c) { return text(std::to_string(c.rounds)); }},
+      {"backend", "--backend", "where the layer computes", ConfigKind::text, "a string", nullptr,
+       false, backend_choices, [](Config& c, const ConfigValue& v) { c.backend = v.text; },
+       [](const Config& c) { return text(c.backend); }},
+      {"transport", "--transport", "how the ranks communicate", ConfigKind::text, "a string",
+       nullptr, false, transport_choices,
+       [](Config& c, const ConfigValue& v) { c.transport = v.text; },
+       [](const Config& c) { return text(c.transport); }},
+      {"link_gbps", "--link-gbps", "emulated link bandwidth, Gbit/s", ConfigKind::number,
+       "a number", nullptr, false, nullptr,
+       [](Config& c, const ConfigValue& v) { c.link.gbps = v.number; },
+       [](const Config& c) { return number(c.link.gbps); }},
+      {"link_latency_us", "--link-latency-us", "emulated link latency per transfer, microseconds",
+       ConfigKind::number, "a number", nullptr, false, nullptr,
+       [](Config& c, const ConfigValue& v) { c.link.latency_us = v.number; },
+       [](const Config& c) { return number(c.link.latency_us); }},
+      {"verify", "--verify,!--no-verify",
+       "check every output bit for bit against a reference (default on)", ConfigKind::flag,
+       "true or false", nullptr, false, nullptr,
+       [](Config& c, const ConfigValue& v) { c.verify = v.flag; },
+       [](const Config& c) { return flag(c.verify); }},
+      {"timeout", "--timeout", "seconds allowed per iteration", ConfigKind::number,
+       "a number of seconds", nullptr, false, nullptr,
+       [](Config& c, const ConfigValue& v) { c.timeout = v.number; },
+       [](const Config& c) { return number(c.timeout); }},
+      {"seed", "--seed", "input data seed", ConfigKind::integer, "an integer", nullptr, false,
+       nullptr,
+       [](Config& c, const ConfigValue& v) { c.seed = parse_integer<uint64_t>("seed", v.text); },
+       [](const Config& c) { return text(std::to_string(c.seed)); }},
+      {"blas_threads", "--blas-threads", "BLAS threads per rank", ConfigKind::integer, "an integer",
+       nullptr, false, nullptr,
+       [](Config& c, const ConfigValue& v) {
+         c.blas_threads = parse_integer<int>("blas_threads", v.text);
+       },
+       [](const Config& c) { return text(std::to_string(c.blas_threads)); }},
+      {"graphs", "--graphs", "cuda: capture one iteration per rank as a CUDA graph and replay it",
+       ConfigKind::flag, "true or false", nullptr, false, nullptr,
+       [](Config& c, const ConfigValue& v) { c.graphs = v.flag; },
+       [](const Config& c) { return flag(c.graphs); }},
+      {"auto_slices", "--auto-slices",
+       "for slicing and flash, time a short sweep of counts per case and keep the best",
+       ConfigKind::flag, "true or false", nullptr, false, nullptr,
+       [](Config& c, const ConfigValue& v) { c.auto_slices = v.flag; },
+       [](const Config& c) { return flag(c.auto_slices); }},
+      {"comm_sms", "--comm-sms",
+       "cuda: SMs the GEMMs of overlapping cases leave to NCCL (cublasSetSmCountTarget): auto "
+       "(default) or a count, 0 for none",
+       ConfigKind::text, "auto or an integer", nullptr, false, nullptr,
+       [](Config& c, const ConfigValue& v) { c.comm_sms = parse_comm_sms(v.text); },
+       [](const Config& c) { return text(c.comm_sms < 0 ? "auto" : std::to_string(c.comm_sms)); }},
+      {"output", "-o,--output", "results file (.h5)", ConfigKind::text, "a path",
+       "results file (.h5), marked simulated", false, nullptr,
+       [](Config& c, const ConfigValue& v) { c.output = v.text; },
+       [](const Config& c) { return text(c.output); }},
+  };
+  return keys;
+}
+
+const ConfigKey* find_config_key(const std::string& name) {
+  for (const ConfigKey& key : config_keys()) {
+    if (name == key.name) return &key;
+  }
+  return nullptr;
+}
+
+std::string config_key_help(const ConfigKey& key) {
+  if (!key.choices) return key.help;
+  return std::string(key.help) + "; valid: " + key.choices();
+}
+
+void apply_settings(Config& c, const std::vector<ConfigSetting>& settings) {
+  for (const ConfigSetting& s : settings) {
+    if (s.key->sweepable) c.sweep.erase(s.key->name);
+    s.key->set(c, s.value);
+  }
+}
+
+}  // namespace fob
