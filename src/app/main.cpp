@@ -57,16 +57,16 @@ void config_option(CLI::App* app, const fob::ConfigKey& key, const std::string& 
         help);
   } else {
     app->add_option_function<std::string>(
-        key.flags,
-        [keep, &key](const std::string& text) {
-          const fob::ConfigValue value{text, 0, false};
-          // An integer is checked as it is read, with the config file's rule; names wait for
-          // apply_args, which reports them with the config's other errors.
-          fob::Config scratch;
-          if (key.kind == fob::ConfigKind::integer) key.set(scratch, value);
-          keep(value);
-        },
-        help)
+           key.flags,
+           [keep, &key](const std::string& text) {
+             const fob::ConfigValue value{text, 0, false};
+             // An integer is checked as it is read, with the config file's rule; names wait for
+             // apply_args, which reports them with the config's other errors.
+             fob::Config scratch;
+             if (key.kind == fob::ConfigKind::integer) key.set(scratch, value);
+             keep(value);
+           },
+           help)
         ->type_name(key.kind == fob::ConfigKind::integer ? "INT" : "TEXT");
   }
 }
