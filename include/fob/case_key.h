@@ -12,6 +12,8 @@ namespace fob {
 
 struct CaseSpec;
 struct Plan;
+struct Strategy;
+enum class StrategyRole : uint8_t;  // strategy.h
 
 struct CaseKey {
   std::string workload;
@@ -24,6 +26,12 @@ struct CaseKey {
   static CaseKey of(const CaseSpec& spec);
   static CaseKey of(const Plan& plan);
   const CaseKey& key() const { return *this; }
+  // The strategy table's entry the case names, nullptr for one this version does not know (a
+  // file from another version), and its role (overlapping for an unknown one): what metrics,
+  // reports and pictures ask, never the name.
+  const Strategy* definition() const;
+  StrategyRole role() const;
+  bool has_role(StrategyRole r) const { return role() == r; }
   // The same shape measured by another strategy: where a case finds its references.
   CaseKey with_strategy(const std::string& other) const;
   // The case this key names, to build its plans again. InputError when a name is not one this

@@ -140,9 +140,18 @@ inline int ring_steps(int world, CollectiveOp op) {
   return (world - 1) * (op == CollectiveOp::all_reduce ? 2 : 1);
 }
 
+struct Strategy;  // strategy.h: the table entry that built a plan
+
+// A strategy as a case names it: its table entry and parameter, and the text as written.
+struct StrategySpec {
+  const Strategy* strategy = nullptr;
+  int param = 0;
+  std::string text;  // as written by the user, "slicing:4"
+};
+
 struct Plan {
   Workload workload = Workload::ag_gemm;
-  std::string strategy;  // the spec as written (a strategy name, with :P where it takes one)
+  StrategySpec strategy;  // the strategy that built the plan
   Shape shape;
   DType dtype = DType::fp32;
   int world = 1;

@@ -60,6 +60,11 @@ struct Strategy {
   // All-gather of the blocks of `x` in place, no GEMM: the second half of an all-reduce
   // decomposed as reduce-scatter + all-gather (gemm_ar).
   void (*all_gather_blocks)(PlanBuilder& builder, const AgProblem& problem, int param) = nullptr;
+  // How busbw prices the strategy's transfers, as nccl-tests prices a collective: the size S of
+  // the collective from the bytes each rank sends (algbw = S / T), and busbw = algbw * factor.
+  // nullptr: no busbw (only transfers timed alone measure the link).
+  double (*collective_bytes)(double sent_per_rank, int world) = nullptr;
+  double (*busbw_factor)(int world) = nullptr;
   // Query split (the paper's Algorithm 4): the strategy interleaves the computation of H
   // (RsProblem::produce_h) with its reduce-scatter, so it applies only where H is computed.
   bool query_split = false;
@@ -91,12 +96,6 @@ const std::vector<const Strategy*>& all_strategies();
 // fobench runs, reports, tunes, calibrates and simulates it like a built-in one. `strategy`
 // must outlive every use; a name taken already is a logic_error.
 void register_strategy(const Strategy& strategy);
-
-struct StrategySpec {
-  const Strategy* strategy = nullptr;
-  int param = 0;
-  std::string text;  // as written by the user
-};
 
 // "slicing:4" -> slicing with param 4. Throws InputError naming the valid choices.
 StrategySpec parse_strategy(const std::string& text);

@@ -30,9 +30,17 @@ CaseKey CaseKey::of(const CaseSpec& spec) {
 }
 
 CaseKey CaseKey::of(const Plan& plan) {
-  return CaseKey{to_string(plan.workload), plan.strategy,         plan.shape.batch,
+  return CaseKey{to_string(plan.workload), plan.strategy.text,    plan.shape.batch,
                  plan.shape.seq,           plan.shape.hidden,     plan.shape.ffn,
                  plan.shape.head_count(),  to_string(plan.dtype), plan.world};
+}
+
+const Strategy* CaseKey::definition() const {
+  return find_strategy(strategy);
+}
+
+StrategyRole CaseKey::role() const {
+  return strategy_role(strategy);
 }
 
 CaseKey CaseKey::with_strategy(const std::string& other) const {

@@ -118,7 +118,7 @@ int Executor::verify(const Plan& plan, const ExecOptions& options, const std::st
       std::fprintf(stderr,
                    "VERIFY FAILED case %s (%s %s), %s: rank %d buffer %s (%s): element [%lld, "
                    "%lld] = %g, expected %g; %lld of %zu elements differ\n",
-                   id.c_str(), to_string(plan.workload), plan.strategy.c_str(), when, rank_,
+                   id.c_str(), to_string(plan.workload), plan.strategy.text.c_str(), when, rank_,
                    plan.buffers[check.buffer].name.c_str(), to_string(check.kind),
                    static_cast<long long>(first / cols), static_cast<long long>(first % cols),
                    got[first], want[first], static_cast<long long>(wrong), got.size());
@@ -258,7 +258,7 @@ void Executor::time_iterations(const Plan& plan, const ExecOptions& options, int
         std::vector<double> sorted = samples.slowest;
         std::nth_element(sorted.begin(), sorted.begin() + sorted.size() / 2, sorted.end());
         std::fprintf(stderr, "[fobench] %s %s: iteration %zu, running median %.3f ms\n",
-                     options.progress_label.c_str(), plan.strategy.c_str(), sorted.size(),
+                     options.progress_label.c_str(), plan.strategy.text.c_str(), sorted.size(),
                      sorted[sorted.size() / 2] * 1e3);
       }
     }
@@ -288,7 +288,7 @@ void Executor::gather(const Plan& plan, const Samples& samples, CaseResult& resu
       throw std::logic_error("case " + result.id + ": rank " + std::to_string(r) + " ran " +
                              std::to_string(ran) + " tasks in " + std::to_string(s.size()) +
                              " iterations; its plan, built again from the case, has " +
-                             std::to_string(planned) + " (plan " + plan.strategy +
+                             std::to_string(planned) + " (plan " + plan.strategy.text +
                              " is not a pure function of its case)");
     }
     for (int it = 0; it < iters; ++it) {

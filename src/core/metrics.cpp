@@ -178,20 +178,18 @@ double measured_concurrency(const CaseResult& c) {
   return median(std::move(per_iter));
 }
 
-// nccl-tests' sizes: S is the full gathered (or pre-reduce) buffer. In a ring all-gather or
-// reduce-scatter each rank sends (N-1)/N of S, hence S = sent * N / (N-1);
-// busbw = algbw * (N-1)/N.
+// The strategy prices its transfers (Strategy::collective_bytes, busbw_factor); one without a
+// price, or a single rank, has no bus bandwidth.
 double comm_only_algbw(const CaseResult& c, double seconds) {
-  if (!has_role(c.strategy, StrategyRole::comm_reference) || c.world <= 1) return kNaN;
-  const double n = static_cast<double>(c.world);
-  const double size = rank0_sent_bytes(c) * n / (n - 1);
-  return ratio(size, seconds) / 1e9;
+  const Strategy* s = c.definition();
+  if (!s || !s->collective_bytes || c.world <= 1) return kNaN;
+  return ratio(s->collective_bytes(rank0_sent_bytes(c), c.world), seconds) / 1e9;
 }
 
 double comm_only_busbw(const CaseResult& c, double seconds) {
-  if (!has_role(c.strategy, StrategyRole::comm_reference) || c.world <= 1) return kNaN;
-  const double n = static_cast<double>(c.world);
-  return comm_only_algbw(c, seconds) * (n - 1) / n;
+  const Strategy* s = c.definition();
+  if (!s || !s->busbw_factor || c.world <= 1) return kNaN;
+  return comm_only_algbw(c, seconds) * s->busbw_factor(c.world);
 }
 
 double percentile(const std::vector<double>& sorted, double p) {
@@ -216,7 +214,7 @@ std::vector<Summary> summarize(const std::vector<CaseResult>& cases) {
   // First case of each reference strategy per shape wins; a sweep runs each reference once.
   std::map<CaseKey, double> reference;
   for (const CaseResult& c : cases) {
-    if (strategy_role(c.strategy) != StrategyRole::overlapping) {
+    if (c.role() != StrategyRole::overlapping) {
       reference.emplace(c.key(), median_step(c));
     }
   }
@@ -256,8 +254,8 @@ std::vector<Summary> summarize(const std::vector<CaseResult>& cases) {
     s.t_comm = ref(c, role_name(StrategyRole::comm_reference));
     s.t_lb = (std::isnan(s.t_comp) || std::isnan(s.t_comm)) ? kNaN : std::max(s.t_comp, s.t_comm);
 
-    const bool is_compute_only = has_role(c.strategy, StrategyRole::compute_reference);
-    const bool is_comm_only = has_role(c.strategy, StrategyRole::comm_reference);
+    const bool is_compute_only = c.has_role(StrategyRole::compute_reference);
+    const bool is_comm_only = c.has_role(StrategyRole::comm_reference);
     if (is_compute_only || is_comm_only) {
       // The references measure the bounds; overlap metrics of a bound against itself mean
       // nothing, so only what describes the case itself is filled in.

@@ -111,7 +111,7 @@ std::string view_text(const Plan& plan, const View& v) {
 
 void print_plan(std::ostream& out, const Plan& plan) {
   out << "rank " << plan.rank << "/" << plan.world << "  " << to_string(plan.workload) << "  "
-      << plan.strategy << "  M=" << plan.shape.tokens() << " D=" << plan.shape.hidden
+      << plan.strategy.text << "  M=" << plan.shape.tokens() << " D=" << plan.shape.hidden
       << (plan.workload == Workload::attn ? " heads=" + std::to_string(plan.shape.head_count())
                                           : " F=" + std::to_string(plan.shape.ffn))
       << " " << to_string(plan.dtype);

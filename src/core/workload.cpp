@@ -161,7 +161,7 @@ Plan make_plan(const CaseSpec& spec, int rank) {
   validate_case(spec);
   Plan plan;
   plan.workload = spec.workload;
-  plan.strategy = spec.strategy.text;
+  plan.strategy = spec.strategy;
   plan.shape = spec.shape;
   plan.dtype = spec.dtype;
   plan.world = spec.world;

@@ -92,7 +92,7 @@ struct Segment {
 // is measured against, so seeing it next to them helps. comm_only has no T_comp share and is
 // left out.
 std::vector<Segment> segments(const Summary& s) {
-  if (has_role(s.strategy, StrategyRole::compute_reference)) {
+  if (s.has_role(StrategyRole::compute_reference)) {
     return {{"T_comp", "seg-comp", "#4e79a7", s.t_median}};
   }
   if (!std::isfinite(s.t_comp)) {
@@ -112,7 +112,7 @@ void write_breakdown_svg(std::ostream& out, const ResultFile& file) {
   std::vector<CaseKey> order;
   std::map<CaseKey, std::vector<const Summary*>> groups;
   for (const Summary& s : all) {
-    if (has_role(s.strategy, StrategyRole::comm_reference)) continue;
+    if (s.has_role(StrategyRole::comm_reference)) continue;
     const CaseKey key = shape_key(s);
     if (groups.find(key) == groups.end()) order.push_back(key);
     groups[key].push_back(&s);
@@ -293,7 +293,7 @@ Chart busbw_chart(const ResultFile& file, const std::vector<Summary>& all) {
   std::map<std::string, size_t> index;
   for (size_t i = 0; i < all.size(); ++i) {
     const Summary& s = all[i];
-    if (!has_role(s.strategy, StrategyRole::comm_reference) || !std::isfinite(s.busbw)) continue;
+    if (!s.has_role(StrategyRole::comm_reference) || !std::isfinite(s.busbw)) continue;
     const std::string name = s.strategy + " " + s.workload + " N=" + std::to_string(s.world);
     if (index.find(name) == index.end()) {
       index[name] = chart.series.size();
@@ -311,7 +311,7 @@ Chart busbw_chart(const ResultFile& file, const std::vector<Summary>& all) {
 Chart speedup_chart(const std::vector<Summary>& all) {
   std::vector<const Summary*> shown;
   for (const Summary& s : all) {
-    if (!pictures::is_reference_mode(s.strategy)) shown.push_back(&s);
+    if (!pictures::is_reference_mode(s)) shown.push_back(&s);
   }
   const char* const fields[] = {"world", "tokens", "seq", "batch", "hidden", "ffn", "heads"};
   std::vector<std::string> varying;
@@ -352,7 +352,7 @@ Chart speedup_chart(const std::vector<Summary>& all) {
     }
     if (workloads.size() > 1) rest += " " + s->workload;
     if (dtypes.size() > 1) rest += " " + s->dtype;
-    const bool baseline = has_role(s->strategy, StrategyRole::serial_baseline);
+    const bool baseline = s->has_role(StrategyRole::serial_baseline);
     const std::string family = s->strategy.substr(0, s->strategy.find(':'));
     const int param = strategy_param(s->strategy);
     const bool flat = x_field.empty() && param == 0;
@@ -382,7 +382,7 @@ Chart speedup_chart(const std::vector<Summary>& all) {
 void write_speedup_svg(std::ostream& out, const ResultFile& file) {
   const std::vector<Summary> all = summarize(file.cases);
   const bool only_comm = !all.empty() && std::all_of(all.begin(), all.end(), [](const Summary& s) {
-    return has_role(s.strategy, StrategyRole::comm_reference);
+    return s.has_role(StrategyRole::comm_reference);
   });
   const Chart chart = only_comm ? busbw_chart(file, all) : speedup_chart(all);
 

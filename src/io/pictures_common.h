@@ -9,8 +9,8 @@
 
 namespace fob::pictures {
 
-inline bool is_reference_mode(const std::string& strategy) {
-  const Strategy* s = find_strategy(strategy);
+inline bool is_reference_mode(const CaseKey& c) {
+  const Strategy* s = c.definition();
   return s != nullptr && s->is_reference();
 }
 

@@ -22,7 +22,7 @@ std::string regenerate(CaseView& v) {
   try {
     const CaseSpec spec = c.spec();
     v.dtype = spec.dtype;
-    v.strategy = spec.strategy.strategy->name;
+    v.strategy = spec.strategy.strategy;
     for (int r = 0; r < c.world; ++r) v.plans.push_back(make_plan(spec, r));
   } catch (const std::exception& e) {
     v.plans.clear();
@@ -227,9 +227,10 @@ void collect_interference(const CaseView& v, bool overlaps, Collected& out) {
 
 void collect_case(const CaseView& v, Collected& out) {
   const CaseResult& c = *v.c;
-  const StrategyRole role = strategy_role(v.strategy);
-  const bool reference = role == StrategyRole::compute_reference;
-  const bool overlaps = overlapping_strategy(v.strategy);
+  // A case whose plans did not regenerate has no strategy: it overlaps nothing known.
+  const StrategyRole role = v.strategy ? v.strategy->role : StrategyRole::overlapping;
+  const bool reference = v.strategy && role == StrategyRole::compute_reference;
+  const bool overlaps = v.strategy && role == StrategyRole::overlapping;
   const int iters = v.iters();
   // A step lasts as long as its slowest rank, so a GEMM's sample for an iteration is its
   // slowest rank's time: the simulator gives every rank that time, and its step then

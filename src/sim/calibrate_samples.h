@@ -27,7 +27,7 @@ struct CaseView {
   const ResultFile* file = nullptr;
   const CaseResult* c = nullptr;
   DType dtype = DType::fp32;
-  std::string strategy;  // the strategy's name, without its parameter
+  const Strategy* strategy = nullptr;  // the table entry the case names
   std::vector<Plan> plans;
 
   const Task& task(int rank, int id) const {
@@ -84,11 +84,6 @@ inline double elem_bytes(const ElemKey& key) {
 
 inline bool is_elementwise(TaskKind kind) {
   return kind == TaskKind::add || kind == TaskKind::copy || kind == TaskKind::softmax;
-}
-
-inline bool overlapping_strategy(const std::string& name) {
-  const Strategy* strategy = find_strategy(name);  // an unknown name overlaps nothing known
-  return strategy != nullptr && strategy->role == StrategyRole::overlapping;
 }
 
 // Samples from both pools; the fit uses the reference (compute_only) pool where it has the key.

@@ -38,6 +38,19 @@ void comm_ag_blocks(PlanBuilder& b, const AgProblem& p, int /*param*/) {
   if (b.world() > 1) b.all_gather(p.x, 0, p.block, p.block, "all-gather Z");
 }
 
+// nccl-tests' sizes: S is the full gathered (or pre-reduce) buffer. In a ring all-gather or
+// reduce-scatter each rank sends (N-1)/N of S, hence S = sent * N / (N-1), and
+// busbw = algbw * (N-1)/N.
+double ring_bytes(double sent_per_rank, int world) {
+  const double n = world;
+  return sent_per_rank * n / (n - 1);
+}
+
+double ring_factor(int world) {
+  const double n = world;
+  return (n - 1) / n;
+}
+
 }  // namespace
 
 extern const Strategy kComputeOnly = {
@@ -55,6 +68,8 @@ extern const Strategy kCommOnly = {
     .all_gather_gemm = comm_ag,
     .gemm_reduce_scatter = comm_rs,
     .all_gather_blocks = comm_ag_blocks,
+    .collective_bytes = ring_bytes,
+    .busbw_factor = ring_factor,
 };
 
 }  // namespace fob

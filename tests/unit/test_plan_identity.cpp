@@ -31,7 +31,7 @@ void put_step(std::ostream& out, const Step& s) {
 std::string serialize(const Plan& plan) {
   std::ostringstream out;
   out.precision(17);
-  out << to_string(plan.workload) << " " << plan.strategy << " " << plan.shape.batch << " "
+  out << to_string(plan.workload) << " " << plan.strategy.text << " " << plan.shape.batch << " "
       << plan.shape.seq << " " << plan.shape.hidden << " " << plan.shape.ffn << " "
       << plan.shape.heads << " " << to_string(plan.dtype) << " " << plan.world << " " << plan.rank
       << " " << plan.input_period << "\n";

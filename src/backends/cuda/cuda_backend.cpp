@@ -140,7 +140,8 @@ void CudaBackend::setup(const Plan& plan) {
   fill_inputs(plan, options_.seed, p, check_);
   p.overlaps = plan_overlaps(plan);
   // Cases interleave in rounds, so their ranges overlap rather than nest.
-  const std::string name = std::string("case ") + to_string(plan.workload) + " " + plan.strategy;
+  const std::string name =
+      std::string("case ") + to_string(plan.workload) + " " + plan.strategy.text;
   p.nvtx_case = nvtxRangeStartA(name.c_str());
 }
 
