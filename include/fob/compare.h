@@ -1,5 +1,7 @@
 // `fobench compare`: two results files case by case, with a bootstrap confidence interval of
-// each case's relative change, so that run-to-run noise is not reported as a regression.
+// each case's relative change, so that run-to-run noise is not reported as a regression. The
+// bootstrap resamples whole rounds (--rounds): iterations of one round ran back to back and share
+// its phase of the machine, so only the spread between rounds shows how far a run drifts.
 #pragma once
 
 #include <cstdint>
@@ -25,6 +27,9 @@ struct CaseChange {
   double base_median = 0, new_median = 0;  // the metric's unit: seconds or GB/s
   double change = 0;                       // median(new) / median(base) - 1
   double ci_low = 0, ci_high = 0;          // 95% bootstrap interval of `change`
+  // The rounds with a value on each side. A side with fewer than kMinBootstrapRounds was
+  // resampled by iterations instead, so the interval misses that side's run-to-run drift.
+  int base_rounds = 0, new_rounds = 0;
   Verdict verdict = Verdict::no_change;
 };
 
@@ -53,17 +58,36 @@ struct Comparison {
   int count(Verdict verdict) const;
 };
 
-// Per-iteration samples are bootstrapped this many times, with this seed, so the output is the
-// same on every run of the same two files.
+// Samples are bootstrapped this many times, with this seed, so the output is the same on every
+// run of the same two files.
 inline constexpr int kBootstrapResamples = 2000;
 inline constexpr uint64_t kBootstrapSeed = 0x5eedf0b5u;
+// Fewer rounds than this cannot show a spread between rounds: such a side (a file from before
+// rounds were recorded, or --rounds 1) is resampled by its iterations.
+inline constexpr int kMinBootstrapRounds = 2;
+
+// Whether a side with `rounds` rounds is resampled by rounds (else by iterations).
+inline bool resampled_by_rounds(int rounds) {
+  return rounds >= kMinBootstrapRounds;
+}
 
 struct Interval {
   double low = 0, high = 0;
 };
 
-// 95% percentile interval of median(next) / median(base) - 1, resampling each sample set with
-// replacement independently. Both sets must be non-empty.
+// Samples grouped into the units a bootstrap draws whole: a case's rounds, or single samples.
+using SampleClusters = std::vector<std::vector<double>>;
+
+// 95% percentile interval of median(next) / median(base) - 1 by a cluster bootstrap: each
+// resample draws as many clusters as a side has, with replacement and independently per side,
+// and takes the median of all the samples of the drawn clusters. Both sides need a non-empty
+// cluster.
+Interval cluster_bootstrap_change(const SampleClusters& base, const SampleClusters& next,
+                                  int resamples = kBootstrapResamples,
+                                  uint64_t seed = kBootstrapSeed);
+
+// The same with every sample its own cluster: the iteration bootstrap, which sees only the noise
+// between single samples.
 Interval bootstrap_change(const std::vector<double>& base, const std::vector<double>& next,
                           int resamples = kBootstrapResamples, uint64_t seed = kBootstrapSeed);
 

@@ -1,5 +1,6 @@
 // `fobench compare BASE NEW`: prints the case-by-case comparison (Markdown, CSV or JSON) and
 // exits 1 when a case regressed. Needs no MPI: it only reads two files.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <exception>
@@ -112,6 +113,54 @@ std::string direction_text(const Comparison& c) {
                    "% (a bandwidth drop), improves when it lies above +" + t + "%";
 }
 
+const char* resampled(int rounds) {
+  return resampled_by_rounds(rounds) ? "rounds" : "iterations";
+}
+
+// Empty when both sides were resampled by rounds; else which side was not, and what that costs.
+std::string drift_note(const CaseChange& ch) {
+  const bool base = !resampled_by_rounds(ch.base_rounds);
+  const bool next = !resampled_by_rounds(ch.new_rounds);
+  if (!base && !next) return {};
+  const std::string fewer = " fewer than " + std::to_string(kMinBootstrapRounds) + " rounds";
+  if (base && next) {
+    return "BASE and NEW each had" + fewer +
+           ", so their iterations were resampled: the interval ignores their run-to-run drift";
+  }
+  return std::string(base ? "BASE" : "NEW") + " had" + fewer +
+         ", so its iterations were resampled: the interval ignores its run-to-run drift";
+}
+
+int drift_ignored(const Comparison& c) {
+  return static_cast<int>(
+      std::count_if(c.changes.begin(), c.changes.end(),
+                    [](const CaseChange& ch) { return !drift_note(ch).empty(); }));
+}
+
+// Said in every format (on stderr beside csv and json) when a case's interval is narrower than an
+// interval over rounds would be.
+std::string drift_warning(const Comparison& c) {
+  const int n = drift_ignored(c);
+  if (n == 0) return {};
+  return std::to_string(n) + " case(s) have a side with fewer than " +
+         std::to_string(kMinBootstrapRounds) +
+         " rounds (a file from before rounds were recorded, or --rounds 1): that side's "
+         "iterations were resampled instead, so the interval ignores its run-to-run drift and "
+         "may call drift a change";
+}
+
+std::string interval_text() {
+  return "95% bootstrap interval over rounds (over iterations for a side with fewer than " +
+         std::to_string(kMinBootstrapRounds) + " rounds)";
+}
+
+std::string rounds_cell(const CaseChange& ch) {
+  const auto side = [](int rounds) {
+    return std::to_string(rounds) + (resampled_by_rounds(rounds) ? "" : "*");
+  };
+  return side(ch.base_rounds) + "/" + side(ch.new_rounds);
+}
+
 std::string result_line(const Comparison& c) {
   const int regressed = c.count(Verdict::regressed);
   std::string counts = std::to_string(regressed) + " regressed, " +
@@ -139,18 +188,24 @@ void write_md(std::ostream& out, const Comparison& c, const Side& base, const Si
   for (const char* k : kKeyNames) out << " " << k << " |";
   out << " base " << to_string(c.metric) << " (" << unit(c.metric) << ") | new "
       << to_string(c.metric) << " (" << unit(c.metric)
-      << ") | change % | CI low % | CI high % | verdict |\n|";
-  for (int i = 0; i < 15; ++i) out << (i < 9 || i == 14 ? "---|" : "---:|");
+      << ") | change % | CI low % | CI high % | rounds BASE/NEW | verdict |\n|";
+  for (int i = 0; i < 16; ++i) out << (i < 9 || i == 15 ? "---|" : "---:|");
   out << "\n";
   for (const CaseChange& ch : c.changes) {
     out << "|";
     for (const std::string& cell : key_cells(ch.key)) out << " " << cell << " |";
     out << " " << fixed(ch.base_median * scale, 3) << " | " << fixed(ch.new_median * scale, 3)
         << " | " << fixed(ch.change * 100, 1, true) << " | " << fixed(ch.ci_low * 100, 1, true)
-        << " | " << fixed(ch.ci_high * 100, 1, true) << " | " << to_string(ch.verdict) << " |\n";
+        << " | " << fixed(ch.ci_high * 100, 1, true) << " | " << rounds_cell(ch) << " | "
+        << to_string(ch.verdict) << " |\n";
   }
-  out << "\nA case " << direction_text(c) << " (95% bootstrap interval of median(NEW)/median(BASE)"
-      << " - 1, " << kBootstrapResamples << " resamples of each file's iterations).\n";
+  out << "\nA case " << direction_text(c)
+      << " (95% bootstrap interval over rounds of median(NEW)/median(BASE) - 1: each of "
+      << kBootstrapResamples
+      << " resamples draws each file's rounds of the case with replacement and pools their "
+         "iterations, so the interval includes the drift between rounds).\n";
+  const std::string warning = drift_warning(c);
+  if (!warning.empty()) out << "\n**NOTE: " << warning << "** (marked * above).\n";
 
   auto list = [&out](const char* title, const std::vector<std::string>& items) {
     out << "\n" << title << ":";
@@ -178,26 +233,35 @@ void write_csv(std::ostream& out, const Comparison& c) {
   const std::string u = unit_token(c.metric);
   for (const char* k : kKeyNames) out << k << ",";
   out << "base_id,new_id,base_median_" << u << ",new_median_" << u
-      << ",change_pct,ci_low_pct,ci_high_pct,verdict,note\n";
+      << ",change_pct,ci_low_pct,ci_high_pct,verdict,base_rounds,new_rounds,base_resampled,"
+         "new_resampled,note\n";
+  // `rounds`: the four rounds cells, empty for a row that was not compared.
   auto row = [&out](const CaseKey& key, const std::string& base_id, const std::string& new_id,
                     const std::string& numbers, const std::string& verdict,
-                    const std::string& note) {
+                    const std::string& rounds, const std::string& note) {
     for (const std::string& cell : key_cells(key)) out << csv_field(cell) << ",";
-    out << base_id << "," << new_id << "," << numbers << "," << verdict << "," << csv_field(note)
-        << "\n";
+    out << base_id << "," << new_id << "," << numbers << "," << verdict << "," << rounds << ","
+        << csv_field(note) << "\n";
   };
   for (const CaseChange& ch : c.changes) {
     row(ch.key, ch.base_id, ch.new_id,
         json_number(ch.base_median * scale) + "," + json_number(ch.new_median * scale) + "," +
             json_number(ch.change * 100) + "," + json_number(ch.ci_low * 100) + "," +
             json_number(ch.ci_high * 100),
-        verdict_token(ch.verdict), "");
+        verdict_token(ch.verdict),
+        std::to_string(ch.base_rounds) + "," + std::to_string(ch.new_rounds) + "," +
+            resampled(ch.base_rounds) + "," + resampled(ch.new_rounds),
+        drift_note(ch));
   }
-  const std::string empty = ",,,,";
-  for (const UnmatchedCase& u2 : c.only_base) row(u2.key, u2.id, "", empty, "only_in_base", "");
-  for (const UnmatchedCase& u2 : c.only_new) row(u2.key, "", u2.id, empty, "only_in_new", "");
+  const std::string empty = ",,,,", no_rounds = ",,,";
+  for (const UnmatchedCase& u2 : c.only_base) {
+    row(u2.key, u2.id, "", empty, "only_in_base", no_rounds, "");
+  }
+  for (const UnmatchedCase& u2 : c.only_new) {
+    row(u2.key, "", u2.id, empty, "only_in_new", no_rounds, "");
+  }
   for (const NotComparable& n : c.not_comparable) {
-    row(n.key, n.base_id, n.new_id, empty, "not_comparable", n.reason);
+    row(n.key, n.base_id, n.new_id, empty, "not_comparable", no_rounds, n.reason);
   }
 }
 
@@ -229,7 +293,10 @@ void write_json(std::ostream& out, const Comparison& c, const Side& base, const 
   out << "{\n  \"metric\": " << json_string(to_string(c.metric))
       << ",\n  \"unit\": " << json_string(unit(c.metric))
       << ",\n  \"threshold_pct\": " << json_number(c.threshold_pct)
-      << ",\n  \"confidence\": 0.95,\n  \"resamples\": " << kBootstrapResamples << ",\n";
+      << ",\n  \"confidence\": 0.95,\n  \"resamples\": " << kBootstrapResamples
+      << ",\n  \"interval\": " << json_string(interval_text())
+      << ",\n  \"min_rounds\": " << kMinBootstrapRounds
+      << ",\n  \"drift_ignored\": " << drift_ignored(c) << ",\n";
   write_json_side(out, base);
   write_json_side(out, next);
   out << "  \"link_emulation_differs\": "
@@ -247,6 +314,10 @@ void write_json(std::ostream& out, const Comparison& c, const Side& base, const 
         << ", \"change_pct\": " << json_number(ch.change * 100)
         << ", \"ci_low_pct\": " << json_number(ch.ci_low * 100)
         << ", \"ci_high_pct\": " << json_number(ch.ci_high * 100)
+        << ", \"base_rounds\": " << ch.base_rounds << ", \"new_rounds\": " << ch.new_rounds
+        << ", \"base_resampled\": " << json_string(resampled(ch.base_rounds))
+        << ", \"new_resampled\": " << json_string(resampled(ch.new_rounds))
+        << ", \"note\": " << json_string(drift_note(ch))
         << ", \"verdict\": " << json_string(verdict_token(ch.verdict)) << "}";
   }
   out << "\n  ],\n";
@@ -310,6 +381,8 @@ int compare_command(const CompareArgs& args) {
       std::fprintf(stderr, "fobench compare: warning: the %s differs (BASE: %s; NEW: %s): %s\n",
                    d.setting.c_str(), d.base.c_str(), d.next.c_str(), d.consequence.c_str());
     }
+    const std::string warning = drift_warning(comparison);
+    if (!warning.empty()) std::fprintf(stderr, "fobench compare: note: %s\n", warning.c_str());
     switch (format) {
       case Format::md:
         write_md(std::cout, comparison, base_side, new_side);

@@ -3,11 +3,15 @@
 // A case's verdict rests on a bootstrap interval of the change of its median rather than on
 // the point change alone: with the handful of iterations a sweep affords, medians of two runs
 // of the same code routinely differ by several percent, and only a change that the interval
-// puts wholly past the threshold is reported.
+// puts wholly past the threshold is reported. The interval resamples whole rounds: a run's
+// iterations come in rounds that ran apart in time, and a machine's slow phase moves a whole round
+// at once, which resampling single iterations would treat as noise that averages out.
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <limits>
 #include <map>
+#include <numeric>
 #include <random>
 #include <set>
 #include <tuple>
@@ -33,17 +37,63 @@ double relative_change(double base, double next) {
   return 0;
 }
 
-std::vector<double> step_samples(const CaseResult& c) {
+// Each round's samples of one case, in round order; rounds left without a sample are dropped.
+using Rounds = SampleClusters;
+
+std::vector<double> pooled(const Rounds& rounds) {
   std::vector<double> out;
-  if (c.world <= 0 || c.iters <= 0 ||
-      c.step_seconds.size() < static_cast<size_t>(c.iters) * static_cast<size_t>(c.world)) {
-    return out;
-  }
-  for (int i = 0; i < c.iters; ++i) {
-    const double s = c.step(i);
-    if (std::isfinite(s)) out.push_back(s);
+  for (const std::vector<double>& r : rounds) out.insert(out.end(), r.begin(), r.end());
+  return out;
+}
+
+// Every sample its own cluster: what the iteration bootstrap draws.
+SampleClusters as_singletons(const std::vector<double>& samples) {
+  SampleClusters out;
+  for (const double x : samples) out.push_back({x});
+  return out;
+}
+
+// What a side's bootstrap draws whole: its rounds, or its samples (`values`, the rounds pooled)
+// when it has too few rounds to show a spread between them.
+SampleClusters bootstrap_units(const Rounds& rounds, const std::vector<double>& values) {
+  return resampled_by_rounds(static_cast<int>(rounds.size())) ? rounds : as_singletons(values);
+}
+
+// The finite values of f(sample), keeping each one's round.
+template <typename F>
+Rounds map_finite(const Rounds& rounds, F f) {
+  Rounds out;
+  for (const std::vector<double>& r : rounds) {
+    std::vector<double> kept;
+    for (const double x : r) {
+      const double y = f(x);
+      if (std::isfinite(y)) kept.push_back(y);
+    }
+    if (!kept.empty()) out.push_back(std::move(kept));
   }
   return out;
+}
+
+// Step times by round: iteration i is in the round whose cumulative range of iterations holds
+// it. Rounds that do not add up to the iterations (a hand-made case; the reader refuses such a
+// file) say nothing about which iteration ran when, so the case is then one round.
+Rounds step_samples(const CaseResult& c) {
+  if (c.world <= 0 || c.iters <= 0 ||
+      c.step_seconds.size() < static_cast<size_t>(c.iters) * static_cast<size_t>(c.world)) {
+    return {};
+  }
+  std::vector<int32_t> sizes = c.rounds();
+  const bool sane = std::all_of(sizes.begin(), sizes.end(), [](int32_t n) { return n >= 0; }) &&
+                    std::accumulate(sizes.begin(), sizes.end(), int64_t{0}) == c.iters;
+  if (!sane) sizes = {c.iters};
+  Rounds steps;
+  int i = 0;
+  for (const int32_t n : sizes) {
+    std::vector<double> round;
+    for (const int end = i + n; i < end; ++i) round.push_back(c.step(i));
+    steps.push_back(std::move(round));
+  }
+  return map_finite(steps, [](double s) { return s; });
 }
 
 // One file's cases by key, in file order; the first compute_only of a shape is its reference,
@@ -71,34 +121,31 @@ class CaseIndex {
 };
 
 struct Samples {
-  std::vector<double> values;
+  Rounds rounds;
   std::string problem;  // why there are none, when the metric cannot be taken at all
 };
 
 Samples metric_samples(const CaseResult& c, CompareMetric metric, const CaseIndex& index,
                        const char* which) {
   Samples s;
-  const std::vector<double> steps = step_samples(c);
+  const Rounds steps = step_samples(c);
   switch (metric) {
     case CompareMetric::t:
-      s.values = steps;
+      s.rounds = steps;
       break;
     case CompareMetric::exposed_comm: {
       const CaseResult* comp = index.reference(c.key(), role_name(StrategyRole::compute_reference));
-      const double t_comp = comp ? median(step_samples(*comp)) : kNaN;
+      const double t_comp = comp ? median(pooled(step_samples(*comp))) : kNaN;
       if (std::isnan(t_comp)) {
         s.problem = std::string("no compute_only case of this shape with timed iterations in ") +
                     which + " (exposed_comm = T - T_comp needs it)";
         return s;
       }
-      for (const double t : steps) s.values.push_back(t - t_comp);
+      s.rounds = map_finite(steps, [t_comp](double t) { return t - t_comp; });
       break;
     }
     case CompareMetric::busbw:
-      for (const double t : steps) {
-        const double bw = comm_only_busbw(c, t);
-        if (std::isfinite(bw)) s.values.push_back(bw);
-      }
+      s.rounds = map_finite(steps, [&c](double t) { return comm_only_busbw(c, t); });
       break;
   }
   return s;
@@ -168,26 +215,44 @@ int Comparison::count(Verdict verdict) const {
                                         [&](const CaseChange& c) { return c.verdict == verdict; }));
 }
 
-Interval bootstrap_change(const std::vector<double>& base, const std::vector<double>& next,
-                          int resamples, uint64_t seed) {
-  if (base.empty() || next.empty() || resamples <= 0) return {kNaN, kNaN};
+Interval cluster_bootstrap_change(const SampleClusters& base, const SampleClusters& next,
+                                  int resamples, uint64_t seed) {
+  // Empty clusters are left out: a resample of only those would have no median.
+  const auto non_empty = [](const SampleClusters& v) {
+    SampleClusters out;
+    std::copy_if(v.begin(), v.end(), std::back_inserter(out),
+                 [](const auto& c) { return !c.empty(); });
+    return out;
+  };
+  const SampleClusters b_units = non_empty(base), n_units = non_empty(next);
+  if (b_units.empty() || n_units.empty() || resamples <= 0) return {kNaN, kNaN};
   // The engine's sequence is fixed by the standard; distributions are not, so indices are
-  // taken modulo the size (the bias is negligible for sample counts this small).
+  // taken modulo the size (the bias is negligible for cluster counts this small).
   std::mt19937_64 rng(seed);
-  auto resample_median = [&rng](const std::vector<double>& v, std::vector<double>& scratch) {
-    scratch.resize(v.size());
-    for (double& x : scratch) x = v[rng() % v.size()];
+  auto resample_median = [&rng](const SampleClusters& v, std::vector<double>& scratch) {
+    scratch.clear();
+    for (size_t k = 0; k < v.size(); ++k) {
+      const std::vector<double>& drawn = v[rng() % v.size()];
+      scratch.insert(scratch.end(), drawn.begin(), drawn.end());
+    }
     return median(scratch);
   };
   std::vector<double> changes, scratch;
   changes.reserve(static_cast<size_t>(resamples));
   for (int k = 0; k < resamples; ++k) {
-    const double b = resample_median(base, scratch);
-    const double n = resample_median(next, scratch);
+    const double b = resample_median(b_units, scratch);
+    const double n = resample_median(n_units, scratch);
     changes.push_back(relative_change(b, n));
   }
   std::sort(changes.begin(), changes.end());
   return {percentile(changes, 0.025), percentile(changes, 0.975)};
+}
+
+Interval bootstrap_change(const std::vector<double>& base, const std::vector<double>& next,
+                          int resamples, uint64_t seed) {
+  // Drawing n single-sample clusters takes the same n draws from the engine as drawing n
+  // samples did, so this interval is the one the iteration bootstrap always gave.
+  return cluster_bootstrap_change(as_singletons(base), as_singletons(next), resamples, seed);
 }
 
 Comparison compare_results(const ResultFile& base, const ResultFile& next, CompareMetric metric,
@@ -228,9 +293,10 @@ Comparison compare_results(const ResultFile& base, const ResultFile& next, Compa
       out.not_comparable.push_back(nc);
       continue;
     }
-    if (bs.values.size() < 2 || ns.values.size() < 2) {
-      nc.reason = "BASE has " + std::to_string(bs.values.size()) + " and NEW " +
-                  std::to_string(ns.values.size()) +
+    const std::vector<double> b_values = pooled(bs.rounds), n_values = pooled(ns.rounds);
+    if (b_values.size() < 2 || n_values.size() < 2) {
+      nc.reason = "BASE has " + std::to_string(b_values.size()) + " and NEW " +
+                  std::to_string(n_values.size()) +
                   " timed iteration(s) with a value; at least 2 each are needed";
       out.not_comparable.push_back(nc);
       continue;
@@ -239,8 +305,8 @@ Comparison compare_results(const ResultFile& base, const ResultFile& next, Compa
     c.key = key;
     c.base_id = b.id;
     c.new_id = n->id;
-    c.base_median = median(bs.values);
-    c.new_median = median(ns.values);
+    c.base_median = median(b_values);
+    c.new_median = median(n_values);
     if (!(c.base_median > 0)) {
       nc.reason = std::string("the median ") + to_string(metric) +
                   " in BASE is not positive (communication fully hidden), so a relative change "
@@ -249,7 +315,12 @@ Comparison compare_results(const ResultFile& base, const ResultFile& next, Compa
       continue;
     }
     c.change = relative_change(c.base_median, c.new_median);
-    const Interval ci = bootstrap_change(bs.values, ns.values);
+    c.base_rounds = static_cast<int>(bs.rounds.size());
+    c.new_rounds = static_cast<int>(ns.rounds.size());
+    // A side with a single round shows no spread between rounds: its iterations are resampled
+    // instead, and the report says that the interval then misses that side's drift.
+    const Interval ci = cluster_bootstrap_change(bootstrap_units(bs.rounds, b_values),
+                                                 bootstrap_units(ns.rounds, n_values));
     c.ci_low = ci.low;
     c.ci_high = ci.high;
     c.verdict = judge(metric, ci, threshold);

@@ -69,6 +69,12 @@ compare_expect 0 self "$a" "$a"
 expect_in "$scratch/self.out" "no regression"
 expect_in "$scratch/self.out" "| mlp | flash | 2 | 72 | 33 | 96 |"
 expect_in "$scratch/self.out" "Only in BASE: none"
+# The interval resamples rounds (5 by default), and says so; no case falls back to iterations.
+expect_in "$scratch/self.out" "95% bootstrap interval over rounds"
+expect_in "$scratch/self.out" "| rounds BASE/NEW |"
+expect_in "$scratch/self.out" "| 5/5 |"
+grep -q "fewer than 2 rounds" "$scratch/self.out" "$scratch/self.err" &&
+  fail "a file with rounds was said to have fewer than 2"
 
 # The same samples timed by another clock (as a cuda file would be): the numbers are the same,
 # so no case regresses, but the comparison must say that its timers differ, on stderr and in
@@ -112,6 +118,13 @@ assert d["metric"] == "T" and d["threshold_pct"] == 5 and not d["link_emulation_
 assert len(d["cases"]) == 5 and not d["only_in_base"] and not d["only_in_new"], d
 assert all(c["ci_low_pct"] <= c["change_pct"] <= c["ci_high_pct"] for c in d["cases"]), d
 ' "$scratch/same_json.out" || fail "compare --format json is wrong"
+"$FOB_PYTHON" -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["interval"].startswith("95% bootstrap interval over rounds") and d["drift_ignored"] == 0, d
+assert all(c["base_rounds"] == c["new_rounds"] == 5 and c["base_resampled"] == "rounds" and
+           c["new_resampled"] == "rounds" and not c["note"] for c in d["cases"]), d
+' "$scratch/same_json.out" || fail "compare --format json does not say it resampled rounds"
 
 # (3) The slower link: the link-bound cases regress, and the report says the link differs.
 compare_expect 1 slow "$a" "$slow" --threshold $threshold
@@ -148,6 +161,37 @@ expect_in "$scratch/partial.out" "Only in BASE:"
 expect_in "$scratch/partial.out" "- mlp flash b2 s72 h33 f96 heads0 fp32 N=2"
 expect_in "$scratch/partial.out" "Only in NEW:"
 expect_in "$scratch/partial.out" "- mlp decompose b2 s72 h33 f96 heads0 fp32 N=2"
+
+# A file from before rounds were recorded (no round_iters: one round a case) has no spread
+# between rounds: its iterations are resampled, and every format says the interval then ignores
+# its run-to-run drift. The samples are a's own, so the exit code is not what is checked.
+"$FOB_PYTHON" - "$a" "$scratch/old.h5" <<'EOF'
+import shutil
+import sys
+
+import h5py
+
+shutil.copy(sys.argv[1], sys.argv[2])
+with h5py.File(sys.argv[2], "r+") as f:
+    for case in f["cases"].values():
+        del case["round_iters"]
+EOF
+rc=0
+"$FOBENCH" compare "$scratch/old.h5" "$a" > "$scratch/old.out" 2> "$scratch/old.err" || rc=$?
+[ "$rc" -le 1 ] || fail "compare old.h5 exited $rc"
+expect_in "$scratch/old.out" "| 1*/5 |"
+expect_in "$scratch/old.out" "**NOTE: 5 case(s) have a side with fewer than 2 rounds"
+expect_in "$scratch/old.out" "ignores its run-to-run drift"
+expect_in "$scratch/old.err" "fobench compare: note: 5 case(s) have a side with fewer than 2 rounds"
+"$FOBENCH" compare "$scratch/old.h5" "$scratch/old.h5" --format json > "$scratch/old.json" \
+  2> /dev/null || fail "old.h5 against itself exited non-zero"
+"$FOB_PYTHON" -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["drift_ignored"] == len(d["cases"]) == 5, d
+assert all(c["base_rounds"] == c["new_rounds"] == 1 and c["base_resampled"] == "iterations" and
+           "ignores their run-to-run drift" in c["note"] for c in d["cases"]), d
+' "$scratch/old.json" || fail "compare --format json does not say an old file was resampled by iterations"
 
 # (4) Bad input: exit 2 and a message naming the problem.
 "$FOB_PYTHON" - "$scratch" "$a" <<'EOF'

@@ -1,5 +1,5 @@
 // compare_results on synthetic files: matching by case fields, the bootstrap verdicts in both
-// directions, unmatched and not-comparable cases, and bad arguments.
+// directions, resampling by rounds, unmatched and not-comparable cases, and bad arguments.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -62,6 +62,20 @@ std::vector<double> noisy(double center, double noise, int n, uint64_t seed) {
     out.push_back(center * (1 + noise * (2 * u - 1)));
   }
   return out;
+}
+
+// A case measured in rounds: `per_round` iterations around each of `levels`, off by up to
+// +-`noise` (relative). Tight rounds at distant levels are a machine that drifts between rounds.
+CaseResult rounds_case(const std::vector<double>& levels, int per_round, double noise,
+                       uint64_t seed) {
+  std::vector<double> steps;
+  for (size_t r = 0; r < levels.size(); ++r) {
+    const std::vector<double> round = noisy(levels[r], noise, per_round, seed + r);
+    steps.insert(steps.end(), round.begin(), round.end());
+  }
+  CaseResult c = make_case("0000", "flash", steps);
+  c.round_iters.assign(levels.size(), per_round);
+  return c;
 }
 
 ResultFile file_of(std::vector<CaseResult> cases, const std::string& link = "none") {
@@ -218,6 +232,128 @@ TEST(Compare, BootstrapIntervalOfAConstantShiftIsThatShift) {
   const Interval ci = bootstrap_change({2, 2, 2}, {3, 3, 3});
   EXPECT_DOUBLE_EQ(ci.low, 0.5);
   EXPECT_DOUBLE_EQ(ci.high, 0.5);
+}
+
+// Every round of NEW 8% slower than some round of BASE, but the rounds of each run spread over
+// -10%..+15%: a drift of that size is what the rounds show either run capable of, so the shift is
+// not a regression. Resampling single iterations would see 200 tight samples a side and call it
+// one.
+TEST(Compare, RoundLevelShiftWithinTheRoundSpreadIsNotARegression) {
+  const std::vector<double> levels = {10e-3, 11e-3, 9.5e-3, 12e-3, 10.5e-3};
+  std::vector<double> slower;
+  for (const size_t r : {4, 0, 3, 2, 1}) slower.push_back(levels[r] * 1.08);
+  const CaseResult b = rounds_case(levels, 40, 0.005, 10);
+  const CaseResult n = rounds_case(slower, 40, 0.005, 20);
+  const CaseChange& ch =
+      only_change(compare_results(file_of({b}), file_of({n}), CompareMetric::t, 5));
+  EXPECT_EQ(ch.base_rounds, 5);
+  EXPECT_EQ(ch.new_rounds, 5);
+  EXPECT_NEAR(ch.change, 0.08, 0.01);
+  EXPECT_EQ(ch.verdict, Verdict::no_change);
+  EXPECT_LT(ch.ci_low, 0);
+  EXPECT_GT(ch.ci_high, 0.15);
+
+  // The same samples without rounds, as an older file holds them: narrow, and flagged.
+  CaseResult b1 = b, n1 = n;
+  b1.round_iters.clear();
+  n1.round_iters.clear();
+  const CaseChange& flat =
+      only_change(compare_results(file_of({b1}), file_of({n1}), CompareMetric::t, 5));
+  EXPECT_EQ(flat.base_rounds, 1);
+  EXPECT_EQ(flat.new_rounds, 1);
+  EXPECT_LT(flat.ci_high - flat.ci_low, 0.03);
+  EXPECT_EQ(flat.verdict, Verdict::regressed);
+}
+
+TEST(Compare, ShiftOfEveryRoundPastTheSpreadIsARegression) {
+  const std::vector<double> levels = {10e-3, 10.2e-3, 9.9e-3, 10.1e-3, 10e-3};
+  std::vector<double> slower;
+  for (const double l : levels) slower.push_back(l * 1.3);
+  const ResultFile base = file_of({rounds_case(levels, 4, 0.01, 30)});
+  const ResultFile next = file_of({rounds_case(slower, 4, 0.01, 40)});
+  const CaseChange& ch = only_change(compare_results(base, next, CompareMetric::t, 5));
+  EXPECT_EQ(ch.base_rounds, 5);
+  EXPECT_EQ(ch.verdict, Verdict::regressed);
+  EXPECT_GT(ch.ci_low, 0.2);
+  EXPECT_EQ(only_change(compare_results(next, base, CompareMetric::t, 5)).verdict,
+            Verdict::improved);
+}
+
+TEST(Compare, ResamplingByRoundsIsDeterministic) {
+  const ResultFile base = file_of({rounds_case({10e-3, 12e-3, 9e-3}, 3, 0.05, 50)});
+  const ResultFile next = file_of({rounds_case({11e-3, 10e-3, 13e-3, 12e-3}, 2, 0.05, 60)});
+  const CaseChange a = only_change(compare_results(base, next, CompareMetric::t, 5));
+  const CaseChange b = only_change(compare_results(base, next, CompareMetric::t, 5));
+  EXPECT_EQ(a.base_rounds, 3);
+  EXPECT_EQ(a.new_rounds, 4);
+  EXPECT_EQ(a.ci_low, b.ci_low);
+  EXPECT_EQ(a.ci_high, b.ci_high);
+  // It is the seeded cluster bootstrap of the case's rounds, whose draws take the iterations
+  // of a round together.
+  const auto clusters = [](const CaseResult& c) {
+    SampleClusters out;
+    int i = 0;
+    for (const int32_t n : c.round_iters) {
+      out.emplace_back();
+      for (int k = 0; k < n; ++k) out.back().push_back(c.step(i++));
+    }
+    return out;
+  };
+  const Interval direct = cluster_bootstrap_change(clusters(base.cases[0]), clusters(next.cases[0]),
+                                                   kBootstrapResamples, kBootstrapSeed);
+  EXPECT_EQ(a.ci_low, direct.low);
+  EXPECT_EQ(a.ci_high, direct.high);
+}
+
+TEST(Compare, ClusterBootstrapOfAConstantShiftIsThatShift) {
+  const Interval ci = cluster_bootstrap_change({{2, 2}, {2}, {}}, {{3}, {3, 3, 3}});
+  EXPECT_DOUBLE_EQ(ci.low, 0.5);
+  EXPECT_DOUBLE_EQ(ci.high, 0.5);
+  // Single samples as clusters are the iteration bootstrap, draw for draw.
+  const std::vector<double> b = noisy(1, 0.2, 7, 70), n = noisy(1.1, 0.2, 9, 71);
+  SampleClusters bc, nc;
+  for (const double x : b) bc.push_back({x});
+  for (const double x : n) nc.push_back({x});
+  const Interval flat = bootstrap_change(b, n), clustered = cluster_bootstrap_change(bc, nc);
+  EXPECT_EQ(flat.low, clustered.low);
+  EXPECT_EQ(flat.high, clustered.high);
+}
+
+// A side with one round (an older file, --rounds 1) has no spread between rounds to resample:
+// its iterations are, and the case says how many rounds each side had so that the report can
+// say the interval ignores that side's drift. A round without a finite step does not count.
+TEST(Compare, FewerThanTwoRoundsFallsBackToIterations) {
+  const CaseResult rounded = rounds_case({10e-3, 11e-3, 9e-3, 10e-3}, 3, 0.02, 80);
+  CaseResult single = rounded;
+  single.round_iters = {single.iters};
+  const CaseChange& ch =
+      only_change(compare_results(file_of({single}), file_of({rounded}), CompareMetric::t, 5));
+  EXPECT_EQ(ch.base_rounds, 1);
+  EXPECT_EQ(ch.new_rounds, 4);
+  EXPECT_FALSE(resampled_by_rounds(ch.base_rounds));
+  EXPECT_TRUE(resampled_by_rounds(ch.new_rounds));
+
+  // Both sides single: exactly the iteration bootstrap of the steps.
+  CaseResult single_new = rounded;
+  single_new.round_iters = {single_new.iters};
+  const CaseChange& both =
+      only_change(compare_results(file_of({single}), file_of({single_new}), CompareMetric::t, 5));
+  std::vector<double> steps;
+  for (int i = 0; i < rounded.iters; ++i) steps.push_back(rounded.step(i));
+  const Interval ci = bootstrap_change(steps, steps);
+  EXPECT_EQ(both.ci_low, ci.low);
+  EXPECT_EQ(both.ci_high, ci.high);
+
+  // Two rounds, one of them without a finite step: one round with values, so by iterations.
+  CaseResult holed = make_case("0000", "flash", {10e-3, 10e-3, 10e-3, 11e-3, 11e-3});
+  holed.round_iters = {2, 3};
+  for (int r = 0; r < kWorld; ++r) holed.step_seconds[static_cast<size_t>(r)] = std::nan("");
+  for (int r = 0; r < kWorld; ++r)
+    holed.step_seconds[static_cast<size_t>(kWorld + r)] = std::nan("");
+  const CaseChange& h =
+      only_change(compare_results(file_of({holed}), file_of({rounded}), CompareMetric::t, 5));
+  EXPECT_EQ(h.base_rounds, 1);
+  EXPECT_NEAR(h.base_median, 11e-3, 1e-12);
 }
 
 // One percentile for the summary's p90/p99 and compare's bootstrap interval: linear between
