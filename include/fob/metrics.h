@@ -48,6 +48,10 @@ std::vector<Summary> summarize(const std::vector<CaseResult>& cases);
 
 // The middle value; the mean of the two middle ones for an even count. NaN when empty.
 double median(std::vector<double> values);
+// Each timed iteration's step time (its slowest rank's), in order; empty when the case holds no
+// step times. Its median, NaN where any step is unknown.
+std::vector<double> step_times(const CaseResult& c);
+double median_step(const CaseResult& c);
 
 // The p-quantile (0..1) of ascending `sorted` (not empty), interpolated linearly between
 // neighbours; between a finite and an infinite neighbour, the nearer one (no inf - inf).

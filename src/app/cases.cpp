@@ -16,8 +16,14 @@ std::string utc_now(const char* format) {
   return text;
 }
 
-void apply_args(Config& c, const RunArgs& a) {
-  apply_settings(c, a.settings);
+Config load_config(const RunArgs& args,
+                   const std::function<std::string(const std::string& path)>& read) {
+  Config config;
+  if (!args.config_path.empty()) apply_yaml(config, read(args.config_path), args.config_path);
+  // Command-line values override the file's; a value given replaces a list (a sweep).
+  apply_settings(config, args.settings);
+  validate_config(config);
+  return config;
 }
 
 std::vector<CaseSpec> make_cases(const Config& c, int world) {
@@ -41,6 +47,9 @@ std::vector<CaseSpec> make_cases(const Config& c, int world) {
   return cases;
 }
 
+namespace {
+
+// A strategy asked for must run somewhere: flash_qs in a sweep without attn is a mistake.
 void check_strategies_apply(const std::vector<Config>& points) {
   for (const std::string& s : points.front().strategies) {
     const Strategy& strategy = *parse_strategy(s).strategy;
@@ -51,6 +60,15 @@ void check_strategies_apply(const std::vector<Config>& points) {
                        "workload attn only; this run has no attn case (valid workload: attn)");
     }
   }
+}
+
+}  // namespace
+
+std::vector<Config> sweep_points(const Config& config) {
+  std::vector<Config> points = expand_sweep(config);
+  check_strategies_apply(points);
+  for (const Config& point : points) validate_config(point);
+  return points;
 }
 
 }  // namespace fob

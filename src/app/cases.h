@@ -1,6 +1,7 @@
 // What `run` and `sim` share: turning a config and the command line into cases.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -13,15 +14,18 @@ namespace fob {
 // The current UTC time in strftime `format`.
 std::string utc_now(const char* format);
 
-// Command-line values override the config's; a value given replaces a list in the config.
-void apply_args(Config& c, const RunArgs& a);
+// The config `run` and `sim` share: the YAML file (read with `read`, which `run` makes a
+// broadcast from rank 0), then the command line over it, validated. InputError names the key.
+Config load_config(const RunArgs& args,
+                   const std::function<std::string(const std::string& path)>& read);
+
+// The points of the config's sweep, each validated; InputError when a strategy asked for
+// applies to none of them.
+std::vector<Config> sweep_points(const Config& config);
 
 // Reference modes first (they give the bounds), then the strategies as asked, each once. A
 // strategy that does not apply to this point's workload (flash_qs outside attn) is left out;
-// check_strategies_apply() makes sure it applies somewhere in the sweep.
+// sweep_points() makes sure it applies somewhere in the sweep.
 std::vector<CaseSpec> make_cases(const Config& c, int world);
-
-// A strategy asked for must run somewhere: flash_qs in a sweep without attn is a mistake.
-void check_strategies_apply(const std::vector<Config>& points);
 
 }  // namespace fob

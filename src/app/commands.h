@@ -14,7 +14,7 @@ namespace fob {
 // Command-line values for `run`; each config key given overrides the config's value.
 struct RunArgs {
   std::string config_path;
-  std::vector<ConfigSetting> settings;  // config keys given, applied by apply_args
+  std::vector<ConfigSetting> settings;  // config keys given, applied by load_config
   // -o, also in `settings`: the resume check and `sim` read it before there is a config.
   std::optional<std::string> output;
   std::optional<std::string> resume;

@@ -32,7 +32,7 @@ void optional_option(CLI::App* app, const std::string& flags, std::optional<T>& 
 }
 
 // The option of a config key (fob::config_keys()): each value given is kept in args.settings,
-// applied over the config file's by apply_args.
+// applied over the config file's by load_config.
 void config_option(CLI::App* app, const fob::ConfigKey& key, const std::string& help,
                    fob::RunArgs& args) {
   auto keep = [&args, &key](const fob::ConfigValue& value) {
@@ -61,7 +61,7 @@ void config_option(CLI::App* app, const fob::ConfigKey& key, const std::string& 
            [keep, &key](const std::string& text) {
              const fob::ConfigValue value{text, 0, false};
              // An integer is checked as it is read, with the config file's rule; names wait for
-             // apply_args, which reports them with the config's other errors.
+             // load_config, which reports them with the config's other errors.
              fob::Config scratch;
              if (key.kind == fob::ConfigKind::integer) key.set(scratch, value);
              keep(value);

@@ -19,6 +19,7 @@
 #include "core/watchdog.h"
 #include "fob/backend.h"
 #include "fob/executor.h"
+#include "fob/metrics.h"
 #include "fob/report.h"
 #include "fob/results.h"
 #include "fob/text_file.h"
@@ -95,17 +96,13 @@ LaunchRank launch_rank() {
 // --timeout from the command line, else from the config file if this rank can read it, else
 // the default: what bounds MPI_Init and the config's broadcast, before the ranks agree on it.
 double early_timeout(const RunArgs& args) {
-  Config config;
   try {
-    if (!args.config_path.empty()) {
-      apply_yaml(config, read_regular_file(args.config_path, "config"), args.config_path);
-    }
-    apply_args(config, args);
-    validate_config(config);
+    return load_config(args,
+                       [](const std::string& path) { return read_regular_file(path, "config"); })
+        .timeout;
   } catch (const std::exception&) {
     return Config().timeout;  // rank 0 reports the problem once the ranks can agree on it
   }
-  return config.timeout;
 }
 
 }  // namespace
@@ -140,19 +137,12 @@ int run_command(const RunArgs& args) {
     if (provided < MPI_THREAD_SERIALIZED) {
       throw RuntimeFault("the MPI library does not provide MPI_THREAD_SERIALIZED");
     }
-    if (!args.config_path.empty()) {
-      apply_yaml(config, broadcast_file(comm, rank, args.config_path), args.config_path);
-    }
-    apply_args(config, args);
-    validate_config(config);
+    config = load_config(args,
+                         [&](const std::string& path) { return broadcast_file(comm, rank, path); });
     watchdog::start(rank, world, config.timeout);
     const int plan_world = args.dry_run && args.world ? *args.world : world;
-    std::vector<Config> points = expand_sweep(config);
-    check_strategies_apply(points);
-    for (const Config& point : points) {
-      validate_config(point);
-      groups.push_back(make_cases(point, plan_world));
-    }
+    std::vector<Config> points = sweep_points(config);
+    for (const Config& point : points) groups.push_back(make_cases(point, plan_world));
 
     if (args.dry_run) {
       if (rank == 0) {
@@ -376,9 +366,6 @@ int run_command(const RunArgs& args) {
       watchdog::test_stop_point("writing case " + r.id);
       writer->add_case(r);
       stop::set_note(kept_note(*writer));
-      std::vector<double> steps;
-      for (int it = 0; it < r.iters; ++it) steps.push_back(r.step(it));
-      std::sort(steps.begin(), steps.end());
       const double elapsed =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       const double left = elapsed / slots_done * (slots_total - slots_done);
@@ -386,7 +373,7 @@ int run_command(const RunArgs& args) {
                    "[fobench] %5.0f s  case %s/%04zu %-14s round %d/%d  median %9.3f ms over %d"
                    "  ~%.0f s left%s\n",
                    elapsed, r.id.c_str(), total - 1, r.strategy.c_str(), round + 1, rounds_total,
-                   steps[steps.size() / 2] * 1e3, r.iters, left,
+                   median_step(r) * 1e3, r.iters, left,
                    r.verified == 0 ? "  VERIFICATION FAILED" : "");
     };
     size_t index = 0;

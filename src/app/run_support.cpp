@@ -13,6 +13,7 @@
 #include "backends/cpu/blas_runtime.h"
 #include "core/watchdog.h"
 #include "fob/backend.h"
+#include "fob/metrics.h"
 #include "fob/text_file.h"
 #include "fob/version.h"
 #include "fob/workload.h"
@@ -171,13 +172,7 @@ std::string tune_slices(Executor& executor, CaseSpec& spec, const ExecOptions& b
     trial.strategy = parse_strategy(name + ":" + std::to_string(count));
     Plan plan = make_plan(trial, rank);
     CaseResult r = executor.run_case(plan, quick, "tune");
-    double median = 0;
-    if (rank == 0) {
-      std::vector<double> steps;
-      for (int it = 0; it < r.iters; ++it) steps.push_back(r.step(it));
-      std::sort(steps.begin(), steps.end());
-      median = steps[steps.size() / 2];
-    }
+    double median = rank == 0 ? median_step(r) : 0;
     const watchdog::Wait wait("the broadcast of --auto-slices' trial time");
     MPI_Bcast(&median, 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
     char text[64];

@@ -107,14 +107,8 @@ std::string machine_summary(const Machine& m) {
 int sim_command(const SimArgs& args) {
   return guarded("sim", [&] {
     const auto t0 = std::chrono::steady_clock::now();
-    Config config;
-    if (!args.run.config_path.empty()) {
-      apply_yaml(config, read_text(args.run.config_path), args.run.config_path);
-    }
-    apply_args(config, args.run);
-    validate_config(config);
-    const std::vector<Config> points = expand_sweep(config);
-    check_strategies_apply(points);
+    const Config config = load_config(args.run, read_text);
+    const std::vector<Config> points = sweep_points(config);
     Machine machine = load_machine(args.machine);
     if (args.ranks_per_node) {
       if (*args.ranks_per_node < 1) {
@@ -127,7 +121,6 @@ int sim_command(const SimArgs& args) {
         args.worlds.empty() ? std::vector<int>{machine.ranks_per_node} : parse_worlds(args.worlds);
     const ReportFormat format = parse_report_format(args.format);
     for (const Config& point : points) {
-      validate_config(point);
       if (!machine.compute.count(point.dtype)) {
         std::string have;
         for (const auto& [d, c] : machine.compute)

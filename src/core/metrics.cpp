@@ -35,21 +35,6 @@ bool any_nan(const std::vector<double>& v) {
   return std::any_of(v.begin(), v.end(), [](double x) { return std::isnan(x); });
 }
 
-std::vector<double> step_times(const CaseResult& c) {
-  std::vector<double> steps;
-  if (c.world <= 0 ||
-      c.step_seconds.size() < static_cast<size_t>(c.iters) * static_cast<size_t>(c.world)) {
-    return steps;
-  }
-  for (int i = 0; i < c.iters; ++i) steps.push_back(c.step(i));
-  return steps;
-}
-
-double median_step(const CaseResult& c) {
-  std::vector<double> steps = step_times(c);
-  return any_nan(steps) ? kNaN : median(std::move(steps));
-}
-
 // Median over iterations of the slowest rank's compute-stream busy time (sum of its compute
 // tasks' durations): what the strategy's own GEMM slicing costs with communication removed.
 double compute_busy_median(const CaseResult& c) {
@@ -201,6 +186,21 @@ double percentile(const std::vector<double>& sorted, double p) {
   if (frac == 0 || a == b) return a;
   if (!std::isfinite(a) || !std::isfinite(b)) return frac < 0.5 ? a : b;
   return a + frac * (b - a);
+}
+
+std::vector<double> step_times(const CaseResult& c) {
+  std::vector<double> steps;
+  if (c.world <= 0 ||
+      c.step_seconds.size() < static_cast<size_t>(c.iters) * static_cast<size_t>(c.world)) {
+    return steps;
+  }
+  for (int i = 0; i < c.iters; ++i) steps.push_back(c.step(i));
+  return steps;
+}
+
+double median_step(const CaseResult& c) {
+  std::vector<double> steps = step_times(c);
+  return any_nan(steps) ? kNaN : median(std::move(steps));
 }
 
 double median(std::vector<double> v) {
