@@ -10,11 +10,9 @@
 #include <iostream>
 #include <map>
 #include <memory>
-#include <thread>
 
 #include "cases.h"
 #include "commands.h"
-#include "core/gather.h"
 #include "core/stop_signals.h"
 #include "core/watchdog.h"
 #include "fob/backend.h"
@@ -26,6 +24,7 @@
 #include "fob/version.h"
 #include "fob/workload.h"
 #include "run_support.h"
+#include "system_info.h"
 
 namespace fob {
 namespace {
@@ -242,47 +241,11 @@ int run_command(const RunArgs& args) {
     fault(comm, rank, e);
   }
 
-  SystemInfo system;
-  system.backend = backend->name();
-  system.transport = backend->transport();
-  system.world_size = world;
-  system.mpi_version = mpi_library_version();
-  system.nccl_version = "n/a";
-  system.cuda_version = "n/a";
-  if (backend->name() == "cuda") {
-    system.cuda_version = cuda_versions();
-    system.nccl_version = system.transport == "nccl" ? nccl_version() : "n/a (transport mpi)";
-  }
-  system.blas = backend->blas();
-  system.link_emulation = config.link.describe();
-  system.timer = backend->timer();
-  system.env = recorded_env();
-  std::vector<std::string> hosts, devices, pids;
-  {
-    const watchdog::Wait wait("gathering every rank's host, device and pid");
-    hosts = gather_strings(comm, hostname());
-    devices = gather_strings(comm, backend->device());
-    pids = gather_strings(comm, std::to_string(getpid()));
-  }
-  if (rank == 0) {
-    // More ranks than cores on a host: the ranks time-share the cores, one compute task per
-    // core at a time (the CPU backend's core slots), which a reader must know.
-    std::map<std::string, int> per_host;
-    for (const std::string& h : hosts) ++per_host[h];
-    const unsigned cores = std::thread::hardware_concurrency();
-    for (const auto& [host, ranks] : per_host) {
-      const unsigned threads = config.backend == "cpu" ? 1u * config.blas_threads : 0u;
-      if (threads > 0 && cores > 0 && ranks * threads > cores) {
-        system.notes = std::to_string(ranks) + " ranks shared " + std::to_string(cores) +
-                       " cores on " + host +
-                       ": compute tasks took turns on the cores, so every time is that of " +
-                       std::to_string(cores) + " cores serving " + std::to_string(ranks) +
-                       " ranks and run-to-run noise is larger; compare strategies with each other";
-      }
-    }
-    system.hostnames = join_list(hosts, ",");
-    system.devices = join_list(devices, ",");
-  }
+  RankPlaces places;
+  const SystemInfo system = describe_system(comm, rank, world, *backend, config, places);
+  const std::vector<std::string>& hosts = places.hosts;
+  const std::vector<std::string>& devices = places.devices;
+  const std::vector<std::string>& pids = places.pids;
 
   // Case ids number the cases across the whole sweep; with --resume, a case already in the
   // file with the same id, fields and iteration count is not run again.
