@@ -86,6 +86,8 @@ class PlanBuilder {
   // The Access every task lists its rows in, emptied: reused from task to task, its vectors
   // stop allocating once grown. One is enough, as no task is listed while another one is.
   Access& fresh_access();
+  // add (dst += src) or copy (dst = src) over whole rows.
+  int elementwise(TaskKind kind, const View& dst, const View& src, std::string label);
   int add_task(Task&& task, const Access& access);
   int64_t view_cols(const View& v) const { return fob::view_cols(plan_, v); }
   // Element-wise tasks and transfers move whole rows.

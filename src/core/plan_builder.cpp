@@ -150,35 +150,29 @@ void PlanBuilder::require_full_rows(const View& v, const std::string& label) con
 }
 
 int PlanBuilder::add(const View& dst, const View& src, std::string label) {
-  require_full_rows(dst, label);
-  require_full_rows(src, label);
-  Task t;
-  t.kind = TaskKind::add;
-  t.label = std::move(label);
-  t.a = src;
-  t.c = dst;
-  t.m = dst.rows;
-  t.n = cols(dst.buffer);
-  t.flops = static_cast<double>(t.m) * static_cast<double>(t.n);
-  Access& access = fresh_access();
-  access.reads.push_back({src.buffer, src.row, src.row + src.rows});
-  access.reads.push_back({dst.buffer, dst.row, dst.row + dst.rows});
-  access.writes.push_back({dst.buffer, dst.row, dst.row + dst.rows});
-  return add_task(std::move(t), access);
+  return elementwise(TaskKind::add, dst, src, std::move(label));
 }
 
 int PlanBuilder::copy(const View& dst, const View& src, std::string label) {
+  return elementwise(TaskKind::copy, dst, src, std::move(label));
+}
+
+int PlanBuilder::elementwise(TaskKind kind, const View& dst, const View& src, std::string label) {
   require_full_rows(dst, label);
   require_full_rows(src, label);
   Task t;
-  t.kind = TaskKind::copy;
+  t.kind = kind;
   t.label = std::move(label);
   t.a = src;
   t.c = dst;
   t.m = dst.rows;
   t.n = cols(dst.buffer);
+  // An add reads its destination too and costs one operation per element; a copy only moves.
+  const bool add = kind == TaskKind::add;
+  if (add) t.flops = static_cast<double>(t.m) * static_cast<double>(t.n);
   Access& access = fresh_access();
   access.reads.push_back({src.buffer, src.row, src.row + src.rows});
+  if (add) access.reads.push_back({dst.buffer, dst.row, dst.row + dst.rows});
   access.writes.push_back({dst.buffer, dst.row, dst.row + dst.rows});
   return add_task(std::move(t), access);
 }

@@ -155,19 +155,24 @@ std::string read_attr_str(hid_t obj, const char* name, const Where& w) {
   return from_fixed(buf.data(), len);
 }
 
-int64_t read_attr_i64(hid_t obj, const char* name, const Where& w) {
+namespace {
+
+void read_attr_num(hid_t obj, const char* name, hid_t mem_type, void* value, const Where& w) {
   H5Id attr = open_attr(obj, name, w);
+  check(H5Aread(attr, mem_type, value), w, std::string("reading attribute '") + name + "'");
+}
+
+}  // namespace
+
+int64_t read_attr_i64(hid_t obj, const char* name, const Where& w) {
   int64_t value = 0;
-  check(H5Aread(attr, H5T_NATIVE_INT64, &value), w,
-        std::string("reading attribute '") + name + "'");
+  read_attr_num(obj, name, H5T_NATIVE_INT64, &value, w);
   return value;
 }
 
 double read_attr_f64(hid_t obj, const char* name, const Where& w) {
-  H5Id attr = open_attr(obj, name, w);
   double value = 0;
-  check(H5Aread(attr, H5T_NATIVE_DOUBLE, &value), w,
-        std::string("reading attribute '") + name + "'");
+  read_attr_num(obj, name, H5T_NATIVE_DOUBLE, &value, w);
   return value;
 }
 
