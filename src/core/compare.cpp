@@ -145,7 +145,7 @@ Samples metric_samples(const CaseResult& c, CompareMetric metric, const CaseInde
       break;
     }
     case CompareMetric::busbw:
-      s.rounds = map_finite(steps, [&c](double t) { return comm_only_busbw(c, t); });
+      s.rounds = map_finite(steps, [&c](double t) { return case_busbw(c, t); });
       break;
   }
   return s;

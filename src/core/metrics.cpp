@@ -165,16 +165,16 @@ double measured_concurrency(const CaseResult& c) {
 
 // The strategy prices its transfers (Strategy::collective_bytes, busbw_factor); one without a
 // price, or a single rank, has no bus bandwidth.
-double comm_only_algbw(const CaseResult& c, double seconds) {
+double case_algbw(const CaseResult& c, double seconds) {
   const Strategy* s = c.definition();
   if (!s || !s->collective_bytes || c.world <= 1) return kNaN;
   return ratio(s->collective_bytes(rank0_sent_bytes(c), c.world), seconds) / 1e9;
 }
 
-double comm_only_busbw(const CaseResult& c, double seconds) {
+double case_busbw(const CaseResult& c, double seconds) {
   const Strategy* s = c.definition();
   if (!s || !s->busbw_factor || c.world <= 1) return kNaN;
-  return comm_only_algbw(c, seconds) * s->busbw_factor(c.world);
+  return case_algbw(c, seconds) * s->busbw_factor(c.world);
 }
 
 double percentile(const std::vector<double>& sorted, double p) {
@@ -278,8 +278,8 @@ std::vector<Summary> summarize(const std::vector<CaseResult>& cases) {
     s.slicing_penalty = is_comm_only ? kNaN : compute_busy_median(c) - s.t_comp;
     s.tflops = is_comm_only ? kNaN : ratio(max_rank_flops(c), t) / 1e12;
 
-    s.algbw = comm_only_algbw(c, t);
-    s.busbw = comm_only_busbw(c, t);
+    s.algbw = case_algbw(c, t);
+    s.busbw = case_busbw(c, t);
     s.concurrency = measured_concurrency(c);
     out.push_back(std::move(s));
   }
