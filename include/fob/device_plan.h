@@ -34,25 +34,4 @@ bool graph_capture_eligible(const Plan& plan, const std::string& transport, std:
 // for such plans (--comm-sms), so a serial baseline keeps every SM for its GEMMs.
 bool plan_overlaps(const Plan& plan);
 
-// Verification tolerance for a dtype: 0 (bit-exact) for fp32/fp64; for bf16/fp16 a bound on
-// |got - want| relative to the largest |want| of the buffer, (world + 2) roundings' worth, as
-// each ring step and the final store may round once.
-double verify_tolerance(DType dtype, int world);
-
-// Attention's softmax is not integer-exact, so outputs that depend on it (O, its projection and
-// the reduce-scatter of that) get a bound relative to the largest |want|:
-//   16 * sqrt(seq + hidden) * u_acc  +  (world + 6) * u_store
-// u_acc is the accumulation's unit roundoff (2^-24; 2^-53 for fp64): the scores, softmax and
-// the two GEMMs after it sum seq + hidden terms whose errors add up like a random walk.
-// u_store (2^-8 bf16, 2^-11 fp16, 0 otherwise) counts the roundings of P, O, each ring step
-// and the final store.
-double attention_tolerance(DType dtype, int world, int64_t seq, int64_t hidden);
-
-// Whether a check's values pass through attention's softmax.
-bool verify_attention(const Plan& plan, CheckKind kind);
-
-// The bound for one check of a plan: verify_tolerance, or attention_tolerance where the value
-// passes through the softmax. Relative to max|want| (for the others, to max(1, max|want|)).
-double verify_tolerance(const Plan& plan, CheckKind kind);
-
 }  // namespace fob

@@ -69,7 +69,7 @@ class Executor {
   Backend& backend_;
   MPI_Comm comm_;
   int rank_ = 0, world_ = 1;
-  std::map<std::string, std::vector<double>> reference_cache_;
+  std::map<std::string, std::vector<double>> oracle_cache_;
   std::map<const Plan*, std::vector<std::vector<int>>> waits_;  // per task, other-stream deps
 };
 

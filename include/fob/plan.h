@@ -19,7 +19,9 @@ enum class TaskKind : uint8_t { gemm, send, recv, exchange, collective, add, cop
 inline constexpr int kNumTaskKinds = static_cast<int>(TaskKind::softmax) + 1;
 const char* to_string(TaskKind kind);
 
-enum class CollectiveOp : uint8_t { none, all_gather, reduce_scatter, all_reduce };
+// No all_reduce: plans decompose an all-reduce into a reduce_scatter and an all_gather, so that
+// each half is a task the strategies can overlap and the backends implement once.
+enum class CollectiveOp : uint8_t { none, all_gather, reduce_scatter };
 const char* to_string(CollectiveOp op);
 
 // How a buffer's contents come to be before an iteration.
@@ -134,10 +136,10 @@ struct Task {
   }
 };
 
-// The steps of the ring algorithm a collective runs on `world` ranks (an all-reduce is a
-// reduce-scatter and an all-gather).
-inline int ring_steps(int world, CollectiveOp op) {
-  return (world - 1) * (op == CollectiveOp::all_reduce ? 2 : 1);
+// The steps of the ring algorithm a collective (an all-gather or a reduce-scatter) runs on
+// `world` ranks.
+inline int ring_steps(int world) {
+  return world - 1;
 }
 
 struct Strategy;  // strategy.h: the table entry that built a plan

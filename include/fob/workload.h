@@ -17,7 +17,7 @@ struct CaseSpec {
   // A check mode: the plans of a `world`-rank case, run by one process whose every transfer
   // goes to itself. The inputs repeat with a period that divides every shard (see
   // loopback_period), so what a rank receives from itself is what its peer would have sent and
-  // the output is the `world`-rank output, verified against the usual reference.
+  // the output is the `world`-rank output, verified against the usual oracle.
   bool loopback = false;
 };
 

@@ -39,7 +39,7 @@ mkdir -p "$TMPDIR" "$HOME" "$CUDA_CACHE_PATH"
 MPI_FLAGS=(--oversubscribe --bind-to none)
 WORKLOADS=(mlp attn mlp_bwd gemm_ar ag_gemm_w gemm_rs_grad)
 # The paper-sized mlp (b·s = 32768 tokens, d = 4096, F = 16384, bf16 as the paper), every
-# overlap strategy, timed only: its double-precision reference would take an hour on one core;
+# overlap strategy, timed only: its double-precision oracle would take an hour on one core;
 # correctness is what the gpu tests and the smoke runs check.
 MLP_SHAPE=(--batch 8 --seq 4096 --hidden 4096 --ffn 16384 --dtype bf16 -n 20)
 MLP_STRATEGIES=baseline,slicing:4,decompose,flash,flash_direct

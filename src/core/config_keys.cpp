@@ -118,7 +118,7 @@ const std::vector<ConfigKey>& config_keys() {
        [](Config& c, const ConfigValue& v) { c.link.latency_us = v.number; },
        [](const Config& c) { return number(c.link.latency_us); }},
       {"verify", "--verify,!--no-verify",
-       "check every output bit for bit against a reference (default on)", ConfigKind::flag,
+       "check every output bit for bit against the oracle (default on)", ConfigKind::flag,
        "true or false", nullptr, false, nullptr,
        [](Config& c, const ConfigValue& v) { c.verify = v.flag; },
        [](const Config& c) { return flag(c.verify); }},

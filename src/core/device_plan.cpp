@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <vector>
 
-#include <cmath>
 #include <cstdlib>
 #include <map>
 
@@ -84,37 +83,6 @@ bool plan_overlaps(const Plan& plan) {
     if (t.stream == StreamId::comm && after[t.id] > before[t.id] + 1) return true;
   }
   return false;
-}
-
-double verify_tolerance(DType dtype, int world) {
-  switch (dtype) {
-    case DType::bf16:
-      return (world + 2) * std::ldexp(1.0, -8);
-    case DType::fp16:
-      return (world + 2) * std::ldexp(1.0, -11);
-    default:
-      return 0.0;
-  }
-}
-
-double attention_tolerance(DType dtype, int world, int64_t seq, int64_t hidden) {
-  const double u_acc = std::ldexp(1.0, dtype == DType::fp64 ? -53 : -24);
-  const double u_store = dtype == DType::bf16   ? std::ldexp(1.0, -8)
-                         : dtype == DType::fp16 ? std::ldexp(1.0, -11)
-                                                : 0.0;
-  return 16 * std::sqrt(static_cast<double>(seq + hidden)) * u_acc + (world + 6) * u_store;
-}
-
-bool verify_attention(const Plan& plan, CheckKind kind) {
-  return plan.workload == Workload::attn &&
-         (kind == CheckKind::attn_out || kind == CheckKind::rs_out ||
-          kind == CheckKind::local_product);
-}
-
-double verify_tolerance(const Plan& plan, CheckKind kind) {
-  return verify_attention(plan, kind)
-             ? attention_tolerance(plan.dtype, plan.world, plan.shape.seq, plan.shape.hidden)
-             : verify_tolerance(plan.dtype, plan.world);
 }
 
 }  // namespace fob

@@ -8,8 +8,9 @@
 #include <limits>
 #include <stdexcept>
 
-#include "fob/device_plan.h"
-#include "fob/reference.h"
+#include "fob/metrics.h"
+#include "fob/oracle.h"
+#include "fob/tolerance.h"
 #include "fob/workload.h"
 #include "gather.h"
 #include "watchdog.h"
@@ -67,7 +68,7 @@ IterationTimes Executor::iterate(const Plan& plan, double timeout_s) {
 
 const std::vector<double>& Executor::expected(const Plan& plan, const OutputCheck& check,
                                               uint64_t seed) {
-  // The same reference serves every strategy of a shape; it is the slow part of verifying.
+  // The same oracle output serves every strategy of a shape; it is the slow part of verifying.
   const Shape& s = plan.shape;
   std::string key = std::string(to_string(plan.workload)) + "/" + to_string(check.kind) + "/" +
                     std::to_string(s.batch) + "x" + std::to_string(s.seq) + "/" +
@@ -75,10 +76,10 @@ const std::vector<double>& Executor::expected(const Plan& plan, const OutputChec
                     std::to_string(s.head_count()) + "/" + std::to_string(plan.world) + "/" +
                     std::to_string(plan.rank) + "/" + std::to_string(plan.input_period) + "/" +
                     std::to_string(seed);
-  auto it = reference_cache_.find(key);
-  if (it == reference_cache_.end()) {
-    if (reference_cache_.size() > 8) reference_cache_.clear();
-    it = reference_cache_.emplace(key, expected_output(plan, check, seed)).first;
+  auto it = oracle_cache_.find(key);
+  if (it == oracle_cache_.end()) {
+    if (oracle_cache_.size() > 8) oracle_cache_.clear();
+    it = oracle_cache_.emplace(key, expected_output(plan, check, seed)).first;
   }
   return it->second;
 }
@@ -255,11 +256,9 @@ void Executor::time_iterations(const Plan& plan, const ExecOptions& options, int
       auto now = std::chrono::steady_clock::now();
       if (rank_ == 0 && now - last_report > std::chrono::seconds(2)) {
         last_report = now;
-        std::vector<double> sorted = samples.slowest;
-        std::nth_element(sorted.begin(), sorted.begin() + sorted.size() / 2, sorted.end());
         std::fprintf(stderr, "[fobench] %s %s: iteration %zu, running median %.3f ms\n",
-                     options.progress_label.c_str(), plan.strategy.text.c_str(), sorted.size(),
-                     sorted[sorted.size() / 2] * 1e3);
+                     options.progress_label.c_str(), plan.strategy.text.c_str(),
+                     samples.slowest.size(), median(samples.slowest) * 1e3);
       }
     }
   }

@@ -39,8 +39,6 @@ const char* to_string(CollectiveOp op) {
       return "all_gather";
     case CollectiveOp::reduce_scatter:
       return "reduce_scatter";
-    case CollectiveOp::all_reduce:
-      return "all_reduce";
   }
   return "?";
 }

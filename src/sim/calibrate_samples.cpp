@@ -182,7 +182,7 @@ void collect_interference(const CaseView& v, bool overlaps, Collected& out) {
         if (t.kind == TaskKind::collective) {
           const size_t k = collective - 1;
           sample.collective = true;
-          sample.steps = ring_steps(c.world, t.op);
+          sample.steps = ring_steps(c.world);
           int64_t block = 0;
           double end = mine.end;
           for (size_t q = 0; q < world; ++q) {
@@ -297,8 +297,7 @@ void collect_case(const CaseView& v, Collected& out) {
   if (role == StrategyRole::comm_reference || role == StrategyRole::serial_baseline) {
     const std::vector<std::vector<int>> colls = v.collectives();
     for (size_t k = 0; k < colls[0].size(); ++k) {
-      const Task& t0 = v.task(0, colls[0][k]);
-      const int steps = ring_steps(c.world, t0.op);
+      const int steps = ring_steps(c.world);
       int64_t block = 0;
       bool same = true;
       for (int r = 0; r < c.world; ++r) {

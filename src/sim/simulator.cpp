@@ -375,8 +375,7 @@ class Simulation {
     f.collective = k;
     f.remaining = 1;
     if (n > 1) {
-      const CollectiveOp op = task(ref).op;
-      f.steps = ring_steps(static_cast<int>(n), op);
+      f.steps = ring_steps(static_cast<int>(n));
       f.links.resize(n);
       for (size_t r = 0; r < n; ++r) {
         const Task& t =

@@ -6,7 +6,7 @@
 //   ncclSend/ncclRecv, ncclAllGather/ncclReduceScatter, the events between the streams, the
 //   stream priorities and NCCL inside graph capture all run on one GPU;
 // - several ranks sharing one GPU, --transport=mpi: host-staged transfers.
-// fp32 is bit-exact against the reference, bf16 within its stated bound, checked before and
+// fp32 is bit-exact against the oracle, bf16 within its stated bound, checked before and
 // after the timed iterations (with --graphs, on a replay). Exit 77 (skipped) only when this
 // machine has no NVIDIA driver; a GPU the backend cannot use is a failure, with the reason.
 #include <gtest/gtest.h>

@@ -55,7 +55,7 @@ TEST_F(Fixture, EveryStrategyVerifies) {
 
 // Loopback: one process runs rank 0's plans of a 2-, 3- and 4-rank case with every transfer
 // sent to itself; the shard-periodic inputs make that the real N-rank result, so the usual
-// reference verifies it, before and after the timed iterations. What the cuda backend runs on
+// oracle verifies it, before and after the timed iterations. What the cuda backend runs on
 // one GPU (tests/gpu) rests on this.
 TEST_F(Fixture, LoopbackRunsEveryWorkloadAndStrategyVerified) {
   if (world != 1) GTEST_SKIP() << "loopback is one process";
@@ -159,7 +159,7 @@ TEST_F(Fixture, AttentionVerifiesWithinItsStatedBound) {
     EXPECT_EQ(r.verified, 1) << s;
     EXPECT_LT(r.max_abs_err, 1e-4) << s;
   }
-  // The same tokens in other sequences is another attention: no reference may be reused.
+  // The same tokens in other sequences is another attention: no cached oracle output may be reused.
   CaseSpec longer = attention_spec("flash_qs", world);
   longer.shape.batch = 1;
   longer.shape.seq = 48;

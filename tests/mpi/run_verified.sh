@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Every strategy of one workload at one world size, verified against the reference: bit-exact,
+# Every strategy of one workload at one world size, verified against the oracle: bit-exact,
 # or for attention's softmax within the bound README.md states.
 # usage: run_verified.sh NP WORKLOAD [more fobench run arguments]
 # shellcheck source=common.sh

@@ -24,7 +24,7 @@
 #include "blas_runtime.h"
 #include "core_slots.h"
 #include "fob/backend.h"
-#include "fob/reference.h"
+#include "fob/inputs.h"
 #include "host_memory.h"
 
 namespace fob {

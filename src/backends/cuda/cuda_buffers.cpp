@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "fob/reference.h"
+#include "fob/inputs.h"
 
 namespace fob {
 
