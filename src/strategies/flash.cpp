@@ -80,7 +80,7 @@ void flash_gemm_reduce_scatter(PlanBuilder& b, const RsProblem& p, int m) {
   }
 }
 
-extern const Strategy kFlash = {
+extern constinit const Strategy kFlash = {
     .name = "flash",
     .summary = "Flash-Overlap free-running ring, rank-adaptive order",
     .param_name = "m",

@@ -8,4 +8,7 @@ namespace fob {
 void flash_all_gather_gemm(PlanBuilder& b, const AgProblem& p, int m);
 void flash_gemm_reduce_scatter(PlanBuilder& b, const RsProblem& p, int m);
 
+// flash's table entry: flash_qs is a copy of it that splits queries.
+extern const Strategy kFlash;
+
 }  // namespace fob

@@ -7,17 +7,14 @@
 
 namespace fob {
 
-extern const Strategy kFlashQs = {
-    .name = "flash_qs",
-    .summary = "Flash-Overlap with query-split attention (attn only)",
-    .param_name = "m",
-    .default_param = 1,
-    .role = StrategyRole::overlapping,
-    .tune_params = {1, 2, 4, 8},
-    .all_gather_gemm = flash_all_gather_gemm,
-    .gemm_reduce_scatter = flash_gemm_reduce_scatter,
-    .all_gather_blocks = all_gather_blocks_direct,
-    .query_split = true,
-};
+// Flash-Overlap's own entry (its halves, parameter and tuning), split by queries: kFlash is
+// constant-initialized, so it is complete before this copy is made.
+extern const Strategy kFlashQs = [] {
+  Strategy s = kFlash;
+  s.name = "flash_qs";
+  s.summary = "Flash-Overlap with query-split attention (attn only)";
+  s.query_split = true;
+  return s;
+}();
 
 }  // namespace fob
