@@ -13,6 +13,7 @@
 namespace fob {
 
 class OutputLock;
+struct CaseStats;  // metrics.h
 
 inline constexpr const char* kSchema = "fobench/1";
 inline constexpr int kSchemaVersion = 1;
@@ -165,7 +166,8 @@ class ResultWriter {
   long long file_ = -1;  // hid_t of the in-memory file
   std::unique_ptr<OutputLock> lock_;
   std::vector<CaseResult> cases_;
-  size_t cases_on_disk_ = 0;  // how many cases the .partial holds
+  std::vector<CaseStats> stats_;  // case_stats() of cases_, kept so /summary costs one case
+  size_t cases_on_disk_ = 0;      // how many cases the .partial holds
 };
 
 // The file an interrupted NAME.h5.partial becomes when its run finishes; InputError when the

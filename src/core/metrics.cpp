@@ -12,6 +12,7 @@
 #include <limits>
 #include <map>
 #include <numeric>
+#include <stdexcept>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -210,12 +211,44 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+CaseStats case_stats(const CaseResult& c) {
+  CaseStats st;
+  std::vector<double> steps = step_times(c);
+  if (steps.empty() || any_nan(steps)) {
+    st.t_median = st.t_min = st.t_p90 = st.t_p99 = st.t_cv = kNaN;
+  } else {
+    std::sort(steps.begin(), steps.end());
+    const double n = static_cast<double>(steps.size());
+    st.t_median = median(steps);
+    st.t_min = steps.front();
+    st.t_p90 = percentile(steps, 0.90);
+    st.t_p99 = percentile(steps, 0.99);
+    const double mean = std::accumulate(steps.begin(), steps.end(), 0.0) / n;
+    double ss = 0;
+    for (double x : steps) ss += (x - mean) * (x - mean);
+    st.t_cv = steps.size() > 1 ? ratio(std::sqrt(ss / (n - 1)), mean) : 0.0;
+  }
+  st.compute_busy = compute_busy_median(c);
+  st.rank_flops = max_rank_flops(c);
+  st.concurrency = measured_concurrency(c);
+  return st;
+}
+
 std::vector<Summary> summarize(const std::vector<CaseResult>& cases) {
+  std::vector<CaseStats> stats;
+  stats.reserve(cases.size());
+  for (const CaseResult& c : cases) stats.push_back(case_stats(c));
+  return summarize(cases, stats);
+}
+
+std::vector<Summary> summarize(const std::vector<CaseResult>& cases,
+                               const std::vector<CaseStats>& stats) {
+  if (stats.size() != cases.size()) throw std::logic_error("summarize: one CaseStats per case");
   // First case of each reference strategy per shape wins; a sweep runs each reference once.
   std::map<CaseKey, double> reference;
-  for (const CaseResult& c : cases) {
-    if (c.role() != StrategyRole::overlapping) {
-      reference.emplace(c.key(), median_step(c));
+  for (size_t i = 0; i < cases.size(); ++i) {
+    if (cases[i].role() != StrategyRole::overlapping) {
+      reference.emplace(cases[i].key(), stats[i].t_median);
     }
   }
   auto ref = [&](const CaseResult& c, const char* strategy) {
@@ -225,28 +258,19 @@ std::vector<Summary> summarize(const std::vector<CaseResult>& cases) {
 
   std::vector<Summary> out;
   out.reserve(cases.size());
-  for (const CaseResult& c : cases) {
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const CaseResult& c = cases[i];
+    const CaseStats& st = stats[i];
     Summary s;
     static_cast<CaseKey&>(s) = c.key();
     s.case_id = c.id;
     s.iters = c.iters;
     s.verified = c.verified;
-
-    std::vector<double> steps = step_times(c);
-    if (steps.empty() || any_nan(steps)) {
-      s.t_median = s.t_min = s.t_p90 = s.t_p99 = s.t_cv = kNaN;
-    } else {
-      std::sort(steps.begin(), steps.end());
-      const double n = static_cast<double>(steps.size());
-      s.t_median = median(steps);
-      s.t_min = steps.front();
-      s.t_p90 = percentile(steps, 0.90);
-      s.t_p99 = percentile(steps, 0.99);
-      const double mean = std::accumulate(steps.begin(), steps.end(), 0.0) / n;
-      double ss = 0;
-      for (double x : steps) ss += (x - mean) * (x - mean);
-      s.t_cv = steps.size() > 1 ? ratio(std::sqrt(ss / (n - 1)), mean) : 0.0;
-    }
+    s.t_median = st.t_median;
+    s.t_min = st.t_min;
+    s.t_p90 = st.t_p90;
+    s.t_p99 = st.t_p99;
+    s.t_cv = st.t_cv;
 
     const double t = s.t_median;
     const double t_base = ref(c, role_name(StrategyRole::serial_baseline));
@@ -275,12 +299,12 @@ std::vector<Summary> summarize(const std::vector<CaseResult>& cases) {
       s.overlap_pct = std::isnan(pct) ? kNaN : 100.0 * std::clamp(pct, 0.0, 1.0);
     }
 
-    s.slicing_penalty = is_comm_only ? kNaN : compute_busy_median(c) - s.t_comp;
-    s.tflops = is_comm_only ? kNaN : ratio(max_rank_flops(c), t) / 1e12;
+    s.slicing_penalty = is_comm_only ? kNaN : st.compute_busy - s.t_comp;
+    s.tflops = is_comm_only ? kNaN : ratio(st.rank_flops, t) / 1e12;
 
     s.algbw = case_algbw(c, t);
     s.busbw = case_busbw(c, t);
-    s.concurrency = measured_concurrency(c);
+    s.concurrency = st.concurrency;
     out.push_back(std::move(s));
   }
   return out;

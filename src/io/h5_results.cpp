@@ -330,7 +330,8 @@ void append_case(hid_t cases_group, const CaseResult& c, int from_iter, int from
                     iteration_rows(c.task_end, per_iter, from_iter), w);
 }
 
-void write_summary(hid_t file, const std::vector<CaseResult>& cases, const std::string& path) {
+void write_summary(hid_t file, const std::vector<CaseResult>& cases,
+                   const std::vector<CaseStats>& stats, const std::string& path) {
   Where w{path, "/summary"};
   // Unlinking leaves the old table's bytes unused in the file; it is small and rewritten once
   // per case, so the waste stays far below the task arrays.
@@ -338,7 +339,7 @@ void write_summary(hid_t file, const std::vector<CaseResult>& cases, const std::
     check(H5Ldelete(file, "summary", H5P_DEFAULT), w, "removing the old table");
   }
   std::vector<SummaryRow> rows;
-  for (const Summary& s : summarize(cases)) rows.push_back(to_row(s));
+  for (const Summary& s : summarize(cases, stats)) rows.push_back(to_row(s));
   H5Id mem = summary_mem_type(w);
   H5Id packed = packed_copy(mem, w);
   write_dataset(file, "summary", packed, mem, {rows.size()}, rows.data(), w);

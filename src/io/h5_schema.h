@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "fob/metrics.h"
 #include "fob/results.h"
 
 namespace fob::h5io {
@@ -23,7 +24,9 @@ void write_case(hid_t cases_group, const CaseResult& c, const std::string& path)
 void append_case(hid_t cases_group, const CaseResult& c, int from_iter, int from_round,
                  const std::string& path);
 
-// /summary over every case so far, replacing the previous table.
-void write_summary(hid_t file, const std::vector<CaseResult>& cases, const std::string& path);
+// /summary over every case so far (stats[i] = case_stats(cases[i])), replacing the previous
+// table.
+void write_summary(hid_t file, const std::vector<CaseResult>& cases,
+                   const std::vector<CaseStats>& stats, const std::string& path);
 
 }  // namespace fob::h5io

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "core/stop_signals.h"
+#include "fob/metrics.h"
 #include "fob/results.h"
 #include "fob/types.h"
 #include "h5_schema.h"
@@ -169,6 +170,7 @@ ResultWriter::ResultWriter(const std::string& partial_path)
   }
   // Reading first checks the schema and gives the cases the summary is computed over.
   cases_ = read_results(partial_).cases;
+  for (const CaseResult& c : cases_) stats_.push_back(case_stats(c));
   cases_on_disk_ = cases_.size();
   silence_hdf5();
   H5Eclear2(H5E_DEFAULT);
@@ -250,15 +252,21 @@ void ResultWriter::add_case(const CaseResult& result) {
     // A case measured in rounds: each round appends its iterations, in the file and here.
     append_case(cases, result, kept->iters, static_cast<int>(kept->rounds().size()), partial_);
     append_tail(*kept, result);
+    // Only this case's statistics changed; the others' are kept, so a round costs its case.
+    stats_[static_cast<size_t>(kept - cases_.begin())] = case_stats(*kept);
   } else {
     if (on_file) {
       check(H5Ldelete(cases, result.id.c_str(), H5P_DEFAULT), w, "replacing case " + result.id);
     }
     write_case(cases, result, partial_);
-    cases_.erase(std::remove_if(cases_.begin(), cases_.end(), same), cases_.end());
+    if (kept != cases_.end()) {
+      stats_.erase(stats_.begin() + (kept - cases_.begin()));
+      cases_.erase(kept);
+    }
     cases_.push_back(result);
+    stats_.push_back(case_stats(result));
   }
-  write_summary(file, cases_, partial_);
+  write_summary(file, cases_, stats_, partial_);
   flush("case " + result.id, false);
 }
 
