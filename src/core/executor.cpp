@@ -141,24 +141,22 @@ CaseResult case_header(const Plan& plan, const ExecOptions& options, const std::
   return result;
 }
 
-// Every rank's plan of the case `mine` belongs to, on rank 0: its own, and the others built
-// again from the case (a plan is a pure function of its case and rank), so that only timings
-// need to travel. A loopback case's one process runs one plan.
-std::vector<Plan> peer_plans(const Plan& mine, int world) {
-  std::vector<Plan> plans;
-  if (world == 1) return plans;
-  const CaseSpec spec = CaseKey::of(mine).spec();
-  for (int r = 0; r < world; ++r) {
-    if (r != mine.rank) plans.push_back(make_plan(spec, r));
-  }
-  return plans;
-}
-
+// Every rank's task table, on rank 0: its own plan's, and the others' from plans built again
+// from the case (a plan is a pure function of its case and rank), so that only timings need to
+// travel. A loopback case's one process runs one plan.
 void set_task_table(CaseResult& result, const Plan& mine, int world) {
-  const std::vector<Plan> others = peer_plans(mine, world);
+  const CaseSpec spec = world > 1 ? CaseKey::of(mine).spec() : CaseSpec{};
+  std::vector<Plan> others;
+  others.reserve(static_cast<size_t>(world));  // no reallocation: `ranks` points into it
   std::vector<const Plan*> ranks;
-  for (const Plan& p : others) ranks.push_back(&p);
-  ranks.insert(ranks.begin() + std::min(mine.rank, static_cast<int>(ranks.size())), &mine);
+  for (int r = 0; r < world; ++r) {
+    if (world == 1 || r == mine.rank) {
+      ranks.push_back(&mine);
+    } else {
+      others.push_back(make_plan(spec, r));
+      ranks.push_back(&others.back());
+    }
+  }
   set_task_table(result, ranks);
 }
 
