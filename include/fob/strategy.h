@@ -104,7 +104,6 @@ StrategySpec parse_strategy(const std::string& text);
 // file from another version); its role, overlapping for an unknown one.
 const Strategy* find_strategy(const std::string& text);
 StrategyRole strategy_role(const std::string& text);
-bool has_role(const std::string& text, StrategyRole role);
 // The name of the strategy that plays `role` (the first in the table), to look its case up.
 const char* role_name(StrategyRole role);
 // The reference modes every run measures beside the strategies asked for, in table order.

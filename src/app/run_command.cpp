@@ -243,9 +243,6 @@ int run_command(const RunArgs& args) {
 
   RankPlaces places;
   const SystemInfo system = describe_system(comm, rank, world, *backend, config, places);
-  const std::vector<std::string>& hosts = places.hosts;
-  const std::vector<std::string>& devices = places.devices;
-  const std::vector<std::string>& pids = places.pids;
 
   // Case ids number the cases across the whole sweep; with --resume, a case already in the
   // file with the same id, fields and iteration count is not run again.
@@ -295,8 +292,8 @@ int run_command(const RunArgs& args) {
                 FOB_VERSION, system.backend.c_str(), system.transport.c_str(), world,
                 system.link_emulation.c_str(), system.timer.c_str());
     for (int r = 0; r < world; ++r) {
-      std::printf("#  Rank %2d Pid %7s on %10s device %s\n", r, pids[r].c_str(), hosts[r].c_str(),
-                  devices[r].c_str());
+      std::printf("#  Rank %2d Pid %7s on %10s device %s\n", r, places.pids[r].c_str(),
+                  places.hosts[r].c_str(), places.devices[r].c_str());
     }
     std::fflush(stdout);
   }

@@ -29,10 +29,9 @@ SystemInfo describe_system(MPI_Comm comm, int rank, int world, Backend& backend,
   system.link_emulation = config.link.describe();
   system.timer = backend.timer();
   system.env = recorded_env();
-  std::vector<std::string>& hosts = places.hosts;
   {
     const watchdog::Wait wait("gathering every rank's host, device and pid");
-    hosts = gather_strings(comm, hostname());
+    places.hosts = gather_strings(comm, hostname());
     places.devices = gather_strings(comm, backend.device());
     places.pids = gather_strings(comm, std::to_string(getpid()));
   }
@@ -40,7 +39,7 @@ SystemInfo describe_system(MPI_Comm comm, int rank, int world, Backend& backend,
     // More ranks than cores on a host: the ranks time-share the cores, one compute task per
     // core at a time (the CPU backend's core slots), which a reader must know.
     std::map<std::string, int> per_host;
-    for (const std::string& h : hosts) ++per_host[h];
+    for (const std::string& h : places.hosts) ++per_host[h];
     const unsigned cores = std::thread::hardware_concurrency();
     for (const auto& [host, ranks] : per_host) {
       const unsigned threads = config.backend == "cpu" ? 1u * config.blas_threads : 0u;
@@ -52,7 +51,7 @@ SystemInfo describe_system(MPI_Comm comm, int rank, int world, Backend& backend,
                        " ranks and run-to-run noise is larger; compare strategies with each other";
       }
     }
-    system.hostnames = join_list(hosts, ",");
+    system.hostnames = join_list(places.hosts, ",");
     system.devices = join_list(places.devices, ",");
   }
   return system;

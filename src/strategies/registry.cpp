@@ -61,10 +61,6 @@ StrategyRole strategy_role(const std::string& text) {
   return s ? s->role : StrategyRole::overlapping;
 }
 
-bool has_role(const std::string& text, StrategyRole role) {
-  return strategy_role(text) == role;
-}
-
 const char* role_name(StrategyRole role) {
   for (const Strategy* s : all_strategies()) {
     if (s->role == role) return s->name;
@@ -105,24 +101,24 @@ StrategySpec parse_strategy(const std::string& text) {
     name = text.substr(0, colon);
     param_text = text.substr(colon + 1);
   }
-  for (const Strategy* s : all_strategies()) {
-    if (name != s->name) continue;
-    StrategySpec spec{s, s->default_param, text};
-    if (colon == std::string::npos) return spec;
-    if (!s->param_name) {
-      throw InputError("strategies: '" + text + "': " + name +
-                       " takes no parameter; valid: " + strategy_choices());
-    }
-    char* end = nullptr;
-    long value = std::strtol(param_text.c_str(), &end, 10);
-    if (param_text.empty() || *end != '\0' || value < 1 || value > 1 << 20) {
-      throw InputError("strategies: '" + text + "': " + s->param_name +
-                       " must be a positive integer, as in " + name + ":4");
-    }
-    spec.param = static_cast<int>(value);
-    return spec;
+  const Strategy* s = find_strategy(text);
+  if (!s) {
+    throw InputError("strategies: '" + text + "' is not a strategy; valid: " + strategy_choices());
   }
-  throw InputError("strategies: '" + text + "' is not a strategy; valid: " + strategy_choices());
+  StrategySpec spec{s, s->default_param, text};
+  if (colon == std::string::npos) return spec;
+  if (!s->param_name) {
+    throw InputError("strategies: '" + text + "': " + name +
+                     " takes no parameter; valid: " + strategy_choices());
+  }
+  char* end = nullptr;
+  long value = std::strtol(param_text.c_str(), &end, 10);
+  if (param_text.empty() || *end != '\0' || value < 1 || value > 1 << 20) {
+    throw InputError("strategies: '" + text + "': " + s->param_name +
+                     " must be a positive integer, as in " + name + ":4");
+  }
+  spec.param = static_cast<int>(value);
+  return spec;
 }
 
 }  // namespace fob

@@ -62,11 +62,17 @@ std::unique_ptr<Backend> make_backend(const BackendOptions& options) {
   return std::make_unique<CudaBackend>(options);
 }
 
+std::string nccl_version() {
+  int nccl = 0;
+  ncclGetVersion(&nccl);
+  return version_text(nccl) + " (" + library_of(reinterpret_cast<const void*>(&ncclGetVersion)) +
+         ")";
+}
+
 std::string versions() {
-  int runtime = 0, driver = 0, nccl = 0, blas_major = 0, blas_minor = 0, blas_patch = 0;
+  int runtime = 0, driver = 0, blas_major = 0, blas_minor = 0, blas_patch = 0;
   cudaRuntimeGetVersion(&runtime);
   cudaDriverGetVersion(&driver);
-  ncclGetVersion(&nccl);
   cublasGetProperty(MAJOR_VERSION, &blas_major);
   cublasGetProperty(MINOR_VERSION, &blas_minor);
   cublasGetProperty(PATCH_LEVEL, &blas_patch);
@@ -77,16 +83,7 @@ std::string versions() {
          std::to_string((runtime % 1000) / 10) + " (static), driver " + driver_text + ", cuBLAS " +
          std::to_string(blas_major) + "." + std::to_string(blas_minor) + "." +
          std::to_string(blas_patch) + " (" +
-         library_of(reinterpret_cast<const void*>(&cublasCreate_v2)) + "), NCCL " +
-         version_text(nccl) + " (" + library_of(reinterpret_cast<const void*>(&ncclGetVersion)) +
-         ")";
-}
-
-std::string nccl_version() {
-  int nccl = 0;
-  ncclGetVersion(&nccl);
-  return version_text(nccl) + " (" + library_of(reinterpret_cast<const void*>(&ncclGetVersion)) +
-         ")";
+         library_of(reinterpret_cast<const void*>(&cublasCreate_v2)) + "), NCCL " + nccl_version();
 }
 
 const CudaModuleApi kApi = {.abi = kCudaModuleAbi,
