@@ -14,7 +14,6 @@
 #include <numeric>
 #include <random>
 #include <set>
-#include <tuple>
 
 #include "fob/compare.h"
 #include "fob/metrics.h"

@@ -145,7 +145,11 @@ CaseResult case_header(const Plan& plan, const ExecOptions& options, const std::
 // from the case (a plan is a pure function of its case and rank), so that only timings need to
 // travel. A loopback case's one process runs one plan.
 void set_task_table(CaseResult& result, const Plan& mine, int world) {
-  const CaseSpec spec = world > 1 ? CaseKey::of(mine).spec() : CaseSpec{};
+  const CaseSpec spec{.workload = mine.workload,
+                      .shape = mine.shape,
+                      .dtype = mine.dtype,
+                      .world = mine.world,
+                      .strategy = mine.strategy};
   std::vector<Plan> others;
   others.reserve(static_cast<size_t>(world));  // no reallocation: `ranks` points into it
   std::vector<const Plan*> ranks;

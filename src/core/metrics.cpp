@@ -13,7 +13,6 @@
 #include <map>
 #include <numeric>
 #include <stdexcept>
-#include <tuple>
 #include <utility>
 #include <vector>
 

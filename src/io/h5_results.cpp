@@ -404,6 +404,7 @@ CaseResult read_case(hid_t cases_group, const std::string& id, const std::string
       c.deps[i] = DepRecord{flat[3 * i], flat[3 * i + 1], flat[3 * i + 2]};
     }
   }
+  // A file from before rounds were recorded has none: CaseResult::rounds() reads it as one.
   if (H5Lexists(group, "round_iters", H5P_DEFAULT) > 0) {
     H5Id dset = open_dataset(group, "round_iters", 1, dims, w);
     c.round_iters.resize(dims[0]);
@@ -415,8 +416,6 @@ CaseResult read_case(hid_t cases_group, const std::string& id, const std::string
       throw InputError("'" + path + "': " + w.what + " has rounds of " + std::to_string(sum) +
                        " iterations in all, not its " + std::to_string(c.iters));
     }
-  } else if (c.iters > 0) {
-    c.round_iters = {c.iters};  // files from before rounds were recorded: one round
   }
   const hsize_t tasks = static_cast<hsize_t>(c.max_tasks);
   const std::pair<const char*, std::vector<double>*> timings[] = {{"task_start", &c.task_start},

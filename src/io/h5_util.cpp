@@ -177,13 +177,15 @@ double read_attr_f64(hid_t obj, const char* name, const Where& w) {
 }
 
 void write_dataset(hid_t loc, const char* name, hid_t file_type, hid_t mem_type,
-                   const std::vector<hsize_t>& dims, const void* data, const Where& w) {
-  H5Id space(check_id(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), nullptr), w,
+                   const std::vector<hsize_t>& dims, const void* data, const Where& w,
+                   const hsize_t* max_dims, hid_t create_plist) {
+  H5Id space(check_id(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), max_dims), w,
                       "creating a dataspace"),
              H5Sclose);
-  H5Id dset(check_id(H5Dcreate2(loc, name, file_type, space, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
-                     w, std::string("creating dataset '") + name + "'"),
-            H5Dclose);
+  H5Id dset(
+      check_id(H5Dcreate2(loc, name, file_type, space, H5P_DEFAULT, create_plist, H5P_DEFAULT), w,
+               std::string("creating dataset '") + name + "'"),
+      H5Dclose);
   hsize_t count = 1;
   for (hsize_t d : dims) count *= d;
   if (count == 0) return;  // an empty dataset (e.g. deps [0, 3]) has nothing to write
@@ -204,19 +206,9 @@ void write_growing_dataset(hid_t loc, const char* name, hid_t file_type, hid_t m
     row_bytes *= chunk[i];
   }
   chunk[0] = std::clamp<hsize_t>(dims[0], 1, std::max<hsize_t>((256 << 10) / row_bytes, 1));
-  H5Id space(check_id(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), max_dims.data()),
-                      w, "creating a dataspace"),
-             H5Sclose);
   H5Id dcpl(check_id(H5Pcreate(H5P_DATASET_CREATE), w, "creating a property list"), H5Pclose);
   check(H5Pset_chunk(dcpl, static_cast<int>(chunk.size()), chunk.data()), w, "choosing chunks");
-  H5Id dset(check_id(H5Dcreate2(loc, name, file_type, space, H5P_DEFAULT, dcpl, H5P_DEFAULT), w,
-                     std::string("creating dataset '") + name + "'"),
-            H5Dclose);
-  hsize_t count = 1;
-  for (hsize_t d : dims) count *= d;
-  if (count == 0) return;
-  check(H5Dwrite(dset, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data), w,
-        std::string("writing dataset '") + name + "'");
+  write_dataset(loc, name, file_type, mem_type, dims, data, w, max_dims.data(), dcpl);
 }
 
 void append_to_dataset(hid_t loc, const char* name, hid_t mem_type, hsize_t rows, const void* data,

@@ -73,8 +73,10 @@ int64_t read_attr_i64(hid_t obj, const char* name, const Where& w);
 double read_attr_f64(hid_t obj, const char* name, const Where& w);
 
 // Datasets of any rank, and a group's member names.
+// max_dims, create_plist: as H5Screate_simple and H5Dcreate2 take them (write_growing_dataset).
 void write_dataset(hid_t loc, const char* name, hid_t file_type, hid_t mem_type,
-                   const std::vector<hsize_t>& dims, const void* data, const Where& w);
+                   const std::vector<hsize_t>& dims, const void* data, const Where& w,
+                   const hsize_t* max_dims = nullptr, hid_t create_plist = H5P_DEFAULT);
 // A dataset whose first dimension grows (a case's iterations, round by round): chunked, with
 // no limit on that dimension. `dims` is its starting size.
 void write_growing_dataset(hid_t loc, const char* name, hid_t file_type, hid_t mem_type,

@@ -166,10 +166,11 @@ class TraceWriter {
 
   void write_iteration(const CaseResult& c, int iter, Nanos origin) {
     const size_t per_iter = static_cast<size_t>(c.world) * c.max_tasks;
-    // rt: a row of c.tasks, the (rank, task) the accessors' timing_index() adds iterations to.
+    // rt: a row of c.tasks; the iteration's times lie at the same rows from `base` on.
+    const size_t base = c.timing_index(iter, 0, 0);
     auto timed = [&](size_t rt, Nanos& start, Nanos& end) {
-      const double s = c.task_start[c.timing_index(iter, 0, 0) + rt];
-      const double e = c.task_end[c.timing_index(iter, 0, 0) + rt];
+      const double s = c.task_start[base + rt];
+      const double e = c.task_end[base + rt];
       if (!std::isfinite(s) || !std::isfinite(e)) return false;
       start = origin + to_nanos(s);
       end = std::max(start, origin + to_nanos(e));

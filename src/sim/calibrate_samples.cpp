@@ -229,7 +229,7 @@ void collect_case(const CaseView& v, Collected& out) {
   const CaseResult& c = *v.c;
   // A case whose plans did not regenerate has no strategy: it overlaps nothing known.
   const StrategyRole role = v.strategy ? v.strategy->role : StrategyRole::overlapping;
-  const bool reference = v.strategy && role == StrategyRole::compute_reference;
+  const bool reference = role == StrategyRole::compute_reference;
   const bool overlaps = v.strategy && role == StrategyRole::overlapping;
   const int iters = v.iters();
   // A step lasts as long as its slowest rank, so a GEMM's sample for an iteration is its

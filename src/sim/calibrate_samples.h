@@ -55,8 +55,6 @@ struct CaseView {
   int iters() const { return c->timed_iters(); }
 };
 
-// Regenerates the case's plans; an empty string when they match the recorded tasks, else why
-
 // Regenerates the case's plans into `v`; an empty string when they match the recorded tasks,
 // else why not.
 std::string regenerate(CaseView& v);
