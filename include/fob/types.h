@@ -30,6 +30,7 @@ class RuntimeFault : public std::runtime_error {
 enum class DType : uint8_t { fp32, fp64, bf16, fp16 };
 const char* to_string(DType dtype);
 DType parse_dtype(const std::string& text);  // throws InputError naming the choices
+std::string dtype_choices();                 // "fp32, fp64, bf16, fp16"
 int dtype_bytes(DType dtype);
 
 // ag_gemm_w: FSDP/ZeRO-3 weight all-gather; gemm_rs_grad: data-parallel weight-gradient
@@ -53,6 +54,7 @@ inline constexpr Workload kAllWorkloads[] = {
     Workload::gemm_rs_grad, Workload::gemm_ar, Workload::mlp_bwd, Workload::attn};
 const char* to_string(Workload workload);
 Workload parse_workload(const std::string& text);
+std::string workload_choices();  // every workload, comma separated
 
 // Problem shape. Tokens M = batch * seq; the FFN width defaults to 4 * hidden. Rows of every
 // [M, .] tensor are batch-major: token t of sequence b is row b * seq + t.

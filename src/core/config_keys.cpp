@@ -27,15 +27,6 @@ ConfigValue flag(bool b) {
   return v;
 }
 
-std::string workload_choices() {
-  std::string out;
-  for (Workload w : kAllWorkloads) out += (out.empty() ? "" : ", ") + std::string(to_string(w));
-  return out;
-}
-
-std::string dtype_choices() {
-  return "fp32, fp64, bf16, fp16";
-}
 std::string backend_choices() {
   return "auto, cpu, cuda";
 }

@@ -18,11 +18,21 @@ const char* to_string(DType dtype) {
   return "?";
 }
 
+namespace {
+constexpr DType kAllDTypes[] = {DType::fp32, DType::fp64, DType::bf16, DType::fp16};
+}  // namespace
+
+std::string dtype_choices() {
+  std::string out;
+  for (DType d : kAllDTypes) out += (out.empty() ? "" : ", ") + std::string(to_string(d));
+  return out;
+}
+
 DType parse_dtype(const std::string& text) {
-  for (DType d : {DType::fp32, DType::fp64, DType::bf16, DType::fp16}) {
+  for (DType d : kAllDTypes) {
     if (text == to_string(d)) return d;
   }
-  throw InputError("dtype: '" + text + "' is not a dtype; valid: fp32, fp64, bf16, fp16");
+  throw InputError("dtype: '" + text + "' is not a dtype; valid: " + dtype_choices());
 }
 
 int dtype_bytes(DType dtype) {
@@ -60,13 +70,17 @@ const char* to_string(Workload workload) {
   return "?";
 }
 
+std::string workload_choices() {
+  std::string out;
+  for (Workload w : kAllWorkloads) out += (out.empty() ? "" : ", ") + std::string(to_string(w));
+  return out;
+}
+
 Workload parse_workload(const std::string& text) {
-  std::string choices;
   for (Workload w : kAllWorkloads) {
     if (text == to_string(w)) return w;
-    choices += (choices.empty() ? "" : ", ") + std::string(to_string(w));
   }
-  throw InputError("workload: '" + text + "' is not a workload; valid: " + choices);
+  throw InputError("workload: '" + text + "' is not a workload; valid: " + workload_choices());
 }
 
 }  // namespace fob

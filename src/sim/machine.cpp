@@ -27,8 +27,6 @@ const char* const kLinkKeys = "name, latency_us, gbytes_per_s";
 const char* const kTopologyKeys = "ranks_per_node, intra_node, inter_node";
 const char* const kContentionKeys = "gemm, transfer, comm_start_us";
 const char* const kLaunchKeys = "compute, comm";
-const char* const kDTypes = "fp32, fp64, bf16, fp16";
-
 class Reader {
  public:
   explicit Reader(std::string file) : file_(std::move(file)) {}
@@ -209,7 +207,7 @@ Machine parse_machine(const std::string& yaml_text, const std::string& source) {
     r.fail(compute, "compute",
            std::string("must map dtypes to {peak_tflops, memory_gbytes_per_s, "
                        "gemm_efficiency}; valid dtypes: ") +
-               kDTypes);
+               dtype_choices());
   }
   std::set<std::string> dtypes_seen;
   for (const auto& kv : compute) {
@@ -222,7 +220,7 @@ Machine parse_machine(const std::string& yaml_text, const std::string& source) {
       dtype = parse_dtype(name);
     } catch (const InputError&) {
       throw InputError(r.at(kv.first) + ": compute: '" + name +
-                       "' is not a dtype; valid: " + kDTypes);
+                       "' is not a dtype; valid: " + dtype_choices());
     }
     m.compute[dtype] = read_compute(r, kv.second, "compute." + name);
   }
