@@ -16,6 +16,14 @@ std::string utc_now(const char* format) {
   return text;
 }
 
+std::optional<std::string> given(const RunArgs& args, const char* key) {
+  std::optional<std::string> value;
+  for (const ConfigSetting& s : args.settings) {
+    if (std::string(s.key->name) == key) value = s.value.text;
+  }
+  return value;
+}
+
 Config load_config(const RunArgs& args,
                    const std::function<std::string(const std::string& path)>& read) {
   Config config;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,10 @@ namespace fob {
 
 // The current UTC time in strftime `format`.
 std::string utc_now(const char* format);
+
+// The value of config key `key` given on the command line (the last one), if any: the resume
+// check and `sim` ask whether -o was given before there is a config.
+std::optional<std::string> given(const RunArgs& args, const char* key);
 
 // The config `run` and `sim` share: the YAML file (read with `read`, which `run` makes a
 // broadcast from rank 0), then the command line over it, validated. InputError names the key.

@@ -15,8 +15,6 @@ namespace fob {
 struct RunArgs {
   std::string config_path;
   std::vector<ConfigSetting> settings;  // config keys given, applied by load_config
-  // -o, also in `settings`: the resume check and `sim` read it before there is a config.
-  std::optional<std::string> output;
   std::optional<std::string> resume;
   std::optional<int> world;
   bool dry_run = false;

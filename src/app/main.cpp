@@ -36,8 +36,6 @@ void optional_option(CLI::App* app, const std::string& flags, std::optional<T>& 
 void config_option(CLI::App* app, const fob::ConfigKey& key, const std::string& help,
                    fob::RunArgs& args) {
   auto keep = [&args, &key](const fob::ConfigValue& value) {
-    // -o is read before there is a config too: the resume check, sim's writer.
-    if (std::string(key.name) == "output") args.output = value.text;
     args.settings.push_back({&key, value});
   };
   if (key.kind == fob::ConfigKind::flag) {

@@ -255,9 +255,10 @@ int run_command(const RunArgs& args) {
         // Checked on a read-only look before the file is opened for writing, so a refused
         // resume leaves it byte for byte as it was.
         const std::string target = partial_target(*args.resume);
-        if (args.output && std::filesystem::absolute(*args.output).lexically_normal() !=
-                               std::filesystem::absolute(target).lexically_normal()) {
-          throw InputError("-o '" + *args.output + "' with --resume '" + *args.resume +
+        const std::optional<std::string> output = given(args, "output");
+        if (output && std::filesystem::absolute(*output).lexically_normal() !=
+                          std::filesystem::absolute(target).lexically_normal()) {
+          throw InputError("-o '" + *output + "' with --resume '" + *args.resume +
                            "': a resumed run finishes its own file, '" + target +
                            "'; give one or the other");
         }

@@ -152,9 +152,9 @@ int sim_command(const SimArgs& args) {
     // where only the timer is compared (fobench compare).
     file.system.timer = "simulated (machine file " + args.machine + ")";
     std::unique_ptr<ResultWriter> writer;
-    if (!args.run.output.value_or("").empty()) {
-      writer =
-          std::make_unique<ResultWriter>(*args.run.output, args.run.force, file.run, file.system);
+    const std::optional<std::string> output = given(args.run, "output");
+    if (!output.value_or("").empty()) {
+      writer = std::make_unique<ResultWriter>(*output, args.run.force, file.run, file.system);
     }
     file.cases = simulate_all(specs, cost);
     if (writer) {
