@@ -77,22 +77,19 @@ Rounds map_finite(const Rounds& rounds, F f) {
 // it. Rounds that do not add up to the iterations (a hand-made case; the reader refuses such a
 // file) say nothing about which iteration ran when, so the case is then one round.
 Rounds step_samples(const CaseResult& c) {
-  if (c.world <= 0 || c.iters <= 0 ||
-      c.step_seconds.size() < static_cast<size_t>(c.iters) * static_cast<size_t>(c.world)) {
-    return {};
-  }
+  const std::vector<double> all = step_times(c);
+  if (all.empty()) return {};
   std::vector<int32_t> sizes = c.rounds();
   const bool sane = std::all_of(sizes.begin(), sizes.end(), [](int32_t n) { return n >= 0; }) &&
                     std::accumulate(sizes.begin(), sizes.end(), int64_t{0}) == c.iters;
   if (!sane) sizes = {c.iters};
   Rounds steps;
-  int i = 0;
+  auto next = all.begin();
   for (const int32_t n : sizes) {
-    std::vector<double> round;
-    for (const int end = i + n; i < end; ++i) round.push_back(c.step(i));
-    steps.push_back(std::move(round));
+    steps.emplace_back(next, next + n);
+    next += n;
   }
-  return map_finite(steps, [](double s) { return s; });
+  return map_finite(steps, [](double s) { return s; });  // only the finite steps
 }
 
 // One file's cases by key, in file order; the first compute_only of a shape is its reference,
