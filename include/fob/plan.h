@@ -21,7 +21,7 @@ const char* to_string(TaskKind kind);
 
 // No all_reduce: plans decompose an all-reduce into a reduce_scatter and an all_gather, so that
 // each half is a task the strategies can overlap and the backends implement once.
-enum class CollectiveOp : uint8_t { none, all_gather, reduce_scatter };
+enum class CollectiveOp : uint8_t { none, all_gather, reduce_scatter, all_to_all };
 const char* to_string(CollectiveOp op);
 
 // How a buffer's contents come to be before an iteration.
@@ -80,6 +80,14 @@ enum class CheckKind : uint8_t {
   grad_w2,           // mlp_bwd: dW2_r = Y_r^T * dZ          [F/N, D]
   grad_w1,           // mlp_bwd: dW1_r = X^T * dY_r          [D, F/N]
   attn_out,          // attn: O_r, attention of this rank's heads over all tokens   [M, D/N]
+  // ulysses. Local rows: this rank's S/N tokens of every sequence, L = M/N of them; "peer
+  // major": one block of L rows per rank j, holding what goes to (or came from) rank j.
+  ulysses_out,      // Z_r = the local rows of O * WO                    [L, D]
+  qkv_projected,    // compute_only: X_r * WQKV_j for every j, peer major    [N*L, 3D/N]
+  input_attn_out,   // compute_only: attention of the input QKV_r (integer input)  [M, D/N]
+  input_out,        // compute_only: the local rows of OA * WO (OA an integer input) [L, D]
+  heads_scattered,  // comm_only: columns r of the input QKV, every row   [M, 3D/N]
+  tokens_gathered,  // comm_only: the local rows of the input OA, peer major  [N*L, D/N]
 };
 const char* to_string(CheckKind kind);
 
@@ -116,6 +124,8 @@ struct Task {
 
   // collective over all ranks. Rank j's block lies at src.row + j*src_stride_rows (reduce
   // scatter input) or dst.row + j*dst_stride_rows (all-gather output); src.rows rows each.
+  // all_to_all: the block at a.row + j*src_stride_rows goes to rank j, and rank j's block for
+  // this rank lands at c.row + j*dst_stride_rows (this rank's own block is copied).
   CollectiveOp op = CollectiveOp::none;
   int64_t src_stride_rows = 0;
   int64_t dst_stride_rows = 0;

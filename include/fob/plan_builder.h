@@ -29,6 +29,8 @@ class PlanBuilder {
   explicit PlanBuilder(Plan& plan);
 
   int world() const { return plan_.world; }
+  // Tasks so far: the next task's id.
+  int task_count() const { return static_cast<int>(plan_.tasks.size()); }
   int rank() const { return plan_.rank; }
   // Ring and pair neighbours, mod world.
   int peer(int offset) const {
@@ -64,6 +66,12 @@ class PlanBuilder {
   // into this rank's `dst` view.
   int reduce_scatter(int src, int64_t src_row, int64_t src_stride, const View& dst,
                      std::string label);
+
+  // All-to-all: the block of `block_rows` rows at src_row + j * src_stride of `src` goes to
+  // rank j, and rank j's block for this rank lands at dst_row + j * dst_stride of `dst` (this
+  // rank's own block is copied, as NCCL's all-to-all sends it to itself).
+  int all_to_all(int src, int64_t src_row, int64_t src_stride, int dst, int64_t dst_row,
+                 int64_t dst_stride, int64_t block_rows, std::string label);
 
   // An extra ordering edge that the data does not imply (e.g. decompose's lock-step).
   void depend(int task, int on);

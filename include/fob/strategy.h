@@ -33,6 +33,36 @@ struct RsProblem {
   std::function<void(PlanBuilder& builder, int64_t row, int64_t rows)> produce_h;
 };
 
+// Ulysses (DeepSpeed's sequence parallelism): rank r holds S/N `tokens` of each of `batch`
+// sequences, L = batch * tokens local rows. The QKV projection makes, for every rank j, the
+// local rows' Q, K and V of j's heads; all-to-all #1 gives each rank its heads over every
+// token; all-to-all #2 returns the attention output O to the tokens' owners; Z = sum over j of
+// O_j (this rank's tokens, rank j's heads) * WO_j.
+// Two row layouts: "peer major" rows j*L + b*tokens + t (one block per rank j) and "sequence
+// major" rows b*seq + j*tokens + t (whole sequences, batch-major as every [M, .] tensor).
+struct A2aProblem {
+  int x = -1;         // [L, D] this rank's tokens
+  int wqkv = -1;      // [D, N*G] every rank's Q | K | V columns, rank j's at j*G
+  int qkv_send = -1;  // [N*L, G] peer major: what goes to rank j
+  int qkv = -1;       // [M, G] sequence major: this rank's heads over every token
+  int o = -1;         // [M, Dn] sequence major: attention output of this rank's heads
+  int o_recv = -1;    // [N*L, Dn] peer major: rank j's heads for this rank's tokens
+  int wo = -1;        // [D, D] rank j's heads are rows j*Dn
+  int z = -1;         // [L, D] output
+  int64_t batch = 0, seq = 0, tokens = 0, hidden = 0;
+  int64_t qkv_width = 0;   // G = 3D/N
+  int64_t head_width = 0;  // Dn = D/N
+  // Set for query-split strategies: emits the tasks computing rows [row, row + rows) of `o`.
+  std::function<void(PlanBuilder& builder, int64_t row, int64_t rows)> produce_o;
+
+  int64_t local_rows() const { return batch * tokens; }
+  int64_t peer_row(int j, int64_t local) const { return j * local_rows() + local; }
+  // Where local row `local` (sequence local / tokens) of rank j lies in a sequence-major buffer.
+  int64_t seq_row(int j, int64_t local) const {
+    return local / tokens * seq + j * tokens + local % tokens;
+  }
+};
+
 // Tags of an all-reduce's all-gather half, apart from its reduce-scatter half's.
 inline constexpr int kAllGatherTag = 1 << 16;
 
@@ -57,6 +87,10 @@ struct Strategy {
   std::array<int, 8> tune_params{};
   void (*all_gather_gemm)(PlanBuilder& builder, const AgProblem& problem, int param) = nullptr;
   void (*gemm_reduce_scatter)(PlanBuilder& builder, const RsProblem& problem, int param) = nullptr;
+  // Ulysses' two halves: QKV projection + all-to-all #1, then all-to-all #2 + output
+  // projection. nullptr: the strategy does not run ulysses.
+  void (*gemm_all_to_all)(PlanBuilder& builder, const A2aProblem& problem, int param) = nullptr;
+  void (*all_to_all_gemm)(PlanBuilder& builder, const A2aProblem& problem, int param) = nullptr;
   // All-gather of the blocks of `x` in place, no GEMM: the second half of an all-reduce
   // decomposed as reduce-scatter + all-gather (gemm_ar).
   void (*all_gather_blocks)(PlanBuilder& builder, const AgProblem& problem, int param) = nullptr;
@@ -82,8 +116,11 @@ struct Strategy {
   }
 };
 
-// Whether `strategy` can run `workload` (query split needs a computed H: attention).
+// Whether `strategy` can run `workload` (query split needs a computed H: attention; ulysses
+// needs the all-to-all halves).
 bool strategy_applies(const Strategy& strategy, Workload workload);
+// The workloads it applies to, comma separated, for messages.
+std::string applicable_workloads(const Strategy& strategy);
 
 // All-gather of blocks as direct exchanges with every other rank, sub-slice by sub-slice (m):
 // flash_direct's own, and flash's for an all-reduce's second half.

@@ -39,6 +39,8 @@ int dtype_bytes(DType dtype);
 // mlp_bwd: the backward pass of the TPSP MLP.
 // attn: the TPSP attention block (all-gather, QKV projection, attention, output projection,
 // reduce-scatter).
+// ulysses: DeepSpeed-Ulysses sequence parallelism (QKV projection, all-to-all to heads,
+// attention over the whole sequence, all-to-all back to tokens, output projection).
 enum class Workload : uint8_t {
   ag_gemm,
   gemm_rs,
@@ -47,11 +49,13 @@ enum class Workload : uint8_t {
   gemm_rs_grad,
   gemm_ar,
   mlp_bwd,
-  attn
+  attn,
+  ulysses
 };
 inline constexpr Workload kAllWorkloads[] = {
-    Workload::ag_gemm,      Workload::gemm_rs, Workload::mlp,     Workload::ag_gemm_w,
-    Workload::gemm_rs_grad, Workload::gemm_ar, Workload::mlp_bwd, Workload::attn};
+    Workload::ag_gemm,   Workload::gemm_rs,      Workload::mlp,
+    Workload::ag_gemm_w, Workload::gemm_rs_grad, Workload::gemm_ar,
+    Workload::mlp_bwd,   Workload::attn,         Workload::ulysses};
 const char* to_string(Workload workload);
 Workload parse_workload(const std::string& text);
 std::string workload_choices();  // every workload, comma separated

@@ -35,6 +35,10 @@ struct CaseSpec {
 //   attn          QKV_r = AllGather(X) * WQKV_r [M, 3D/N] (this rank's heads: Q | K | V),
 //                 O_r = softmax(Q K^T / sqrt(dh)) V per sequence and head [M, D/N],
 //                 Z = ReduceScatter(O_r * WO_r): Megatron's TPSP attention block
+//   ulysses       QKV = X_r * WQKV for every rank's heads, all-to-all to this rank's heads over
+//                 every token, O_r as attn's, all-to-all back to this rank's tokens,
+//                 Z_r = sum_j O_(tokens r, heads j) * WO_j: DeepSpeed-Ulysses (no has_ag/has_rs;
+//                 strategy.h's A2aProblem)
 struct Geometry {
   int64_t m = 0, d = 0, f = 0;
   int64_t ag_f = 0;  // the all-gather GEMM's output width over all ranks (attn: 3D; else f)
@@ -49,6 +53,7 @@ struct Geometry {
   bool all_reduce = false;  // gemm_ar: every rank ends with every reduced block
   bool backward = false;    // mlp_bwd: weight gradients and a second gather of X as well
   bool attention = false;   // attn: H is the attention of the all-gather GEMM's Q, K and V
+  bool all_to_all = false;  // ulysses: m is split by tokens of every sequence, heads exchanged
   int64_t seq = 0, heads = 0, head_dim = 0;
 };
 Geometry geometry(Workload workload, const Shape& shape);

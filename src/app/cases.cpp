@@ -57,15 +57,15 @@ std::vector<CaseSpec> make_cases(const Config& c, int world) {
 
 namespace {
 
-// A strategy asked for must run somewhere: flash_qs in a sweep without attn is a mistake.
+// A strategy asked for must run somewhere: flash_qs in a sweep without attention is a mistake.
 void check_strategies_apply(const std::vector<Config>& points) {
   for (const std::string& s : points.front().strategies) {
     const Strategy& strategy = *parse_strategy(s).strategy;
     bool somewhere = false;
     for (const Config& point : points) somewhere |= strategy_applies(strategy, point.workload);
     if (!somewhere) {
-      throw InputError("strategies: '" + s + "' splits attention queries and applies to " +
-                       "workload attn only; this run has no attn case (valid workload: attn)");
+      throw InputError("strategies: '" + s + "' applies to workload " +
+                       applicable_workloads(strategy) + " only, and this run has no such case");
     }
   }
 }

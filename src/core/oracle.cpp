@@ -53,8 +53,10 @@ Matrix multiply(const Matrix& a, const Matrix& b) {
 // are columns of X * WQKV_j, and every sequence attends over itself, in double with the
 // textbook softmax. WQKV is a selection matrix, so each column of QKV is a signed column of X;
 // only the sequences the rows touch are computed.
+// With `qkv_input` set, Q, K and V are that integer input tensor's columns instead (ulysses'
+// compute_only, whose all-to-all does not run).
 Matrix attention_output(const Source& src, const Geometry& g, int64_t n, int64_t j, int64_t row0,
-                        int64_t rows) {
+                        int64_t rows, const char* qkv_input = nullptr) {
   const int64_t width = g.d / n;
   const int64_t s = g.seq, dh = g.head_dim;
   const int64_t first_seq = row0 / s * s;
@@ -62,6 +64,12 @@ Matrix attention_output(const Source& src, const Geometry& g, int64_t n, int64_t
   Matrix qkv(end_seq - first_seq, 3 * width);
   for (int64_t c = 0; c < 3 * width; ++c) {
     const int64_t col = j * 3 * width + c;
+    if (qkv_input) {
+      for (int64_t t = first_seq; t < end_seq; ++t) {
+        qkv.at(t - first_seq, c) = input_value(src.seed, qkv_input, t, col, 0, src.period);
+      }
+      continue;
+    }
     const auto [pick, sign] =
         selection_entry(src.seed, g.w1, src.period > 0 ? col % src.period : col, g.d);
     for (int64_t t = first_seq; t < end_seq; ++t) {
@@ -134,7 +142,53 @@ std::vector<double> expected_output(const Plan& plan, const OutputCheck& check, 
                     global_slice(src, g.w1, 0, d, col0, cols));
   };
 
+  // Ulysses: the rows of this rank's tokens (S/N of every sequence) of a [m, .] matrix, made by
+  // part(row0, rows); per rank j (block j, peer major) when it depends on j.
+  const int64_t tokens = g.seq > 0 ? g.seq / n : 0;
+  auto local_rows = [&](const std::function<Matrix(int64_t, int64_t)>& part) {
+    std::vector<double> out;
+    for (int64_t s = 0; s * g.seq < m; ++s) {
+      const Matrix piece = part(s * g.seq + r * tokens, tokens);
+      out.insert(out.end(), piece.v.begin(), piece.v.end());
+    }
+    return out;
+  };
+  auto peer_major = [&](const std::function<Matrix(int64_t, int64_t, int64_t)>& part) {
+    std::vector<double> out;
+    for (int64_t j = 0; j < n; ++j) {
+      const std::vector<double> block =
+          local_rows([&](int64_t row0, int64_t rows) { return part(j, row0, rows); });
+      out.insert(out.end(), block.begin(), block.end());
+    }
+    return out;
+  };
+  const int64_t qkv_width = g.ag_f / n;
+
   switch (check.kind) {
+    case CheckKind::ulysses_out: {
+      const Matrix wo = global_slice(src, g.w2, 0, d, 0, d);
+      return local_rows(
+          [&](int64_t row0, int64_t rows) { return multiply(h_slice(row0, rows, 0, f), wo); });
+    }
+    case CheckKind::input_out: {
+      const Matrix wo = global_slice(src, g.w2, 0, d, 0, d);
+      return local_rows([&](int64_t row0, int64_t rows) {
+        return multiply(global_slice(src, "OA", row0, rows, 0, d), wo);
+      });
+    }
+    case CheckKind::qkv_projected:
+      return peer_major([&](int64_t j, int64_t row0, int64_t rows) {
+        return multiply(global_slice(src, g.x, row0, rows, 0, d),
+                        global_slice(src, g.w1, 0, d, j * qkv_width, qkv_width, d));
+      });
+    case CheckKind::input_attn_out:
+      return attention_output(src, g, n, r, 0, m, "QKV").v;
+    case CheckKind::heads_scattered:
+      return global_slice(src, "QKV", 0, m, r * qkv_width, qkv_width).v;
+    case CheckKind::tokens_gathered:
+      return peer_major([&](int64_t j, int64_t row0, int64_t rows) {
+        return global_slice(src, "OA", row0, rows, j * f_local, f_local);
+      });
     case CheckKind::gathered:
       return global_slice(src, g.x, 0, m, 0, d).v;
     case CheckKind::ag_out: {

@@ -1,5 +1,7 @@
 #include "fob/plan.h"
 
+#include "fob/workload.h"
+
 #include <iomanip>
 #include <ostream>
 
@@ -39,6 +41,8 @@ const char* to_string(CollectiveOp op) {
       return "all_gather";
     case CollectiveOp::reduce_scatter:
       return "reduce_scatter";
+    case CollectiveOp::all_to_all:
+      return "all_to_all";
   }
   return "?";
 }
@@ -67,6 +71,18 @@ const char* to_string(CheckKind kind) {
       return "X^T * dY";
     case CheckKind::attn_out:
       return "attention O";
+    case CheckKind::ulysses_out:
+      return "local rows of O*WO";
+    case CheckKind::qkv_projected:
+      return "X_r*WQKV";
+    case CheckKind::input_attn_out:
+      return "attention of input QKV";
+    case CheckKind::input_out:
+      return "local rows of OA*WO";
+    case CheckKind::heads_scattered:
+      return "all-to-all of QKV";
+    case CheckKind::tokens_gathered:
+      return "all-to-all of OA";
   }
   return "?";
 }
@@ -110,8 +126,9 @@ std::string view_text(const Plan& plan, const View& v) {
 void print_plan(std::ostream& out, const Plan& plan) {
   out << "rank " << plan.rank << "/" << plan.world << "  " << to_string(plan.workload) << "  "
       << plan.strategy.text << "  M=" << plan.shape.tokens() << " D=" << plan.shape.hidden
-      << (plan.workload == Workload::attn ? " heads=" + std::to_string(plan.shape.head_count())
-                                          : " F=" + std::to_string(plan.shape.ffn))
+      << (geometry(plan.workload, plan.shape).attention
+              ? " heads=" + std::to_string(plan.shape.head_count())
+              : " F=" + std::to_string(plan.shape.ffn))
       << " " << to_string(plan.dtype);
   if (plan.input_period > 0) out << "  loopback: inputs repeat every " << plan.input_period;
   out << "\n";

@@ -258,6 +258,29 @@ int PlanBuilder::reduce_scatter(int src, int64_t src_row, int64_t src_stride, co
   return add_task(std::move(t), access);
 }
 
+int PlanBuilder::all_to_all(int src, int64_t src_row, int64_t src_stride, int dst, int64_t dst_row,
+                            int64_t dst_stride, int64_t block_rows, std::string label) {
+  if (cols(src) != cols(dst)) throw std::logic_error(label + ": all-to-all between widths");
+  Task t;
+  t.stream = StreamId::comm;
+  t.kind = TaskKind::collective;
+  t.op = CollectiveOp::all_to_all;
+  t.label = std::move(label);
+  t.a = View{src, src_row, block_rows};
+  t.c = View{dst, dst_row, block_rows};
+  t.src_stride_rows = src_stride;
+  t.dst_stride_rows = dst_stride;
+  // Every rank sends one block to each of the N-1 others.
+  t.bytes = (world() - 1) * block_rows * cols(src) * elem_bytes();
+  Access& access = fresh_access();
+  for (int j = 0; j < world(); ++j) {
+    const int64_t from = src_row + j * src_stride, to = dst_row + j * dst_stride;
+    access.reads.push_back({src, from, from + block_rows});
+    access.writes.push_back({dst, to, to + block_rows});
+  }
+  return add_task(std::move(t), access);
+}
+
 void PlanBuilder::depend(int task, int on) {
   std::vector<int>& deps = plan_.tasks.at(task).deps;
   if (on >= task) throw std::logic_error("dependency must point to an earlier task");

@@ -66,6 +66,8 @@ const char* to_string(Workload workload) {
       return "mlp_bwd";
     case Workload::attn:
       return "attn";
+    case Workload::ulysses:
+      return "ulysses";
   }
   return "?";
 }

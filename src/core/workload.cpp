@@ -1,5 +1,7 @@
 #include "fob/workload.h"
 
+#include "ulysses_plan.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -66,6 +68,17 @@ Geometry geometry(Workload workload, const Shape& shape) {
       g.h = "O";
       g.w2 = "WO";
       break;
+    case Workload::ulysses:
+      // attn's tensors; the tokens are split instead of gathered, and heads are exchanged.
+      g.all_to_all = true;
+      g.attention = true;
+      g.f = shape.hidden;
+      g.ag_f = 3 * shape.hidden;
+      g.f_key = "hidden";
+      g.w1 = "WQKV";
+      g.h = "O";
+      g.w2 = "WO";
+      break;
   }
   if (g.ag_f == 0) g.ag_f = g.f;
   g.seq = shape.seq;
@@ -100,6 +113,11 @@ void validate_case(const CaseSpec& spec) {
                        " splits it across ranks); choose a multiple of " + world);
     }
   }
+  if (g.all_to_all && s.seq % spec.world != 0) {
+    throw InputError(
+        "seq: " + std::to_string(s.seq) + " does not divide by the world size " + world +
+        " (ulysses splits every sequence across ranks); choose a multiple of " + world);
+  }
   if (g.attention) {
     const std::string heads = std::to_string(g.heads);
     if (s.heads < 0) throw InputError("heads: " + std::to_string(s.heads) + " must be at least 1");
@@ -114,8 +132,9 @@ void validate_case(const CaseSpec& spec) {
                        "; choose a divisor of hidden");
     }
     if (g.heads % spec.world != 0) {
-      throw InputError("heads: " + heads + " does not divide by the world size " + world +
-                       " (attn splits the heads across ranks); choose a multiple of " + world);
+      throw InputError("heads: " + heads + " does not divide by the world size " + world + " (" +
+                       to_string(spec.workload) +
+                       " splits the heads across ranks); choose a multiple of " + world);
     }
     // A sequence's scores, seq x seq per head, are one buffer: past 2^50 elements its byte
     // count would wrap (config.cpp bounds the other tensors the same way).
@@ -132,8 +151,8 @@ void validate_case(const CaseSpec& spec) {
   const int64_t block = g.m / spec.world;
   const Strategy* strategy = spec.strategy.strategy;
   if (strategy && !strategy_applies(*strategy, spec.workload)) {
-    throw InputError("strategies: '" + spec.strategy.text + "' splits attention queries and " +
-                     "applies to workload attn only, not " + to_string(spec.workload));
+    throw InputError("strategies: '" + spec.strategy.text + "' applies to workload " +
+                     applicable_workloads(*strategy) + " only, not " + to_string(spec.workload));
   }
   if (strategy && strategy->param_name && spec.strategy.param > block) {
     throw InputError("strategies: '" + spec.strategy.text + "': " + strategy->param_name + " = " +
@@ -148,6 +167,8 @@ int64_t loopback_period(const CaseSpec& spec) {
   const int64_t n = spec.world;
   int64_t period = std::gcd(std::gcd(g.m / n, g.d), std::gcd(g.f / n, g.ag_f / n));
   if (g.attention) period = std::gcd(period, g.seq);
+  // Ulysses exchanges each rank's part of a sequence: those must be equal too.
+  if (g.all_to_all) period = std::gcd(period, g.seq / n);
   if (period < 2) {
     throw InputError("loopback: the shards of this shape at world " + std::to_string(n) +
                      " have no common period above 1 (" + g.m_key + "/world, hidden, " + g.f_key +
@@ -179,6 +200,7 @@ Plan make_plan(const CaseSpec& spec, int rank) {
   const bool is_comm_only = strategy.role == StrategyRole::comm_reference;
 
   const int64_t ag_f_local = g.ag_f / spec.world;
+  if (g.all_to_all) build_ulysses(b, spec, g);
   int y = -1;
   if (g.has_ag) {
     AgProblem ag;

@@ -1,4 +1,5 @@
 // The paper's "vanilla": one blocking collective and one full GEMM; nothing overlaps.
+#include "a2a_pieces.h"
 #include "fob/strategy.h"
 
 namespace fob {
@@ -24,6 +25,20 @@ void all_gather_blocks(PlanBuilder& b, const AgProblem& p, int /*param*/) {
   if (b.world() > 1) b.all_gather(p.x, 0, p.block, p.block, "all-gather Z");
 }
 
+// Ulysses as DeepSpeed runs it: the whole projection, then one blocking all-to-all (per
+// sequence: rows are batch-major); the second all-to-all, then the whole output projection.
+void gemm_all_to_all(PlanBuilder& b, const A2aProblem& p, int /*param*/) {
+  project_qkv_all(b, p, 0, p.local_rows(), "QKV = X*WQKV");
+  all_to_all_qkv(b, p, 0, p.local_rows(), "all-to-all QKV");
+}
+
+void all_to_all_gemm(PlanBuilder& b, const A2aProblem& p, int /*param*/) {
+  all_to_all_o(b, p, 0, p.local_rows(), "all-to-all O");
+  for (int j = 0; j < b.world(); ++j) {
+    project_out(b, p, j, 0, p.local_rows(), j > 0, "Z += O heads " + std::to_string(j) + " * WO");
+  }
+}
+
 }  // namespace
 
 extern const Strategy kBaseline = {
@@ -32,6 +47,8 @@ extern const Strategy kBaseline = {
     .role = StrategyRole::serial_baseline,
     .all_gather_gemm = all_gather_gemm,
     .gemm_reduce_scatter = gemm_reduce_scatter,
+    .gemm_all_to_all = gemm_all_to_all,
+    .all_to_all_gemm = all_to_all_gemm,
     .all_gather_blocks = all_gather_blocks,
 };
 

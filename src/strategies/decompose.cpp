@@ -2,7 +2,10 @@
 // steps. A step's transfer starts only when the previous step's compute and transfer have both
 // finished; that loop-carried dependency is what Flash-Overlap removes.
 #include <string>
+#include <utility>
+#include <vector>
 
+#include "a2a_pieces.h"
 #include "fob/strategy.h"
 
 namespace fob {
@@ -58,6 +61,53 @@ void all_gather_blocks(PlanBuilder& b, const AgProblem& p, int /*param*/) {
   }
 }
 
+// Ulysses, #1: step 0 projects the piece for r+1; step k sends it (to r+k, receiving from r-k)
+// while projecting the next one, this rank's own last. #2: step 0 multiplies the own heads
+// while the first pair is exchanged; step k multiplies the heads received in step k. Every
+// step waits for both tasks of the one before.
+void gemm_all_to_all(PlanBuilder& b, const A2aProblem& p, int /*param*/) {
+  const int n = b.world();
+  const int64_t rows = p.local_rows();
+  if (n == 1) return project_qkv_own(b, p, 0, rows, "QKV own heads");
+  project_qkv(b, p, b.peer(1), 0, rows, "QKV for " + std::to_string(b.peer(1)));
+  std::vector<int> previous;  // the exchanges of the step before
+  for (int k = 1; k < n; ++k) {
+    // The transfer waits for the piece it carries, the previous step's GEMM, by its data.
+    std::vector<int> exchanged = exchange_qkv(b, p, b.peer(k), b.peer(-k), 0, rows, k,
+                                              "QKV to " + std::to_string(b.peer(k)));
+    const int first = b.task_count();
+    if (k < n - 1) {
+      project_qkv(b, p, b.peer(k + 1), 0, rows, "QKV for " + std::to_string(b.peer(k + 1)));
+    } else {
+      project_qkv_own(b, p, 0, rows, "QKV own heads");
+    }
+    for (int t = first; t < b.task_count(); ++t) {
+      for (int x : previous) b.depend(t, x);
+    }
+    previous = std::move(exchanged);
+  }
+}
+
+void all_to_all_gemm(PlanBuilder& b, const A2aProblem& p, int /*param*/) {
+  const int n = b.world();
+  const int64_t rows = p.local_rows();
+  std::vector<int> last;  // the GEMMs of the latest step
+  const int first = b.task_count();
+  project_out_own(b, p, 0, rows, false, "Z = O own heads * WO");
+  for (int t = first; t < b.task_count(); ++t) last.push_back(t);
+  std::vector<int> older;  // the GEMMs of the step before it
+  for (int k = 1; k < n; ++k) {
+    const int from = b.peer(-k);
+    // Exchange k runs beside the GEMM of step k-1 and waits for the one of step k-2.
+    for (int x : exchange_o(b, p, b.peer(k), from, 0, rows, kSecondAllToAllTag + k,
+                            "O to " + std::to_string(b.peer(k)))) {
+      for (int g : older) b.depend(x, g);
+    }
+    older = std::move(last);
+    last = {project_out(b, p, from, 0, rows, true, "Z += O heads " + std::to_string(from))};
+  }
+}
+
 }  // namespace
 
 extern const Strategy kDecompose = {
@@ -66,6 +116,8 @@ extern const Strategy kDecompose = {
     .role = StrategyRole::overlapping,
     .all_gather_gemm = all_gather_gemm,
     .gemm_reduce_scatter = gemm_reduce_scatter,
+    .gemm_all_to_all = gemm_all_to_all,
+    .all_to_all_gemm = all_to_all_gemm,
     .all_gather_blocks = all_gather_blocks,
 };
 

@@ -3,6 +3,7 @@
 // last computation touches communication. flash:m pipelines m sub-slices of every block.
 #include <string>
 
+#include "a2a_pieces.h"
 #include "flash.h"
 
 namespace fob {
@@ -80,6 +81,55 @@ void flash_gemm_reduce_scatter(PlanBuilder& b, const RsProblem& p, int m) {
   }
 }
 
+// Flash-All-to-All #1 (derived from the rank-adaptive rule; the paper's text on all-to-all
+// could not be read, see README): the piece for r+1, r+2, ..., r+N-1 is projected just before
+// it is sent, each transfer free-running behind the next projection, and this rank's own heads
+// come last, straight into qkv: the first GEMM waits for nothing and the last needs no
+// transfer. Exchange k also receives rank r-k's piece of this rank's heads.
+void flash_gemm_all_to_all(PlanBuilder& b, const A2aProblem& p, int m) {
+  const int n = b.world();
+  const int64_t rows = p.local_rows();
+  b.reserve_tasks(2 * n * m);
+  for (int k = 1; k < n; ++k) {
+    const int to = b.peer(k);
+    for (int i = 0; i < m; ++i) {
+      const int64_t begin = piece_begin(rows, m, i), sub = piece_rows(rows, m, i);
+      const std::string piece = piece_name(to, i, m);
+      project_qkv(b, p, to, begin, sub, "QKV for " + piece);
+      exchange_qkv(b, p, to, b.peer(-k), begin, sub, k * m + i, "QKV to " + piece);
+    }
+  }
+  project_qkv_own(b, p, 0, rows, "QKV own heads");
+}
+
+// Flash-All-to-All #2: every piece of O goes out as soon as it exists (with query split, its
+// attention is computed just before it is sent, this rank's own tokens last); the output
+// projection starts on the own heads, which need no transfer, and then takes rank r-k's heads
+// in the order their transfers were posted.
+void flash_all_to_all_gemm(PlanBuilder& b, const A2aProblem& p, int m) {
+  const int n = b.world();
+  const int64_t rows = p.local_rows();
+  b.reserve_tasks(2 * n * m);
+  for (int k = 1; k < n; ++k) {
+    const int to = b.peer(k);
+    for (int i = 0; i < m; ++i) {
+      const int64_t begin = piece_begin(rows, m, i), sub = piece_rows(rows, m, i);
+      produce_o_for(b, p, to, begin, sub);
+      exchange_o(b, p, to, b.peer(-k), begin, sub, kSecondAllToAllTag + k * m + i,
+                 "O to " + piece_name(to, i, m));
+    }
+  }
+  produce_o_for(b, p, b.rank(), 0, rows);
+  project_out_own(b, p, 0, rows, false, "Z = O own heads * WO");
+  for (int k = 1; k < n; ++k) {
+    const int from = b.peer(-k);
+    for (int i = 0; i < m; ++i) {
+      const int64_t begin = piece_begin(rows, m, i), sub = piece_rows(rows, m, i);
+      project_out(b, p, from, begin, sub, true, "Z += O heads " + piece_name(from, i, m));
+    }
+  }
+}
+
 extern constinit const Strategy kFlash = {
     .name = "flash",
     .summary = "Flash-Overlap free-running ring, rank-adaptive order",
@@ -89,6 +139,8 @@ extern constinit const Strategy kFlash = {
     .tune_params = {1, 2, 4, 8},
     .all_gather_gemm = flash_all_gather_gemm,
     .gemm_reduce_scatter = flash_gemm_reduce_scatter,
+    .gemm_all_to_all = flash_gemm_all_to_all,
+    .all_to_all_gemm = flash_all_to_all_gemm,
     // As DESIGN.md has it for GEMM + all-reduce.
     .all_gather_blocks = all_gather_blocks_direct,
 };

@@ -2,7 +2,7 @@
 // nothing is forwarded. It separates what the schedule gains from what the ring topology costs.
 #include <string>
 
-#include "fob/strategy.h"
+#include "flash.h"
 
 namespace fob {
 namespace {
@@ -89,6 +89,10 @@ extern const Strategy kFlashDirect = {
     .role = StrategyRole::overlapping,
     .all_gather_gemm = all_gather_gemm,
     .gemm_reduce_scatter = gemm_reduce_scatter,
+    // An all-to-all is direct-to-owner already: Flash-All-to-All's pairs send each piece
+    // straight to its owner, and nothing is forwarded, so the schedule is flash's.
+    .gemm_all_to_all = flash_gemm_all_to_all,
+    .all_to_all_gemm = flash_all_to_all_gemm,
     .all_gather_blocks = all_gather_blocks_direct,
 };
 

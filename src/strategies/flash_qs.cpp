@@ -12,7 +12,7 @@ namespace fob {
 extern const Strategy kFlashQs = [] {
   Strategy s = kFlash;
   s.name = "flash_qs";
-  s.summary = "Flash-Overlap with query-split attention (attn only)";
+  s.summary = "Flash-Overlap with query-split attention (attn, ulysses)";
   s.query_split = true;
   return s;
 }();

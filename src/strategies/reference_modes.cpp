@@ -1,6 +1,9 @@
 // Reference modes, run once per shape: compute_only (the same GEMMs, unsliced, no transfers)
 // gives T_comp; comm_only (the baseline collectives alone) gives T_comm. Together they bound
 // what any overlap can achieve.
+#include <string>
+
+#include "a2a_pieces.h"
 #include "fob/strategy.h"
 
 namespace fob {
@@ -38,9 +41,29 @@ void comm_ag_blocks(PlanBuilder& b, const AgProblem& p, int /*param*/) {
   if (b.world() > 1) b.all_gather(p.x, 0, p.block, p.block, "all-gather Z");
 }
 
+// Ulysses: the projections unsliced (the all-to-all buffers hold input data instead).
+void compute_a2a_in(PlanBuilder& b, const A2aProblem& p, int /*param*/) {
+  project_qkv_all(b, p, 0, p.local_rows(), "QKV = X*WQKV");
+}
+
+void compute_a2a_out(PlanBuilder& b, const A2aProblem& p, int /*param*/) {
+  for (int j = 0; j < b.world(); ++j) {
+    project_out(b, p, j, 0, p.local_rows(), j > 0, "Z += O heads " + std::to_string(j) + " * WO");
+  }
+}
+
+void comm_a2a_in(PlanBuilder& b, const A2aProblem& p, int /*param*/) {
+  all_to_all_qkv(b, p, 0, p.local_rows(), "all-to-all QKV");
+}
+
+void comm_a2a_out(PlanBuilder& b, const A2aProblem& p, int /*param*/) {
+  all_to_all_o(b, p, 0, p.local_rows(), "all-to-all O");
+}
+
 // nccl-tests' sizes: S is the full gathered (or pre-reduce) buffer. In a ring all-gather or
 // reduce-scatter each rank sends (N-1)/N of S, hence S = sent * N / (N-1), and
-// busbw = algbw * (N-1)/N.
+// busbw = algbw * (N-1)/N. An all-to-all (nccl-tests' alltoall) keeps 1/N of S and sends the
+// rest, which gives the same two formulas.
 double ring_bytes(double sent_per_rank, int world) {
   const double n = world;
   return sent_per_rank * n / (n - 1);
@@ -59,6 +82,8 @@ extern const Strategy kComputeOnly = {
     .role = StrategyRole::compute_reference,
     .all_gather_gemm = compute_ag,
     .gemm_reduce_scatter = compute_rs,
+    .gemm_all_to_all = compute_a2a_in,
+    .all_to_all_gemm = compute_a2a_out,
     .all_gather_blocks = no_transfer,
 };
 extern const Strategy kCommOnly = {
@@ -67,6 +92,8 @@ extern const Strategy kCommOnly = {
     .role = StrategyRole::comm_reference,
     .all_gather_gemm = comm_ag,
     .gemm_reduce_scatter = comm_rs,
+    .gemm_all_to_all = comm_a2a_in,
+    .all_to_all_gemm = comm_a2a_out,
     .all_gather_blocks = comm_ag_blocks,
     .collective_bytes = ring_bytes,
     .busbw_factor = ring_factor,

@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "fob/strategy.h"
+#include "fob/workload.h"
 
 namespace fob {
 
@@ -81,7 +82,17 @@ std::vector<std::string> default_strategies() {
 }
 
 bool strategy_applies(const Strategy& strategy, Workload workload) {
+  if (workload == Workload::ulysses) return strategy.gemm_all_to_all && strategy.all_to_all_gemm;
   return !strategy.query_split || workload == Workload::attn;
+}
+
+std::string applicable_workloads(const Strategy& strategy) {
+  std::string text;
+  for (Workload w : kAllWorkloads) {
+    if (strategy_applies(strategy, w))
+      text += (text.empty() ? "" : ", ") + std::string(to_string(w));
+  }
+  return text;
 }
 
 std::string piece_name(int block, int sub, int subs) {

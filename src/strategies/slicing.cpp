@@ -4,6 +4,7 @@
 // unsliced collective.
 #include <string>
 
+#include "a2a_pieces.h"
 #include "fob/strategy.h"
 
 namespace fob {
@@ -50,6 +51,31 @@ void all_gather_blocks(PlanBuilder& b, const AgProblem& p, int chunks) {
   }
 }
 
+// Ulysses: chunk c of every rank's tokens is projected for all heads, then exchanged while
+// chunk c+1 is projected; the last chunk's all-to-all shows. The second half mirrors it: the
+// first chunk's all-to-all shows, the rest hide behind the previous chunk's projection.
+void gemm_all_to_all(PlanBuilder& b, const A2aProblem& p, int chunks) {
+  for (int c = 0; c < chunks; ++c) {
+    const int64_t begin = piece_begin(p.local_rows(), chunks, c);
+    const int64_t rows = piece_rows(p.local_rows(), chunks, c);
+    const std::string n = std::to_string(c);
+    project_qkv_all(b, p, begin, rows, "QKV chunk " + n);
+    all_to_all_qkv(b, p, begin, rows, "all-to-all QKV chunk " + n);
+  }
+}
+
+void all_to_all_gemm(PlanBuilder& b, const A2aProblem& p, int chunks) {
+  for (int c = 0; c < chunks; ++c) {
+    const int64_t begin = piece_begin(p.local_rows(), chunks, c);
+    const int64_t rows = piece_rows(p.local_rows(), chunks, c);
+    const std::string n = std::to_string(c);
+    all_to_all_o(b, p, begin, rows, "all-to-all O chunk " + n);
+    for (int j = 0; j < b.world(); ++j) {
+      project_out(b, p, j, begin, rows, j > 0, "Z chunk " + n + " += heads " + std::to_string(j));
+    }
+  }
+}
+
 }  // namespace
 
 extern const Strategy kSlicing = {
@@ -61,6 +87,8 @@ extern const Strategy kSlicing = {
     .tune_params = {1, 2, 4, 8, 16},
     .all_gather_gemm = all_gather_gemm,
     .gemm_reduce_scatter = gemm_reduce_scatter,
+    .gemm_all_to_all = gemm_all_to_all,
+    .all_to_all_gemm = all_to_all_gemm,
     .all_gather_blocks = all_gather_blocks,
 };
 

@@ -32,7 +32,7 @@ expect_bad indivisible_tokens "batch\*seq" 3 -c "$smoke" --batch 1 --seq 10
 expect_bad too_many_slices "slicing:1000" 2 -c "$smoke" --strategies slicing:1000
 expect_bad unreadable_config "cannot read" 2 -c "$scratch/does-not-exist.yaml"
 expect_bad bad_dtype "bf16" 2 -c "$smoke" --dtype bf16
-expect_bad query_split_without_attn "workload attn only" 2 -c "$smoke" --strategies flash_qs
+expect_bad query_split_without_attn "workload attn, ulysses only" 2 -c "$smoke" --strategies flash_qs
 expect_bad heads_vs_world "world size 3" 3 -c "$smoke" --workload attn --hidden 48 --heads 4 \
   --seq 6
 expect_bad heads_divide_hidden "heads: 5" 1 -c "$smoke" --workload attn --hidden 48 --heads 5

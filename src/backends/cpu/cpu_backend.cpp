@@ -301,6 +301,8 @@ class CpuBackend : public Backend {
           ring_all_gather<T>(t);
         } else if (t.op == CollectiveOp::reduce_scatter) {
           ring_reduce_scatter<T>(t);
+        } else if (t.op == CollectiveOp::all_to_all) {
+          all_to_all<T>(t);
         } else {
           throw RuntimeFault("rank " + std::to_string(rank_) + ": task " + std::to_string(t.id) +
                              ": collective " + to_string(t.op) + " is not implemented on cpu");
@@ -357,6 +359,15 @@ class CpuBackend : public Backend {
     fob::ring_reduce_scatter<T>(
         link_, plan_->rank, plan_->world, count, local, at<T>(t.c), temp,
         [](T x, T y) { return x + y; }, mpi_type(), current_->elem, abort_);
+  }
+
+  template <typename T>
+  void all_to_all(const Task& t) {
+    const int64_t count = t.c.rows * cols(t.c.buffer);
+    auto send = [&](int j) { return static_cast<const T*>(at<T>(t.a, j * t.src_stride_rows)); };
+    auto recv = [&](int j) { return at<T>(t.c, j * t.dst_stride_rows); };
+    fob::pairwise_all_to_all(link_, plan_->rank, plan_->world, count, send, recv, mpi_type(),
+                             current_->elem, abort_);
   }
 
   void fill_inputs(const Plan& plan, Prepared& p) {

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <cstring>
 
 #include "link.h"
 
@@ -46,6 +47,20 @@ void ring_reduce_scatter(Link& link, int rank, int world, int64_t count, Local l
     T* sum = s == world - 2 ? out : received;
     for (int64_t i = 0; i < count; ++i) sum[i] = add(received[i], mine[i]);
     sending = received;
+  }
+}
+
+// All-to-all: send(j) is this rank's block for rank j and recv(j) where rank j's block lands,
+// `count` elements each. The own block is copied; step s = 1..N-1 sends to r+s while receiving
+// from r-s, the pairwise exchange NCCL and MPI run, each step one message on one link.
+template <typename Send, typename Recv>
+void pairwise_all_to_all(Link& link, int rank, int world, int64_t count, Send send, Recv recv,
+                         MPI_Datatype type, int elem_bytes, const std::atomic<bool>& abort) {
+  std::memcpy(recv(rank), send(rank), static_cast<size_t>(count * elem_bytes));
+  for (int s = 1; s < world && !abort; ++s) {
+    link.transfer(send(ring_index(rank + s, world)), count, ring_index(rank + s, world),
+                  recv(ring_index(rank - s, world)), count, ring_index(rank - s, world),
+                  kCollectiveTagBase + s, type, elem_bytes);
   }
 }
 

@@ -1,0 +1,146 @@
+#include "a2a_pieces.h"
+
+#include <algorithm>
+
+namespace fob {
+namespace {
+
+// Calls fn(local, run) for each run of the range that stays inside one sequence.
+template <typename Fn>
+void for_each_run(const A2aProblem& p, int64_t begin, int64_t rows, Fn fn) {
+  for (int64_t local = begin; local < begin + rows;) {
+    const int64_t end = std::min(begin + rows, (local / p.tokens + 1) * p.tokens);
+    fn(local, end - local);
+    local = end;
+  }
+}
+
+std::string run_label(const std::string& label, const A2aProblem& p, int64_t local, int64_t rows,
+                      int64_t total) {
+  if (rows == total) return label;
+  return label + " (seq " + std::to_string(local / p.tokens) + ")";
+}
+
+// A range of whole sequences is one GEMM batched over them; any other range is one GEMM per
+// sequence it touches. `a` or `c` (is_seq_major) lies sequence major, the other peer major.
+void gemm_by_sequence(PlanBuilder& b, const A2aProblem& p, int64_t begin, int64_t rows, GemmArgs g,
+                      bool a_seq_major, const std::string& label) {
+  const int r = b.rank();
+  if (begin % p.tokens == 0 && rows % p.tokens == 0) {
+    g.batch = static_cast<int>(rows / p.tokens);
+    g.a.row = a_seq_major ? p.seq_row(r, begin) : begin;
+    g.c.row = a_seq_major ? begin : p.seq_row(r, begin);
+    g.a.rows = g.c.rows = p.tokens;
+    g.a_step = {a_seq_major ? p.seq : p.tokens, 0};
+    g.c_step = {a_seq_major ? p.tokens : p.seq, 0};
+    b.gemm(g, label);
+    return;
+  }
+  for_each_run(p, begin, rows, [&](int64_t local, int64_t run) {
+    g.a.row = a_seq_major ? p.seq_row(r, local) : local;
+    g.c.row = a_seq_major ? local : p.seq_row(r, local);
+    g.a.rows = g.c.rows = run;
+    b.gemm(g, run_label(label, p, local, run, rows));
+  });
+}
+
+}  // namespace
+
+int project_qkv(PlanBuilder& b, const A2aProblem& p, int j, int64_t begin, int64_t rows,
+                const std::string& label) {
+  return b.gemm({p.x, begin, rows}, {p.wqkv, 0, p.hidden, j * p.qkv_width, p.qkv_width},
+                {p.qkv_send, p.peer_row(j, begin), rows}, false, label);
+}
+
+int project_qkv_all(PlanBuilder& b, const A2aProblem& p, int64_t begin, int64_t rows,
+                    const std::string& label) {
+  GemmArgs g;
+  g.a = {p.x, begin, rows};
+  g.b = {p.wqkv, 0, p.hidden, 0, p.qkv_width};
+  g.c = {p.qkv_send, p.peer_row(0, begin), rows};
+  g.batch = b.world();
+  g.b_step = {0, p.qkv_width};
+  g.c_step = {p.local_rows(), 0};
+  return b.gemm(g, label);
+}
+
+void project_qkv_own(PlanBuilder& b, const A2aProblem& p, int64_t begin, int64_t rows,
+                     const std::string& label) {
+  GemmArgs g;
+  g.a = {p.x, 0, 0};
+  g.b = {p.wqkv, 0, p.hidden, b.rank() * p.qkv_width, p.qkv_width};
+  g.c = {p.qkv, 0, 0};
+  gemm_by_sequence(b, p, begin, rows, g, false, label);
+}
+
+std::vector<int> exchange_qkv(PlanBuilder& b, const A2aProblem& p, int to, int from, int64_t begin,
+                              int64_t rows, int tag, const std::string& label) {
+  std::vector<int> ids;
+  for_each_run(p, begin, rows, [&](int64_t local, int64_t run) {
+    ids.push_back(b.exchange({p.qkv_send, p.peer_row(to, local), run}, to,
+                             {p.qkv, p.seq_row(from, local), run}, from, tag,
+                             run_label(label, p, local, run, rows)));
+  });
+  return ids;
+}
+
+std::vector<int> exchange_o(PlanBuilder& b, const A2aProblem& p, int to, int from, int64_t begin,
+                            int64_t rows, int tag, const std::string& label) {
+  std::vector<int> ids;
+  for_each_run(p, begin, rows, [&](int64_t local, int64_t run) {
+    ids.push_back(b.exchange({p.o, p.seq_row(to, local), run}, to,
+                             {p.o_recv, p.peer_row(from, local), run}, from, tag,
+                             run_label(label, p, local, run, rows)));
+  });
+  return ids;
+}
+
+void all_to_all_qkv(PlanBuilder& b, const A2aProblem& p, int64_t begin, int64_t rows,
+                    const std::string& label) {
+  for_each_run(p, begin, rows, [&](int64_t local, int64_t run) {
+    const std::string name = run_label(label, p, local, run, rows);
+    if (b.world() == 1) {
+      b.copy({p.qkv, p.seq_row(0, local), run}, {p.qkv_send, local, run}, name);
+    } else {
+      b.all_to_all(p.qkv_send, p.peer_row(0, local), p.local_rows(), p.qkv, p.seq_row(0, local),
+                   p.tokens, run, name);
+    }
+  });
+}
+
+void all_to_all_o(PlanBuilder& b, const A2aProblem& p, int64_t begin, int64_t rows,
+                  const std::string& label) {
+  for_each_run(p, begin, rows, [&](int64_t local, int64_t run) {
+    const std::string name = run_label(label, p, local, run, rows);
+    if (b.world() == 1) {
+      b.copy({p.o_recv, local, run}, {p.o, p.seq_row(0, local), run}, name);
+    } else {
+      b.all_to_all(p.o, p.seq_row(0, local), p.tokens, p.o_recv, p.peer_row(0, local),
+                   p.local_rows(), run, name);
+    }
+  });
+}
+
+int project_out(PlanBuilder& b, const A2aProblem& p, int j, int64_t begin, int64_t rows,
+                bool accumulate, const std::string& label) {
+  return b.gemm({p.o_recv, p.peer_row(j, begin), rows}, {p.wo, j * p.head_width, p.head_width},
+                {p.z, begin, rows}, accumulate, label);
+}
+
+void project_out_own(PlanBuilder& b, const A2aProblem& p, int64_t begin, int64_t rows,
+                     bool accumulate, const std::string& label) {
+  GemmArgs g;
+  g.a = {p.o, 0, 0};
+  g.b = {p.wo, b.rank() * p.head_width, p.head_width};
+  g.c = {p.z, 0, 0};
+  g.accumulate = accumulate;
+  gemm_by_sequence(b, p, begin, rows, g, true, label);
+}
+
+void produce_o_for(PlanBuilder& b, const A2aProblem& p, int j, int64_t begin, int64_t rows) {
+  if (!p.produce_o) return;
+  for_each_run(p, begin, rows,
+               [&](int64_t local, int64_t run) { p.produce_o(b, p.seq_row(j, local), run); });
+}
+
+}  // namespace fob
