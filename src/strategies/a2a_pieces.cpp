@@ -46,6 +46,13 @@ void gemm_by_sequence(PlanBuilder& b, const A2aProblem& p, int64_t begin, int64_
 
 }  // namespace
 
+std::vector<std::pair<int64_t, int64_t>> sequence_runs(const A2aProblem& p, int64_t begin,
+                                                       int64_t rows) {
+  std::vector<std::pair<int64_t, int64_t>> runs;
+  for_each_run(p, begin, rows, [&](int64_t local, int64_t run) { runs.emplace_back(local, run); });
+  return runs;
+}
+
 int project_qkv(PlanBuilder& b, const A2aProblem& p, int j, int64_t begin, int64_t rows,
                 const std::string& label) {
   return b.gemm({p.x, begin, rows}, {p.wqkv, 0, p.hidden, j * p.qkv_width, p.qkv_width},

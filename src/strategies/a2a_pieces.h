@@ -5,6 +5,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "fob/strategy.h"
@@ -47,6 +48,10 @@ int project_out(PlanBuilder& b, const A2aProblem& p, int j, int64_t begin, int64
 // The same for this rank's own heads, read from o where they were computed (no transfer).
 void project_out_own(PlanBuilder& b, const A2aProblem& p, int64_t begin, int64_t rows,
                      bool accumulate, const std::string& label);
+
+// The runs of the range that stay inside one sequence: (first local row, rows) each.
+std::vector<std::pair<int64_t, int64_t>> sequence_runs(const A2aProblem& p, int64_t begin,
+                                                       int64_t rows);
 
 // Query split: the tasks computing o's rows that hold rank j's tokens of the range.
 void produce_o_for(PlanBuilder& b, const A2aProblem& p, int j, int64_t begin, int64_t rows);

@@ -113,10 +113,15 @@ void flash_all_to_all_gemm(PlanBuilder& b, const A2aProblem& p, int m) {
   for (int k = 1; k < n; ++k) {
     const int to = b.peer(k);
     for (int i = 0; i < m; ++i) {
-      const int64_t begin = piece_begin(rows, m, i), sub = piece_rows(rows, m, i);
-      produce_o_for(b, p, to, begin, sub);
-      exchange_o(b, p, to, b.peer(-k), begin, sub, kSecondAllToAllTag + k * m + i,
-                 "O to " + piece_name(to, i, m));
+      // Sequence by sequence, so that each part's transfer hides behind the next one's
+      // attention.
+      for (const auto& [local, run] :
+           sequence_runs(p, piece_begin(rows, m, i), piece_rows(rows, m, i))) {
+        produce_o_for(b, p, to, local, run);
+        exchange_o(b, p, to, b.peer(-k), local, run, kSecondAllToAllTag + k * m + i,
+                   "O to " + piece_name(to, i, m) +
+                       (run < p.local_rows() ? " seq " + std::to_string(local / p.tokens) : ""));
+      }
     }
   }
   produce_o_for(b, p, b.rank(), 0, rows);

@@ -11,8 +11,9 @@ namespace fob {
 
 inline const std::vector<Workload>& every_workload() {
   static const std::vector<Workload> all = {
-      Workload::ag_gemm,      Workload::gemm_rs, Workload::mlp,     Workload::ag_gemm_w,
-      Workload::gemm_rs_grad, Workload::gemm_ar, Workload::mlp_bwd, Workload::attn};
+      Workload::ag_gemm,   Workload::gemm_rs,      Workload::mlp,
+      Workload::ag_gemm_w, Workload::gemm_rs_grad, Workload::gemm_ar,
+      Workload::mlp_bwd,   Workload::attn,         Workload::ulysses};
   return all;
 }
 
@@ -21,7 +22,7 @@ inline std::vector<std::string> strategies_for(Workload w) {
   std::vector<std::string> s = {"compute_only", "comm_only",    "baseline",
                                 "slicing:2",    "decompose",    "flash",
                                 "flash:2",      "flash_direct", "flash_direct:3"};
-  if (w == Workload::attn) {
+  if (w == Workload::attn || w == Workload::ulysses) {
     s.push_back("flash_qs");
     s.push_back("flash_qs:2");
   }

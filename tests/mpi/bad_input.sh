@@ -36,6 +36,11 @@ expect_bad query_split_without_attn "workload attn, ulysses only" 2 -c "$smoke" 
 expect_bad heads_vs_world "world size 3" 3 -c "$smoke" --workload attn --hidden 48 --heads 4 \
   --seq 6
 expect_bad heads_divide_hidden "heads: 5" 1 -c "$smoke" --workload attn --hidden 48 --heads 5
+# Ulysses splits the heads and every sequence across the ranks.
+expect_bad ulysses_heads_vs_world "heads: 6 does not divide by the world size 4" 4 -c "$smoke" \
+  --workload ulysses --hidden 48 --heads 6 --seq 8
+expect_bad ulysses_seq_vs_world "seq: 6 does not divide by the world size 4" 4 -c "$smoke" \
+  --workload ulysses --hidden 48 --heads 4 --seq 6 --batch 2
 expect_bad heads_not_a_number "heads" 1 -c "$smoke" --workload attn --heads many
 expect_bad bad_workload "valid: ag_gemm, gemm_rs, mlp" 1 -c "$smoke" --workload attention
 expect_bad unknown_option "--frobnicate" 1 -c "$smoke" --frobnicate

@@ -9,8 +9,8 @@ workload=$2
 shift 2
 out="$scratch/run.h5"
 strategies=baseline,slicing:2,slicing:3,decompose,flash,flash:2,flash_direct,flash_direct:3
-# Query split applies to attention only.
-[ "$workload" = attn ] && strategies="$strategies,flash_qs,flash_qs:3"
+# Query split applies to the attention workloads only.
+case $workload in attn | ulysses) strategies="$strategies,flash_qs,flash_qs:3" ;; esac
 
 mpirun_np "$np" run -c "$FOB_SOURCE_DIR/bench_configs/smoke.yaml" --workload "$workload" \
   --strategies "$strategies" -o "$out" "$@" || fail "fobench run exited $?"

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "../common/plan_closure.h"
 #include "fob/plan.h"
 #include "fob/strategy.h"
 #include "fob/types.h"
@@ -88,35 +89,6 @@ bool sends(const Task& t) {
 }
 bool receives(const Task& t) {
   return (t.kind == TaskKind::recv || t.kind == TaskKind::exchange) && t.recv_peer >= 0;
-}
-
-// For every task: whether it transitively waits (deps, or an earlier task on its stream) for
-// a transfer, and for which tasks it waits, as a bitmap.
-std::vector<std::vector<bool>> waits_for(const Plan& plan) {
-  const size_t n = plan.tasks.size();
-  std::vector<std::vector<bool>> closure(n, std::vector<bool>(n, false));
-  int last_on_stream[kNumStreams] = {-1, -1};
-  for (size_t i = 0; i < n; ++i) {
-    const Task& t = plan.tasks[i];
-    std::vector<int> direct = t.deps;
-    int& prev = last_on_stream[static_cast<int>(t.stream)];
-    if (prev >= 0) direct.push_back(prev);
-    prev = static_cast<int>(i);
-    for (int d : direct) {
-      closure[i][static_cast<size_t>(d)] = true;
-      for (size_t j = 0; j < n; ++j) {
-        if (closure[static_cast<size_t>(d)][j]) closure[i][j] = true;
-      }
-    }
-  }
-  return closure;
-}
-
-bool waits_for_transfer(const Plan& plan, const std::vector<std::vector<bool>>& closure, int task) {
-  for (size_t j = 0; j < plan.tasks.size(); ++j) {
-    if (closure[static_cast<size_t>(task)][j] && plan.tasks[j].is_transfer()) return true;
-  }
-  return false;
 }
 
 std::string describe(const Plan& plan, int task) {
@@ -466,7 +438,8 @@ TEST_P(PlanInvariants, OutputsComputedExactlyOnce) {
 // 8. Every rank does the GEMM work of both halves: 2*M*D*(F/N) each.
 TEST_P(PlanInvariants, GemmFlopsPerHalf) {
   for_each_world([&] {
-    if (is_("comm_only")) return;
+    // Ulysses has no AG/RS halves: test_plans_ulysses.cpp counts its GEMMs.
+    if (is_("comm_only") || geometry_.all_to_all) return;
     const double expected = 2.0 * static_cast<double>(tokens_) * static_cast<double>(geometry_.d) *
                             static_cast<double>(ffn_local_);
     for (const Plan& p : plans_) {
@@ -507,6 +480,7 @@ TEST_P(PlanInvariants, GemmFlopsPerHalf) {
 // 5 and 6. How many transfers each strategy makes, of which kind.
 TEST_P(PlanInvariants, TransferCounts) {
   for_each_world([&] {
+    if (geometry_.all_to_all) return;  // test_plans_ulysses.cpp
     const int n = world_;
     // gemm_ar's all-reduce counts as two collectives: its reduce-scatter and its all-gather.
     // gemm_ar's all-reduce counts as two collectives (reduce-scatter and all-gather), and so
@@ -652,7 +626,8 @@ TEST_P(PlanInvariants, AttentionCoversEveryHeadOnce) {
     const int64_t dh = geometry_.head_dim;
     for (const Plan& p : plans_) {
       const int o = p.buffer_id("o");
-      const int y = p.buffer_id("y");
+      // Q, K and V of this rank's heads: the all-gather GEMM's output, or ulysses' all-to-all's.
+      const int y = p.buffer_id(geometry_.all_to_all ? "qkv" : "y");
       const int scores = p.buffer_id("scores");
       ASSERT_GE(o, 0);
       ASSERT_GE(scores, 0);
@@ -726,7 +701,8 @@ TEST_P(PlanInvariants, AttentionCoversEveryHeadOnce) {
 // before their first reduce-scatter transfer.
 TEST_P(PlanInvariants, QuerySplitHidesTransfersBehindAttention) {
   for_each_world([&] {
-    if (!geometry_.attention || reference_ || world_ == 1) return;
+    // Ulysses' first all-to-all precedes the attention: test_plans_ulysses.cpp.
+    if (!geometry_.attention || geometry_.all_to_all || reference_ || world_ == 1) return;
     for (const Plan& p : plans_) {
       const auto closure = waits_for(p);
       int last_attention = -1, first_rs_transfer = -1;
