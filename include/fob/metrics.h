@@ -21,7 +21,7 @@ struct Summary : CaseKey {
   double speedup = 0, ideal_speedup = 0;
   double comm_reduction = 0, e2e_reduction = 0;
   double overlap_efficiency = 0;
-  double hidden_frac = 0;       // "hidden" in reports
+  double hidden_frac = 0;       // "hidden (%)" in the markdown table
   double overlap_pct = 0;       // IMB-NBC documented formula, min denominator
   double tflops = 0;            // per rank, useful flops over T
   double algbw = 0, busbw = 0;  // GB/s, comm_only cases only (NaN elsewhere)

@@ -205,7 +205,7 @@ std::vector<std::pair<const char*, Cell>> row(const Summary& s) {
           {"comm_reduction", real_cell(s.comm_reduction)},
           {"e2e_reduction", real_cell(s.e2e_reduction)},
           {"overlap_efficiency", real_cell(s.overlap_efficiency)},
-          {"hidden", real_cell(s.hidden_frac)},
+          {"hidden_frac", real_cell(s.hidden_frac)},
           {"overlap_pct", real_cell(s.overlap_pct)},
           {"tflops", real_cell(s.tflops)},
           {"algbw_gbps", real_cell(s.algbw)},

@@ -3,6 +3,7 @@
 #include <hdf5.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -478,6 +479,10 @@ TEST(Report, CsvAndJsonCarryTheSameNumbers) {
     }
   }
   ASSERT_EQ(header.size(), 33u);
+  // One name per column: the metric "hidden" once shadowed the shape's hidden in JSON.
+  std::vector<std::string> names = header;
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(std::adjacent_find(names.begin(), names.end()), names.end());
   EXPECT_EQ(header.front(), "case_id");
   EXPECT_EQ(header.back(), "concurrency");  // new columns are appended, never inserted
   ASSERT_EQ(rows.size(), 4u);
