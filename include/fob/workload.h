@@ -57,6 +57,9 @@ struct Geometry {
   int64_t seq = 0, heads = 0, head_dim = 0;
 };
 Geometry geometry(Workload workload, const Shape& shape);
+// Whether the workload a results file names has attention heads (false for a name this
+// version does not know).
+bool has_attention(const std::string& workload);
 
 // Throws InputError when the shape does not divide by the world size or the strategy's
 // parameter, naming the key, the value and what would be valid.

@@ -64,7 +64,7 @@ const std::vector<ConfigKey>& config_keys() {
        true, nullptr,
        [](Config& c, const ConfigValue& v) { c.shape.ffn = parse_integer<int64_t>("ffn", v.text); },
        [](const Config& c) { return text(std::to_string(c.ffn())); }},
-      {"heads", "--heads", "attention heads, split across ranks (attn; default D/128)",
+      {"heads", "--heads", "attention heads, split across ranks (attn, ulysses; default D/128)",
        ConfigKind::integer, "an integer", "as for run", true, nullptr,
        [](Config& c, const ConfigValue& v) {
          c.shape.heads = parse_integer<int64_t>("heads", v.text);

@@ -87,6 +87,13 @@ Geometry geometry(Workload workload, const Shape& shape) {
   return g;
 }
 
+bool has_attention(const std::string& workload) {
+  for (Workload w : kAllWorkloads) {
+    if (workload == to_string(w)) return geometry(w, Shape{}).attention;
+  }
+  return false;
+}
+
 void validate_case(const CaseSpec& spec) {
   const Shape& s = spec.shape;
   const std::string world = std::to_string(spec.world);

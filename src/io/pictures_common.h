@@ -6,6 +6,7 @@
 
 #include "fob/results.h"
 #include "fob/strategy.h"
+#include "fob/workload.h"
 
 namespace fob::pictures {
 
@@ -33,7 +34,7 @@ std::string shape_text(const C& c) {
                   std::to_string(c.seq) + ", hidden " + std::to_string(c.hidden) + ", ffn " +
                   std::to_string(c.ffn);
   // Heads shape only attention; every case records the shape's default count.
-  if (c.workload == "attn") s += ", heads " + std::to_string(c.heads);
+  if (has_attention(c.workload)) s += ", heads " + std::to_string(c.heads);
   return s + ", " + c.dtype + ", world " + std::to_string(c.world);
 }
 

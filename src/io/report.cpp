@@ -15,6 +15,7 @@
 #include "fob/config.h"
 #include "fob/report.h"
 #include "fob/types.h"
+#include "fob/workload.h"
 #include "json_text.h"
 
 namespace fob {
@@ -354,8 +355,8 @@ std::string row_label(const Summary& s, const std::vector<std::string>& fields, 
 std::string shape_title(const Summary& s) {
   std::string title = s.workload + " b=" + std::to_string(s.batch) + " s=" + std::to_string(s.seq) +
                       " d=" + std::to_string(s.hidden);
-  title +=
-      s.workload == "attn" ? " heads=" + std::to_string(s.heads) : " f=" + std::to_string(s.ffn);
+  title += has_attention(s.workload) ? " heads=" + std::to_string(s.heads)
+                                     : " f=" + std::to_string(s.ffn);
   return title + " " + s.dtype + " N=" + std::to_string(s.world);
 }
 
