@@ -23,6 +23,12 @@ std::pair<int, int> ranks_sharing_a_device(const std::vector<std::string>& host_
 // Device bytes a plan needs: its buffers plus the cuBLAS workspace.
 int64_t device_bytes_needed(const Plan& plan, int64_t workspace_bytes);
 
+// Device elements of scratch the plan's collectives need on NCCL (one buffer, shared): a
+// slicing chunk's all-gather or reduce-scatter, whose blocks lie a stride apart where NCCL wants
+// them back to back, and a loopback reduce-scatter, which receives its own partial sums there.
+// An all-to-all needs none: it sends and receives every block where it lies.
+int64_t stage_elements(const Plan& plan);
+
 // Whether one iteration of the plan can be captured as a CUDA graph; `why` says why not.
 // Host-staged transfers (transport mpi) run on a host thread and cannot be captured.
 bool graph_capture_eligible(const Plan& plan, const std::string& transport, std::string* why);

@@ -35,6 +35,22 @@ int64_t device_bytes_needed(const Plan& plan, int64_t workspace_bytes) {
   return plan.buffer_bytes() + workspace_bytes;
 }
 
+int64_t stage_elements(const Plan& plan) {
+  int64_t most = 0;
+  for (const Task& t : plan.tasks) {
+    if (t.kind != TaskKind::collective) continue;
+    const int64_t block = t.c.rows * plan.buffers[t.c.buffer].cols;
+    if (t.op == CollectiveOp::all_gather && t.dst_stride_rows != t.c.rows) {
+      most = std::max(most, plan.world * block);
+    }
+    if (t.op == CollectiveOp::reduce_scatter) {
+      if (t.src_stride_rows != t.c.rows) most = std::max(most, plan.world * block);
+      if (plan.input_period > 0) most = std::max(most, block);
+    }
+  }
+  return most;
+}
+
 bool graph_capture_eligible(const Plan& plan, const std::string& transport, std::string* why) {
   if (transport != "nccl") {
     if (why) *why = "transport " + transport + " stages transfers through a host thread";

@@ -28,7 +28,7 @@ summary="$out/summary.txt"
 # Every step is in the summary, with a status, and the last line counts them.
 steps=(nvidia_smi libraries version gemm_slices_cuda reports check_results smoke_nccl_np1_fp32
   smoke_nccl_np1_bf16 smoke_mpi_np2_fp32 smoke_mpi_np2_bf16 mlp_nccl_np1 mlp_nccl_np1_graphs)
-for w in mlp attn mlp_bwd gemm_ar ag_gemm_w gemm_rs_grad; do
+for w in mlp attn ulysses mlp_bwd gemm_ar ag_gemm_w gemm_rs_grad; do
   steps+=("gpu_nccl_np1_$w" "gpu_mpi_np2_$w")
 done
 for s in "${steps[@]}"; do

@@ -1,5 +1,5 @@
 // The cuda backend's decisions that need no GPU: device selection, shared-device detection,
-// memory sizing, graph-capture eligibility and which plans overlap.
+// memory sizing, collective scratch, graph-capture eligibility and which plans overlap.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -78,6 +78,50 @@ TEST(GraphCapture, OnlyWithDeviceSideTransfers) {
 namespace fob {
 namespace {
 
+// NCCL's collective scratch: an all-gather or reduce-scatter whose blocks lie a stride apart
+// (a slicing chunk) is staged back to back, N blocks; a loopback reduce-scatter receives one
+// block of partial sums. mlp at M = 128, D = 32: a rank's block is 32 x 32 at N = 4.
+TEST(StageElements, StridedChunksAndLoopbackReduceScatter) {
+  auto plan = [](const char* s, bool loopback) {
+    CaseSpec spec;
+    spec.workload = Workload::mlp;
+    spec.shape = {2, 64, 32, 128};
+    spec.world = 4;
+    spec.strategy = parse_strategy(s);
+    spec.loopback = loopback;
+    return make_plan(spec, 1);
+  };
+  EXPECT_EQ(stage_elements(plan("baseline", false)), 0);
+  EXPECT_EQ(stage_elements(plan("baseline", true)), 32 * 32);
+  // slicing:2: chunks of 16 rows, 32 rows apart: 4 of them staged.
+  EXPECT_EQ(stage_elements(plan("slicing:2", false)), 4 * 16 * 32);
+  EXPECT_EQ(stage_elements(plan("flash_direct", false)), 0);
+}
+
+// An all-to-all sends and receives every block where it lies, whatever its two strides (a
+// slicing chunk's are the sequence's and the buffer's, not its rows): ulysses needs no scratch,
+// in loopback neither.
+TEST(StageElements, AllToAllNeedsNone) {
+  for (const char* s : {"baseline", "slicing:2", "comm_only"}) {
+    for (bool loopback : {false, true}) {
+      CaseSpec spec;
+      spec.workload = Workload::ulysses;
+      spec.shape = {2, 96, 144, 144, 12};
+      spec.world = 4;
+      spec.strategy = parse_strategy(s);
+      spec.loopback = loopback;
+      const Plan plan = make_plan(spec, 1);
+      int strided = 0;
+      for (const Task& t : plan.tasks) {
+        if (t.op != CollectiveOp::all_to_all) continue;
+        if (t.src_stride_rows != t.c.rows || t.dst_stride_rows != t.c.rows) ++strided;
+      }
+      EXPECT_GT(strided, 0) << s << ": no strided all-to-all to check";
+      EXPECT_EQ(stage_elements(plan), 0) << s << (loopback ? " loopback" : "");
+    }
+  }
+}
+
 // Which plans leave SMs to NCCL: those where a compute and a comm task can run at once.
 TEST(PlanOverlaps, SerialPlansDoNotOverlapTheOthersDo) {
   for (Workload w : {Workload::mlp, Workload::attn, Workload::gemm_rs_grad, Workload::mlp_bwd}) {
@@ -98,6 +142,29 @@ TEST(PlanOverlaps, SerialPlansDoNotOverlapTheOthersDo) {
       EXPECT_TRUE(plan_overlaps(plan("flash"))) << at;
       EXPECT_TRUE(plan_overlaps(plan("slicing:2"))) << at;
       EXPECT_TRUE(plan_overlaps(plan("flash_direct"))) << at;
+    }
+  }
+}
+
+// ulysses' all-to-all runs as collectives: the reference modes never overlap, the strategies do.
+// Its baseline is not checked: it runs one all-to-all per sequence, and the attention of one
+// sequence may run beside the next one's all-to-all, so that whether it overlaps is the
+// strategy's choice rather than a property of the collective.
+TEST(PlanOverlaps, UlyssesOverlapsOnlyInItsStrategies) {
+  for (int n : {2, 4}) {
+    auto plan = [&](const char* s) {
+      CaseSpec spec;
+      spec.workload = Workload::ulysses;
+      spec.shape = {2, 96, 144, 144, 12};
+      spec.world = n;
+      spec.strategy = parse_strategy(s);
+      return make_plan(spec, 1);
+    };
+    const std::string at = "ulysses N=" + std::to_string(n);
+    EXPECT_FALSE(plan_overlaps(plan("compute_only"))) << at;
+    EXPECT_FALSE(plan_overlaps(plan("comm_only"))) << at;
+    for (const char* s : {"slicing:2", "decompose", "flash", "flash_direct", "flash_qs"}) {
+      EXPECT_TRUE(plan_overlaps(plan(s))) << at << " " << s;
     }
   }
 }

@@ -2,26 +2,10 @@
 
 #include <algorithm>
 
+#include "fob/device_plan.h"
 #include "fob/inputs.h"
 
 namespace fob {
-
-// A slicing chunk's blocks are a stride apart in the gathered buffer, while NCCL's collectives
-// want them back to back; a loopback reduce-scatter receives each of its own partial sums there
-// before adding it.
-int64_t stage_elements(const Plan& plan) {
-  int64_t most = 0;
-  for (const Task& t : plan.tasks) {
-    if (t.kind != TaskKind::collective) continue;
-    const int64_t block = t.c.rows * plan.buffers[t.c.buffer].cols;
-    const int64_t stride = t.op == CollectiveOp::all_gather ? t.dst_stride_rows : t.src_stride_rows;
-    if (stride != t.c.rows) most = std::max(most, plan.world * block);
-    if (plan.input_period > 0 && t.op == CollectiveOp::reduce_scatter) {
-      most = std::max(most, block);
-    }
-  }
-  return most;
-}
 
 void allocate_device_buffers(const Plan& plan, Prepared& p, const Checker& check) {
   const int elem = dtype_bytes(plan.dtype);

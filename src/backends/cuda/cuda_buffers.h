@@ -17,7 +17,7 @@ namespace fob {
 // memory that hung kernels may still use to the exiting process.
 struct Prepared {
   std::vector<void*> device;
-  void* stage = nullptr;    // device scratch for collectives that need a contiguous copy
+  void* stage = nullptr;    // device scratch for collectives, stage_elements() (device_plan.h)
   std::vector<void*> host;  // pinned mirrors, only for --transport mpi
   void* host_scratch[2] = {nullptr, nullptr};
   std::vector<cudaEvent_t> done, start, end;
@@ -26,9 +26,6 @@ struct Prepared {
   uint64_t nvtx_case = 0;  // the case's NVTX range, from setup() to release()
   bool overlaps = false;   // plan_overlaps(): its GEMMs leave SMs to communication
 };
-
-// Device elements a plan's collectives need as contiguous scratch (Prepared::stage).
-int64_t stage_elements(const Plan& plan);
 
 // The plan's device buffers and collective scratch, with cudaMalloc: never managed memory.
 void allocate_device_buffers(const Plan& plan, Prepared& p, const Checker& check);

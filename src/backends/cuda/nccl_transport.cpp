@@ -69,6 +69,7 @@ void NcclTransport::exchange(const Task& t, cudaStream_t stream) {
 void NcclTransport::collective(const Task& t, cudaStream_t stream) {
   if (t.op == CollectiveOp::all_gather) return all_gather(t, stream);
   if (t.op == CollectiveOp::reduce_scatter) return reduce_scatter(t, stream);
+  if (t.op == CollectiveOp::all_to_all) return all_to_all(t, stream);
   check_.fail("task " + std::to_string(t.id) + " '" + t.label + "'",
               std::string("collective ") + to_string(t.op) + " is not supported");
 }
@@ -152,6 +153,32 @@ void NcclTransport::reduce_scatter(const Task& t, cudaStream_t stream) {
   }
   check_.nccl(ncclReduceScatter(input, at_.device_at(t.c), block, type, ncclSum, nccl_, stream),
               "ncclReduceScatter");
+}
+
+// The block for rank j lies at a.row + j * src_stride_rows and rank j's block lands at
+// c.row + j * dst_stride_rows. Every block is whole rows, so contiguous: one send and one
+// receive per rank, this one included (NCCL copies those locally), in one group, so that NCCL
+// runs them together rather than rank after rank. ncclAlltoAll (NCCL 2.28) takes only blocks
+// back to back, which a chunk's are not; packing them around it would add two passes.
+//
+// Loopback: the N pairs all go to this process, where a group matches sends and receives to
+// one peer in the order they were posted, so block j arrives in block j's place. The inputs
+// repeat (CaseSpec::loopback), so every block of a rank is alike and block j is what rank j
+// would have sent; sending each block from its own place keeps every offset exercised, as
+// the host path's pairwise all-to-all does.
+void NcclTransport::all_to_all(const Task& t, cudaStream_t stream) {
+  const ncclDataType_t type = nccl_type(at_.plan().dtype);
+  const int world = at_.plan().world;
+  check_.nccl(ncclGroupStart(), "ncclGroupStart");
+  for (int j = 0; j < world; ++j) {
+    check_.nccl(ncclSend(at_.device_at(t.a, j * t.src_stride_rows), at_.count(t.a), type,
+                         nccl_peer(j), nccl_, stream),
+                "ncclSend");
+    check_.nccl(ncclRecv(at_.device_at(t.c, j * t.dst_stride_rows), at_.count(t.c), type,
+                         nccl_peer(j), nccl_, stream),
+                "ncclRecv");
+  }
+  check_.nccl(ncclGroupEnd(), "ncclGroupEnd");
 }
 
 void NcclTransport::copy_blocks(void* dst, size_t dst_pitch, const void* src, size_t src_pitch,

@@ -1,5 +1,6 @@
 // The cuda backend's transfers over NCCL: exchanges as grouped ncclSend/ncclRecv, collectives
-// as ncclAllGather/ncclReduceScatter, all on the stream the backend gives them. In loopback
+// as ncclAllGather/ncclReduceScatter and all-to-all as one group of ncclSend/ncclRecv with
+// every rank (as nccl-tests' alltoall), all on the stream the backend gives them. In loopback
 // (BackendOptions::loopback) the communicator has one rank, this process: the collective call
 // covers its own block and every other rank's block moves by a send to itself and a receive in
 // the same group, which NCCL allows.
@@ -32,6 +33,7 @@ class NcclTransport : public Transport {
   void collective(const Task& t, cudaStream_t stream);
   void all_gather(const Task& t, cudaStream_t stream);
   void reduce_scatter(const Task& t, cudaStream_t stream);
+  void all_to_all(const Task& t, cudaStream_t stream);
   int nccl_peer(int peer) const { return loopback_ ? 0 : peer; }
   // `count` blocks of `width` bytes, `src_pitch` apart, to `dst_pitch` apart, on `stream`.
   void copy_blocks(void* dst, size_t dst_pitch, const void* src, size_t src_pitch, size_t width,

@@ -39,7 +39,8 @@ void StagedMpiTransport::prepare(const Plan& plan, Prepared& p) {
       check_.cuda(cudaMallocHost(&p.host[v->buffer], std::max<int64_t>(b.rows * b.cols * elem, 1)),
                   "allocating a pinned staging buffer");
     }
-    if (t.kind == TaskKind::collective) {
+    // Only a reduce-scatter adds what it receives; the other collectives receive in place.
+    if (t.kind == TaskKind::collective && t.op == CollectiveOp::reduce_scatter) {
       scratch = std::max(scratch, t.c.rows * plan.buffers[t.c.buffer].cols);
     }
   }
@@ -167,7 +168,21 @@ void StagedMpiTransport::collective(const Task& t, MPI_Datatype type) {
     }
     return;
   }
-  for (int j = 0; j < plan.world; ++j) to_host(shifted(t.a, j * t.src_stride_rows));
+  if (t.op == CollectiveOp::all_to_all) {
+    blocks_to_host(t.a, t.src_stride_rows);
+    auto send = [&](int j) -> const void* { return at_.host_at(t.a, j * t.src_stride_rows); };
+    auto recv = [&](int j) { return at_.host_at(t.c, j * t.dst_stride_rows); };
+    // The plan's rank and world, as for the all-gather. The own block is copied on the host
+    // with the others' (no device-to-device copy), so one copy back places every block.
+    pairwise_all_to_all(*link_, plan.rank, plan.world, block, send, recv, type, at_.elem(), abort_);
+    blocks_to_device(t.c, t.dst_stride_rows);
+    return;
+  }
+  if (t.op != CollectiveOp::reduce_scatter) {
+    check_.fail("task " + std::to_string(t.id) + " '" + t.label + "'",
+                std::string("collective ") + to_string(t.op) + " is not supported");
+  }
+  blocks_to_host(t.a, t.src_stride_rows);
   switch (plan.dtype) {
     case DType::fp32:
       reduce<float>(t, type, [](float x, float y) { return x + y; });
@@ -211,6 +226,26 @@ void StagedMpiTransport::to_device(const View& v) {
                               cudaMemcpyHostToDevice, copy_),
               "staging to the device");
   check_.cuda(cudaStreamSynchronize(copy_), "staging to the device");
+}
+
+// Queued together, waited for once: one round trip to the GPU rather than one per block.
+void StagedMpiTransport::blocks_to_host(const View& v, int64_t stride) {
+  for (int j = 0; j < at_.plan().world; ++j) {
+    const View b = shifted(v, j * stride);
+    check_.cuda(cudaMemcpyAsync(at_.host_at(b), at_.device_at(b), at_.count(b) * at_.elem(),
+                                cudaMemcpyDeviceToHost, copy_),
+                "staging blocks to the host");
+  }
+  check_.cuda(cudaStreamSynchronize(copy_), "staging blocks to the host");
+}
+void StagedMpiTransport::blocks_to_device(const View& v, int64_t stride) {
+  for (int j = 0; j < at_.plan().world; ++j) {
+    const View b = shifted(v, j * stride);
+    check_.cuda(cudaMemcpyAsync(at_.device_at(b), at_.host_at(b), at_.count(b) * at_.elem(),
+                                cudaMemcpyHostToDevice, copy_),
+                "staging blocks to the device");
+  }
+  check_.cuda(cudaStreamSynchronize(copy_), "staging blocks to the device");
 }
 
 }  // namespace fob

@@ -62,6 +62,9 @@ class StagedMpiTransport : public Transport {
   void reduce(const Task& t, MPI_Datatype type, Add add);
   void to_host(const View& v);
   void to_device(const View& v);
+  // The world's blocks of a collective, `stride` rows apart from v's.
+  void blocks_to_host(const View& v, int64_t stride);
+  void blocks_to_device(const View& v, int64_t stride);
 
   Checker check_;
   cudaStream_t copy_ = nullptr;
