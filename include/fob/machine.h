@@ -76,9 +76,10 @@ struct Machine {
   // A GEMM runs this many times slower while its rank has a transfer in flight (NCCL's SMs).
   double contention = 1;
   // The other direction: a transfer runs this many times slower while a rank at either end of
-  // it (any rank of a collective's ring link) computes, and one that becomes ready while its
-  // rank computes (or launches a compute task) starts up to this long after its launch (at
-  // the latest when that compute task ends, at the earliest when its launch is over).
+  // it (of a collective: either rank of a link of its running step) computes, and one that
+  // becomes ready while its rank computes (or launches a compute task) starts up to this long
+  // after its launch (at the latest when that compute task ends, at the earliest when its
+  // launch is over).
   // On a GPU, NCCL kernels wait for SMs a GEMM holds; on the CPU backend the comm thread waits
   // for the core a GEMM holds.
   double transfer_contention = 1;

@@ -33,8 +33,8 @@ class CostModel {
   // flight at the moment the task starts: simple, and it never changes a task's length midway.
   virtual double compute_slowdown_while_transferring() const { return 1.0; }
   // The other direction. A message flows this many times slower while a rank at either end is
-  // running a compute task (a collective: per ring link, with that link's two ranks), the rate
-  // changing as compute tasks start and end.
+  // running a compute task (a collective: per link of its running step, with that link's two
+  // ranks), the rate changing as compute tasks start and end.
   virtual double transfer_slowdown_while_computing() const { return 1.0; }
   // A transfer or collective that becomes ready while its rank runs (or launches) a compute
   // task is posted this many seconds after its own launch, or when that task ends if that is
@@ -67,12 +67,16 @@ class UniformCost : public CostModel {
 // Simulates one iteration of `plans` (one per rank, all of the same case; every rank starts at
 // time 0). A message starts once both ends are posted, pays latency_seconds, then flows at
 // bytes_per_second / max(flows leaving its sender, flows entering its receiver, over its link
-// class), rates changing as flows start and end (a fluid model). A collective runs as the ring
-// the CPU backend runs: it starts once every rank has posted it and takes N-1 steps (2(N-1) for
-// an all-reduce), each as long as the slowest link's latency plus one block at that link's
-// share; it counts as one flow on each ring link (rank r's egress and r+1's ingress) for its
-// whole run, so it and concurrent messages slow one another. A reduce-scatter's additions are
-// not priced.
+// class), rates changing as flows start and end (a fluid model). A collective runs as the host
+// backends run it (src/backends/host/ring.h): it starts once every rank has posted it and takes
+// N-1 steps of one block each (Task::bytes / (N-1)), each step as long as its slowest link's
+// latency plus one block at that link's share. In step s every rank r sends to r + shift(s):
+// shift 1 in every step for an all-gather or reduce-scatter (the ring), s for an all-to-all
+// (pairwise exchange, whose steps may cross different link classes). During a step it counts
+// as one flow on each of that step's links (rank r's egress and r+shift's ingress), so it and
+// concurrent messages slow one another. NCCL runs an all-to-all as concurrent sends to every
+// peer, paying the latency about once; the simulator prices the host pairwise form
+// (src/sim/collective_steps.h). A reduce-scatter's additions are not priced.
 // Throws std::runtime_error naming the rank and task of an unmatched transfer or a deadlock.
 CaseResult simulate_case(const std::vector<Plan>& plans, const CostModel& cost,
                          const std::string& case_id);

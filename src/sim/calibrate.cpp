@@ -9,7 +9,12 @@
 //   memory     element-wise tasks (add 3 passes, copy/softmax 2, as the simulator prices
 //              them): per distinct task the bytes touched / median duration; the median rate.
 //   links      one class, least squares of per-step seconds on block bytes: comm_only
-//              collectives (else baseline ones, else exchanges' minimum durations).
+//              collectives (else baseline ones, else exchanges' minimum durations). Every
+//              collective, all-to-all included, is read as the host backends run it and the
+//              simulator prices it (collective_steps.h): N-1 steps of Task::bytes / (N-1), so
+//              its time is (N-1)(latency + block / bandwidth). NCCL's all-to-all sends to every
+//              peer at once and pays the latency about once: read this way, its points
+//              understate the latency (a note says so).
 //   contention the median of duration / the shape's median duration on any rank over GEMMs of
 //              overlapping strategies that started while a comm-stream task of their rank was
 //              in flight, clamped to >= 1; contention.transfer and comm_start_us from the
@@ -400,6 +405,21 @@ Machine calibrate(const std::vector<ResultFile>& files, const std::string& name,
     notes.push_back(
         "reduce-scatter timings include the CPU's additions, which the simulator does not "
         "price: they count as link time here");
+  }
+  const auto all_to_alls = std::count_if(pts->begin(), pts->end(), [](const LinkPoint& p) {
+    return p.op == CollectiveOp::all_to_all;
+  });
+  if (all_to_alls > 0) {
+    bool nccl = false;
+    for (const ResultFile& f : files) nccl = nccl || f.system.transport == "nccl";
+    notes.push_back(
+        std::to_string(all_to_alls) +
+        " all-to-all point(s) read as N-1 pairwise steps of Task::bytes/(N-1), the host "
+        "backends' schedule, which the simulator prices" +
+        (nccl ? std::string("; NCCL sends an all-to-all's messages to every peer at once and "
+                            "pays the latency about once, so its all-to-all points understate "
+                            "the per-step latency")
+              : std::string()));
   }
   for (const LinkPoint& p : *pts) {
     rep.residuals.push_back({"link " + lname + " " + fmt(p.bytes) + " B", p.seconds,

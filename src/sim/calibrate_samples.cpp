@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "collective_steps.h"
 #include "fob/strategy.h"
 #include "fob/workload.h"
 
@@ -182,7 +183,7 @@ void collect_interference(const CaseView& v, bool overlaps, Collected& out) {
         if (t.kind == TaskKind::collective) {
           const size_t k = collective - 1;
           sample.collective = true;
-          sample.steps = ring_steps(c.world);
+          sample.steps = sim_detail::collective_step_count(t.op, c.world);
           int64_t block = 0;
           double end = mine.end;
           for (size_t q = 0; q < world; ++q) {
@@ -291,13 +292,16 @@ void collect_case(const CaseView& v, Collected& out) {
   if (c.world < 2 || iters == 0) return;
   collect_interference(v, overlaps, out);
 
-  // Collectives, matched across ranks by their order: the ring ends together on every rank,
-  // so the rank that posted last (the shortest duration) saw the ring's own time; the ring's
-  // step moves the largest block, as the simulator prices it.
+  // Collectives, matched across ranks by their order: a collective ends together on every
+  // rank, so the rank that posted last (the shortest duration) saw the collective's own time.
+  // It is read as the simulator prices it (collective_steps.h): N-1 steps of the largest
+  // block, Task::bytes / (N-1) (a ring's steps, or a pairwise all-to-all's), each step
+  // latency + block / bandwidth.
   if (role == StrategyRole::comm_reference || role == StrategyRole::serial_baseline) {
     const std::vector<std::vector<int>> colls = v.collectives();
     for (size_t k = 0; k < colls[0].size(); ++k) {
-      const int steps = ring_steps(c.world);
+      const CollectiveOp op = v.task(0, colls[0][k]).op;
+      const int steps = sim_detail::collective_step_count(op, c.world);
       int64_t block = 0;
       bool same = true;
       for (int r = 0; r < c.world; ++r) {
@@ -321,7 +325,7 @@ void collect_case(const CaseView& v, Collected& out) {
         if (std::isfinite(shortest)) per_iter.push_back(shortest);
       }
       if (per_iter.empty()) continue;
-      const LinkPoint p{static_cast<double>(block), median(per_iter) / steps};
+      const LinkPoint p{static_cast<double>(block), median(per_iter) / steps, op};
       (role == StrategyRole::comm_reference ? out.comm_only : out.baseline).push_back(p);
     }
   }

@@ -42,7 +42,7 @@ struct CaseView {
     *out = {s, e};
     return true;
   }
-  // Per rank, its collectives' task ids in plan order: the k-th ones are one ring.
+  // Per rank, its collectives' task ids in plan order: the k-th ones are one collective.
   std::vector<std::vector<int>> collectives() const {
     std::vector<std::vector<int>> ids(plans.size());
     for (size_t r = 0; r < plans.size(); ++r) {
@@ -97,16 +97,17 @@ struct Pools {
 };
 
 struct LinkPoint {
-  double bytes = 0;    // one ring step's block, or one exchange's bytes
-  double seconds = 0;  // one step's time
+  double bytes = 0;                      // one collective step's block, or one exchange's bytes
+  double seconds = 0;                    // one step's time
+  CollectiveOp op = CollectiveOp::none;  // the collective timed; none for an exchange
 };
 
 // A transfer of an overlapping strategy, for the transfer slowdown: from when its last end
 // posted it to its end, with the stretches of that window in which a rank it involves computed.
 struct TransferSample {
   bool collective = false;
-  double bytes = 0;  // a message's bytes, or one ring step's block
-  int steps = 1;     // a collective's ring steps
+  double bytes = 0;  // a message's bytes, or one collective step's block
+  int steps = 1;     // a collective's steps (collective_steps.h)
   Interval window;
   std::vector<Interval> busy;  // disjoint, sorted, inside the window
 };

@@ -1,4 +1,4 @@
-// The discrete-event simulation's data (simulator.cpp): a task's state, the events, and the
+// The discrete-event simulation's data (simulation.h): a task's state, the events, and the
 // ports and flows of the fluid link model. Internal to src/sim.
 #pragma once
 
@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "collective_steps.h"
 #include "fob/plan.h"
 
 namespace fob::sim_detail {
@@ -87,16 +88,20 @@ struct Port {
   std::vector<int> out, in;
 };
 
-// One ring link of a collective: rank r to rank r+1.
-struct RingLink {
-  int out_port = -1, in_port = -1;  // on r and on r+1
-  double latency = 0, bytes_per_second = 0, block = 0;
+// One link of a collective's running step: from rank r (its index in Flow::links) to `to`.
+struct CollectiveLink {
+  int to = -1;
+  int out_port = -1, in_port = -1;  // on r and on `to`
+  double latency = 0, bytes_per_second = 0;
 };
 
 // A point-to-point message, or a whole collective, sharing bandwidth with the flows on its
 // ports (fluid model). A message pays its latency first, then flows: `remaining` bytes at
-// `rate`. A collective flows from its start: `remaining` is the fraction of it left, and
-// `period` what the whole would take at the current shares.
+// `rate`. A collective runs the entries of its schedule one after another, each flowing from
+// its start: `remaining` is the fraction of the running entry left, and `period` what that
+// whole entry (all its repeats) would take at the current shares. It is listed on the ports of
+// the running entry's links only, so a pairwise all-to-all shares an inter-node port only
+// during the steps that cross nodes.
 struct Flow {
   TaskRef from, to;                 // message: sender and receiver halves
   int collective = -1;              // the collective's index k, or -1 for a message
@@ -104,8 +109,10 @@ struct Flow {
   bool flowing = false, scheduled = false;
   double remaining = 0, rate = 0, period = 0, since = 0;
   uint32_t version = 0;
-  int steps = 0;                // collective: ring steps
-  std::vector<RingLink> links;  // collective: one per rank
+  std::vector<CollectiveStep> steps;  // collective: its schedule (collective_steps.h)
+  size_t step = 0;                    // collective: the running entry of `steps`
+  std::vector<double> blocks;         // collective: per rank, the bytes it sends per step
+  std::vector<CollectiveLink> links;  // collective: per rank, its link in the running entry
 };
 
 // A transfer posted late because its rank was computing, and when its launch was over.
