@@ -125,7 +125,9 @@ struct Task {
   // collective over all ranks. Rank j's block lies at src.row + j*src_stride_rows (reduce
   // scatter input) or dst.row + j*dst_stride_rows (all-gather output); src.rows rows each.
   // all_to_all: the block at a.row + j*src_stride_rows goes to rank j, and rank j's block for
-  // this rank lands at c.row + j*dst_stride_rows (this rank's own block is copied).
+  // this rank lands at c.row + j*dst_stride_rows (this rank's own block is copied). A block is
+  // `batch` chunks of a.rows rows, chunk i a_step.rows further in `a` and c_step.rows in `c`
+  // (one per sequence of a batch-major buffer), sent as one message.
   CollectiveOp op = CollectiveOp::none;
   int64_t src_stride_rows = 0;
   int64_t dst_stride_rows = 0;

@@ -67,11 +67,19 @@ class PlanBuilder {
   int reduce_scatter(int src, int64_t src_row, int64_t src_stride, const View& dst,
                      std::string label);
 
-  // All-to-all: the block of `block_rows` rows at src_row + j * src_stride of `src` goes to
-  // rank j, and rank j's block for this rank lands at dst_row + j * dst_stride of `dst` (this
-  // rank's own block is copied, as NCCL's all-to-all sends it to itself).
-  int all_to_all(int src, int64_t src_row, int64_t src_stride, int dst, int64_t dst_row,
-                 int64_t dst_stride, int64_t block_rows, std::string label);
+  // All-to-all: the block at src_row + j * src_stride of `src` goes to rank j, and rank j's
+  // block for this rank lands at dst_row + j * dst_stride of `dst` (this rank's own block is
+  // copied, as NCCL's all-to-all sends it to itself). A block is `batch` chunks of `rows` rows,
+  // chunk i at + i * src_step (dst_step): one collective however the rows are laid out.
+  struct AllToAll {
+    int src = -1;
+    int64_t src_row = 0, src_stride = 0, src_step = 0;
+    int dst = -1;
+    int64_t dst_row = 0, dst_stride = 0, dst_step = 0;
+    int64_t rows = 0;
+    int batch = 1;
+  };
+  int all_to_all(const AllToAll& args, std::string label);
 
   // An extra ordering edge that the data does not imply (e.g. decompose's lock-step).
   void depend(int task, int on);

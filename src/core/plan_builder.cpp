@@ -258,25 +258,31 @@ int PlanBuilder::reduce_scatter(int src, int64_t src_row, int64_t src_stride, co
   return add_task(std::move(t), access);
 }
 
-int PlanBuilder::all_to_all(int src, int64_t src_row, int64_t src_stride, int dst, int64_t dst_row,
-                            int64_t dst_stride, int64_t block_rows, std::string label) {
-  if (cols(src) != cols(dst)) throw std::logic_error(label + ": all-to-all between widths");
+int PlanBuilder::all_to_all(const AllToAll& args, std::string label) {
+  if (cols(args.src) != cols(args.dst))
+    throw std::logic_error(label + ": all-to-all between widths");
   Task t;
   t.stream = StreamId::comm;
   t.kind = TaskKind::collective;
   t.op = CollectiveOp::all_to_all;
   t.label = std::move(label);
-  t.a = View{src, src_row, block_rows};
-  t.c = View{dst, dst_row, block_rows};
-  t.src_stride_rows = src_stride;
-  t.dst_stride_rows = dst_stride;
+  t.a = View{args.src, args.src_row, args.rows};
+  t.c = View{args.dst, args.dst_row, args.rows};
+  t.src_stride_rows = args.src_stride;
+  t.dst_stride_rows = args.dst_stride;
+  t.batch = args.batch;
+  t.a_step.rows = args.src_step;
+  t.c_step.rows = args.dst_step;
   // Every rank sends one block to each of the N-1 others.
-  t.bytes = (world() - 1) * block_rows * cols(src) * elem_bytes();
+  t.bytes = (world() - 1) * args.batch * args.rows * cols(args.src) * elem_bytes();
   Access& access = fresh_access();
   for (int j = 0; j < world(); ++j) {
-    const int64_t from = src_row + j * src_stride, to = dst_row + j * dst_stride;
-    access.reads.push_back({src, from, from + block_rows});
-    access.writes.push_back({dst, to, to + block_rows});
+    for (int i = 0; i < args.batch; ++i) {
+      const int64_t from = args.src_row + j * args.src_stride + i * args.src_step;
+      const int64_t to = args.dst_row + j * args.dst_stride + i * args.dst_step;
+      access.reads.push_back({args.src, from, from + args.rows});
+      access.writes.push_back({args.dst, to, to + args.rows});
+    }
   }
   return add_task(std::move(t), access);
 }

@@ -102,30 +102,64 @@ std::vector<int> exchange_o(PlanBuilder& b, const A2aProblem& p, int to, int fro
   return ids;
 }
 
+namespace {
+
+// The range as one all-to-all when it is whole sequences (a chunk per sequence), else one per
+// sequence it touches; on one rank, copies. `to_heads`: #1 (qkv_send to qkv), else #2.
+void all_to_all_range(PlanBuilder& b, const A2aProblem& p, int64_t begin, int64_t rows,
+                      bool to_heads, const std::string& label) {
+  PlanBuilder::AllToAll peer_major, seq_major;
+  peer_major.src = peer_major.dst = to_heads ? p.qkv_send : p.o_recv;
+  peer_major.src_stride = peer_major.dst_stride = p.local_rows();
+  peer_major.src_step = peer_major.dst_step = p.tokens;
+  seq_major.src = seq_major.dst = to_heads ? p.qkv : p.o;
+  seq_major.src_stride = seq_major.dst_stride = p.tokens;
+  seq_major.src_step = seq_major.dst_step = p.seq;
+  const PlanBuilder::AllToAll& from = to_heads ? peer_major : seq_major;
+  const PlanBuilder::AllToAll& to = to_heads ? seq_major : peer_major;
+  auto emit = [&](int64_t local, int64_t run, int batch, const std::string& name) {
+    const int64_t from_row = to_heads ? p.peer_row(0, local) : p.seq_row(0, local);
+    const int64_t to_row = to_heads ? p.seq_row(0, local) : p.peer_row(0, local);
+    if (b.world() == 1) {
+      for (int i = 0; i < batch; ++i) {
+        b.copy({to.dst, to_row + i * to.dst_step, run},
+               {from.src, from_row + i * from.src_step, run},
+               batch > 1 ? name + " (seq " + std::to_string(local / p.tokens + i) + ")" : name);
+      }
+      return;
+    }
+    PlanBuilder::AllToAll args;
+    args.src = from.src;
+    args.src_row = from_row;
+    args.src_stride = from.src_stride;
+    args.src_step = from.src_step;
+    args.dst = to.dst;
+    args.dst_row = to_row;
+    args.dst_stride = to.dst_stride;
+    args.dst_step = to.dst_step;
+    args.rows = run;
+    args.batch = batch;
+    b.all_to_all(args, name);
+  };
+  if (begin % p.tokens == 0 && rows % p.tokens == 0) {
+    emit(begin, p.tokens, static_cast<int>(rows / p.tokens), label);
+    return;
+  }
+  for_each_run(p, begin, rows, [&](int64_t local, int64_t run) {
+    emit(local, run, 1, run_label(label, p, local, run, rows));
+  });
+}
+
+}  // namespace
+
 void all_to_all_qkv(PlanBuilder& b, const A2aProblem& p, int64_t begin, int64_t rows,
                     const std::string& label) {
-  for_each_run(p, begin, rows, [&](int64_t local, int64_t run) {
-    const std::string name = run_label(label, p, local, run, rows);
-    if (b.world() == 1) {
-      b.copy({p.qkv, p.seq_row(0, local), run}, {p.qkv_send, local, run}, name);
-    } else {
-      b.all_to_all(p.qkv_send, p.peer_row(0, local), p.local_rows(), p.qkv, p.seq_row(0, local),
-                   p.tokens, run, name);
-    }
-  });
+  all_to_all_range(b, p, begin, rows, true, label);
 }
 
 void all_to_all_o(PlanBuilder& b, const A2aProblem& p, int64_t begin, int64_t rows,
                   const std::string& label) {
-  for_each_run(p, begin, rows, [&](int64_t local, int64_t run) {
-    const std::string name = run_label(label, p, local, run, rows);
-    if (b.world() == 1) {
-      b.copy({p.o_recv, local, run}, {p.o, p.seq_row(0, local), run}, name);
-    } else {
-      b.all_to_all(p.o, p.seq_row(0, local), p.tokens, p.o_recv, p.peer_row(0, local),
-                   p.local_rows(), run, name);
-    }
-  });
+  all_to_all_range(b, p, begin, rows, false, label);
 }
 
 int project_out(PlanBuilder& b, const A2aProblem& p, int j, int64_t begin, int64_t rows,

@@ -146,10 +146,7 @@ TEST(PlanOverlaps, SerialPlansDoNotOverlapTheOthersDo) {
   }
 }
 
-// ulysses' all-to-all runs as collectives: the reference modes never overlap, the strategies do.
-// Its baseline is not checked: it runs one all-to-all per sequence, and the attention of one
-// sequence may run beside the next one's all-to-all, so that whether it overlaps is the
-// strategy's choice rather than a property of the collective.
+// ulysses: the reference modes and baseline never overlap, the strategies do.
 TEST(PlanOverlaps, UlyssesOverlapsOnlyInItsStrategies) {
   for (int n : {2, 4}) {
     auto plan = [&](const char* s) {
@@ -163,6 +160,8 @@ TEST(PlanOverlaps, UlyssesOverlapsOnlyInItsStrategies) {
     const std::string at = "ulysses N=" + std::to_string(n);
     EXPECT_FALSE(plan_overlaps(plan("compute_only"))) << at;
     EXPECT_FALSE(plan_overlaps(plan("comm_only"))) << at;
+    // One all-to-all for every sequence of the batch: nothing runs beside it.
+    EXPECT_FALSE(plan_overlaps(plan("baseline"))) << at;
     for (const char* s : {"slicing:2", "decompose", "flash", "flash_direct", "flash_qs"}) {
       EXPECT_TRUE(plan_overlaps(plan(s))) << at << " " << s;
     }

@@ -88,15 +88,18 @@ TEST_P(Ulysses, RowsTravelToTheirOwners) {
         if (t.kind == TaskKind::collective) {
           ASSERT_EQ(t.op, CollectiveOp::all_to_all) << describe(p, t.id);
           const bool first = t.a.buffer == qkv_send;
-          // #1: peer-major to sequence-major; #2: back.
+          // #1: peer-major to sequence-major; #2: back. A chunk per sequence.
           EXPECT_EQ(t.c.buffer, first ? qkv : o_recv) << describe(p, t.id);
           EXPECT_EQ(t.a.buffer, first ? qkv_send : o) << describe(p, t.id);
           EXPECT_EQ(t.src_stride_rows, first ? local_ : tokens_);
           EXPECT_EQ(t.dst_stride_rows, first ? tokens_ : local_);
+          EXPECT_EQ(t.a_step.rows, first ? tokens_ : spec_.shape.seq);
+          EXPECT_EQ(t.c_step.rows, first ? spec_.shape.seq : tokens_);
           const int64_t local = first ? t.a.row : t.c.row;
           EXPECT_EQ(first ? t.c.row : t.a.row, seq_row(0, local)) << describe(p, t.id);
-          EXPECT_EQ(local / tokens_, (local + t.a.rows - 1) / tokens_) << "one sequence";
-          moved[first ? 0 : 1] += t.c.rows * n_;
+          EXPECT_EQ(local / tokens_, (local + t.a.rows - 1) / tokens_) << "chunks in a sequence";
+          EXPECT_LE(local / tokens_ + t.batch, spec_.shape.batch) << describe(p, t.id);
+          moved[first ? 0 : 1] += t.c.rows * t.batch * n_;
           continue;
         }
         if (t.sends()) {

@@ -363,10 +363,12 @@ class CpuBackend : public Backend {
 
   template <typename T>
   void all_to_all(const Task& t) {
-    const int64_t count = t.c.rows * cols(t.c.buffer);
+    const int64_t width = cols(t.c.buffer);
+    const AllToAllChunks chunks{t.batch, t.c.rows * width, t.a_step.rows * width,
+                                t.c_step.rows * width};
     auto send = [&](int j) { return static_cast<const T*>(at<T>(t.a, j * t.src_stride_rows)); };
     auto recv = [&](int j) { return at<T>(t.c, j * t.dst_stride_rows); };
-    fob::pairwise_all_to_all(link_, plan_->rank, plan_->world, count, send, recv, mpi_type(),
+    fob::pairwise_all_to_all(link_, plan_->rank, plan_->world, chunks, send, recv, mpi_type(),
                              current_->elem, abort_);
   }
 

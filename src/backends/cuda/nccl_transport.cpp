@@ -170,13 +170,17 @@ void NcclTransport::all_to_all(const Task& t, cudaStream_t stream) {
   const ncclDataType_t type = nccl_type(at_.plan().dtype);
   const int world = at_.plan().world;
   check_.nccl(ncclGroupStart(), "ncclGroupStart");
+  // A block of several chunks (one per sequence) is one send and one receive per chunk, all
+  // in the group: NCCL matches a peer's sends and receives in the order they were posted.
   for (int j = 0; j < world; ++j) {
-    check_.nccl(ncclSend(at_.device_at(t.a, j * t.src_stride_rows), at_.count(t.a), type,
-                         nccl_peer(j), nccl_, stream),
-                "ncclSend");
-    check_.nccl(ncclRecv(at_.device_at(t.c, j * t.dst_stride_rows), at_.count(t.c), type,
-                         nccl_peer(j), nccl_, stream),
-                "ncclRecv");
+    for (int i = 0; i < t.batch; ++i) {
+      check_.nccl(ncclSend(at_.device_at(t.a, j * t.src_stride_rows + i * t.a_step.rows),
+                           at_.count(t.a), type, nccl_peer(j), nccl_, stream),
+                  "ncclSend");
+      check_.nccl(ncclRecv(at_.device_at(t.c, j * t.dst_stride_rows + i * t.c_step.rows),
+                           at_.count(t.c), type, nccl_peer(j), nccl_, stream),
+                  "ncclRecv");
+    }
   }
   check_.nccl(ncclGroupEnd(), "ncclGroupEnd");
 }

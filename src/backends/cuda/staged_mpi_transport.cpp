@@ -169,13 +169,16 @@ void StagedMpiTransport::collective(const Task& t, MPI_Datatype type) {
     return;
   }
   if (t.op == CollectiveOp::all_to_all) {
-    blocks_to_host(t.a, t.src_stride_rows);
+    blocks_to_host(t.a, t.src_stride_rows, t.batch, t.a_step.rows);
     auto send = [&](int j) -> const void* { return at_.host_at(t.a, j * t.src_stride_rows); };
     auto recv = [&](int j) { return at_.host_at(t.c, j * t.dst_stride_rows); };
+    const int64_t width = at_.plan().buffers[t.c.buffer].cols;
+    const AllToAllChunks chunks{t.batch, block, t.a_step.rows * width, t.c_step.rows * width};
     // The plan's rank and world, as for the all-gather. The own block is copied on the host
     // with the others' (no device-to-device copy), so one copy back places every block.
-    pairwise_all_to_all(*link_, plan.rank, plan.world, block, send, recv, type, at_.elem(), abort_);
-    blocks_to_device(t.c, t.dst_stride_rows);
+    pairwise_all_to_all(*link_, plan.rank, plan.world, chunks, send, recv, type, at_.elem(),
+                        abort_);
+    blocks_to_device(t.c, t.dst_stride_rows, t.batch, t.c_step.rows);
     return;
   }
   if (t.op != CollectiveOp::reduce_scatter) {
@@ -228,22 +231,27 @@ void StagedMpiTransport::to_device(const View& v) {
   check_.cuda(cudaStreamSynchronize(copy_), "staging to the device");
 }
 
-// Queued together, waited for once: one round trip to the GPU rather than one per block.
-void StagedMpiTransport::blocks_to_host(const View& v, int64_t stride) {
+// Queued together, waited for once: one round trip to the GPU rather than one per block. Each
+// block is `batch` chunks of v.rows rows, `step` rows apart.
+void StagedMpiTransport::blocks_to_host(const View& v, int64_t stride, int batch, int64_t step) {
   for (int j = 0; j < at_.plan().world; ++j) {
-    const View b = shifted(v, j * stride);
-    check_.cuda(cudaMemcpyAsync(at_.host_at(b), at_.device_at(b), at_.count(b) * at_.elem(),
-                                cudaMemcpyDeviceToHost, copy_),
-                "staging blocks to the host");
+    for (int i = 0; i < batch; ++i) {
+      const View b = shifted(v, j * stride + i * step);
+      check_.cuda(cudaMemcpyAsync(at_.host_at(b), at_.device_at(b), at_.count(b) * at_.elem(),
+                                  cudaMemcpyDeviceToHost, copy_),
+                  "staging blocks to the host");
+    }
   }
   check_.cuda(cudaStreamSynchronize(copy_), "staging blocks to the host");
 }
-void StagedMpiTransport::blocks_to_device(const View& v, int64_t stride) {
+void StagedMpiTransport::blocks_to_device(const View& v, int64_t stride, int batch, int64_t step) {
   for (int j = 0; j < at_.plan().world; ++j) {
-    const View b = shifted(v, j * stride);
-    check_.cuda(cudaMemcpyAsync(at_.device_at(b), at_.host_at(b), at_.count(b) * at_.elem(),
-                                cudaMemcpyHostToDevice, copy_),
-                "staging blocks to the device");
+    for (int i = 0; i < batch; ++i) {
+      const View b = shifted(v, j * stride + i * step);
+      check_.cuda(cudaMemcpyAsync(at_.device_at(b), at_.host_at(b), at_.count(b) * at_.elem(),
+                                  cudaMemcpyHostToDevice, copy_),
+                  "staging blocks to the device");
+    }
   }
   check_.cuda(cudaStreamSynchronize(copy_), "staging blocks to the device");
 }

@@ -62,9 +62,9 @@ class StagedMpiTransport : public Transport {
   void reduce(const Task& t, MPI_Datatype type, Add add);
   void to_host(const View& v);
   void to_device(const View& v);
-  // The world's blocks of a collective, `stride` rows apart from v's.
-  void blocks_to_host(const View& v, int64_t stride);
-  void blocks_to_device(const View& v, int64_t stride);
+  // Every rank's block of `v`, `stride` rows apart; a block is `batch` chunks `step` rows apart.
+  void blocks_to_host(const View& v, int64_t stride, int batch = 1, int64_t step = 0);
+  void blocks_to_device(const View& v, int64_t stride, int batch = 1, int64_t step = 0);
 
   Checker check_;
   cudaStream_t copy_ = nullptr;

@@ -99,6 +99,21 @@ bool Link::wait_all(int count, MPI_Request* requests) {
 
 bool Link::transfer(const void* send, int64_t send_count, int send_peer, void* recv,
                     int64_t recv_count, int recv_peer, int tag, MPI_Datatype type, int elem_bytes) {
+  return post_and_wait(send, static_cast<int>(send_count), type, send_peer, recv,
+                       static_cast<int>(recv_count), type, recv_peer, tag,
+                       static_cast<double>(std::max(send_count, recv_count)) * elem_bytes);
+}
+
+bool Link::transfer(const void* send, MPI_Datatype send_type, int send_peer, void* recv,
+                    MPI_Datatype recv_type, int recv_peer, int tag, int64_t bytes) {
+  return post_and_wait(send, send_peer >= 0 ? 1 : 0, send_type, send_peer, recv,
+                       recv_peer >= 0 ? 1 : 0, recv_type, recv_peer, tag,
+                       static_cast<double>(bytes));
+}
+
+bool Link::post_and_wait(const void* send, int send_count, MPI_Datatype send_type, int send_peer,
+                         void* recv, int recv_count, MPI_Datatype recv_type, int recv_peer, int tag,
+                         double bytes) {
   const double posted = global_now();
   double peer_posted = posted;
   // An absent side talks to MPI_PROC_NULL, which completes at once.
@@ -107,9 +122,9 @@ bool Link::transfer(const void* send, int64_t send_count, int send_peer, void* r
   constexpr int n = 4;
   MPI_Request requests[n];
   MPI_Irecv(&peer_posted, 1, MPI_DOUBLE, from, 2 * tag + 1, comm_, &requests[0]);
-  MPI_Irecv(recv, static_cast<int>(recv_count), type, from, 2 * tag, comm_, &requests[1]);
+  MPI_Irecv(recv, recv_count, recv_type, from, 2 * tag, comm_, &requests[1]);
   MPI_Isend(&posted, 1, MPI_DOUBLE, to, 2 * tag + 1, comm_, &requests[2]);
-  MPI_Isend(send, static_cast<int>(send_count), type, to, 2 * tag, comm_, &requests[3]);
+  MPI_Isend(send, send_count, send_type, to, 2 * tag, comm_, &requests[3]);
   waiting_peer_ = recv_peer >= 0 ? recv_peer : send_peer;
   const bool ok = wait_all(n, requests);
   if (!ok) {
@@ -124,7 +139,6 @@ bool Link::transfer(const void* send, int64_t send_count, int send_peer, void* r
   if (!ok || !emulation_.enabled()) return ok;
 
   // A transfer starts when both sides have posted it and runs at the emulated rate.
-  const double bytes = static_cast<double>(std::max(send_count, recv_count)) * elem_bytes;
   double seconds = emulation_.latency_us * 1e-6;
   if (emulation_.gbps > 0) seconds += bytes * 8 / (emulation_.gbps * 1e9);
   const double start = std::max(posted, peer_posted);

@@ -26,11 +26,18 @@ class Link {
   // abort is raised (then returns false).
   bool transfer(const void* send, int64_t send_count, int send_peer, void* recv, int64_t recv_count,
                 int recv_peer, int tag, MPI_Datatype type, int elem_bytes);
+  // One message of each datatype (strided chunks, say) each way; `bytes` is what each side
+  // moves, for the emulated link.
+  bool transfer(const void* send, MPI_Datatype send_type, int send_peer, void* recv,
+                MPI_Datatype recv_type, int recv_peer, int tag, int64_t bytes);
 
   // Human-readable state for timeout messages.
   std::string state() const;
 
  private:
+  bool post_and_wait(const void* send, int send_count, MPI_Datatype send_type, int send_peer,
+                     void* recv, int recv_count, MPI_Datatype recv_type, int recv_peer, int tag,
+                     double bytes);
   double global_now() const;
   bool wait_all(int count, MPI_Request* requests);
   // The MPI rank a plan's peer maps to: MPI_PROC_NULL for an absent side.

@@ -50,17 +50,52 @@ void ring_reduce_scatter(Link& link, int rank, int world, int64_t count, Local l
   }
 }
 
-// All-to-all: send(j) is this rank's block for rank j and recv(j) where rank j's block lands,
-// `count` elements each. The own block is copied; step s = 1..N-1 sends to r+s while receiving
-// from r-s, the pairwise exchange NCCL and MPI run, each step one message on one link.
+// The layout of one all-to-all block: `batch` chunks of `count` elements, chunk i at
+// i * send_step elements from the block's start where it is sent from and i * recv_step where
+// it lands (one chunk per sequence of a batch-major buffer).
+struct AllToAllChunks {
+  int batch = 1;
+  int64_t count = 0;
+  int64_t send_step = 0, recv_step = 0;
+};
+
+// A block's chunks as one MPI datatype, so that a block is one message however it lies.
+class ChunkType {
+ public:
+  ChunkType(const AllToAllChunks& c, int64_t step, MPI_Datatype element) {
+    MPI_Type_vector(c.batch, static_cast<int>(c.count), static_cast<int>(step), element, &type_);
+    MPI_Type_commit(&type_);
+  }
+  ~ChunkType() { MPI_Type_free(&type_); }
+  ChunkType(const ChunkType&) = delete;
+  ChunkType& operator=(const ChunkType&) = delete;
+  MPI_Datatype get() const { return type_; }
+
+ private:
+  MPI_Datatype type_ = MPI_DATATYPE_NULL;
+};
+
+// All-to-all: send(j) is where this rank's block for rank j starts and recv(j) where rank j's
+// block lands. The own block is copied; step s = 1..N-1 sends to r+s while receiving from r-s,
+// the pairwise exchange NCCL and MPI run, each step one message on one link.
 template <typename Send, typename Recv>
-void pairwise_all_to_all(Link& link, int rank, int world, int64_t count, Send send, Recv recv,
-                         MPI_Datatype type, int elem_bytes, const std::atomic<bool>& abort) {
-  std::memcpy(recv(rank), send(rank), static_cast<size_t>(count * elem_bytes));
+void pairwise_all_to_all(Link& link, int rank, int world, const AllToAllChunks& chunks, Send send,
+                         Recv recv, MPI_Datatype type, int elem_bytes,
+                         const std::atomic<bool>& abort) {
+  const size_t chunk_bytes = static_cast<size_t>(chunks.count * elem_bytes);
+  for (int i = 0; i < chunks.batch; ++i) {
+    std::memcpy(
+        static_cast<char*>(static_cast<void*>(recv(rank))) + i * chunks.recv_step * elem_bytes,
+        static_cast<const char*>(static_cast<const void*>(send(rank))) +
+            i * chunks.send_step * elem_bytes,
+        chunk_bytes);
+  }
+  const ChunkType send_type(chunks, chunks.send_step, type);
+  const ChunkType recv_type(chunks, chunks.recv_step, type);
   for (int s = 1; s < world && !abort; ++s) {
-    link.transfer(send(ring_index(rank + s, world)), count, ring_index(rank + s, world),
-                  recv(ring_index(rank - s, world)), count, ring_index(rank - s, world),
-                  kCollectiveTagBase + s, type, elem_bytes);
+    link.transfer(send(ring_index(rank + s, world)), send_type.get(), ring_index(rank + s, world),
+                  recv(ring_index(rank - s, world)), recv_type.get(), ring_index(rank - s, world),
+                  kCollectiveTagBase + s, chunks.batch * chunks.count * elem_bytes);
   }
 }
 
