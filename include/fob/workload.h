@@ -73,7 +73,9 @@ Plan make_plan(const CaseSpec& spec, int rank);
 int64_t loopback_period(const CaseSpec& spec);
 
 // The tasks computing rows [row, row + rows) of this rank's attention output `o` from `qkv`,
-// sequence by sequence, all local heads in one batched GEMM: scores = Q K^T, softmax, O = P V.
+// sequence by sequence, all local heads in one batched GEMM: scores = Q K^T, softmax, O = P V;
+// a tile of query rows at a time where a whole sequence's scores would pass kScoresElements.
+inline constexpr int64_t kScoresElements = int64_t{1} << 28;
 void attention_rows(PlanBuilder& b, const Geometry& g, int qkv, int o, int64_t row, int64_t rows);
 
 }  // namespace fob

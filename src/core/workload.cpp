@@ -325,12 +325,16 @@ void attention_rows(PlanBuilder& b, const Geometry& g, int qkv, int o, int64_t r
   if (dh < 1 || g.seq < 1) throw std::logic_error("attention_rows: shape not validated");
   const int heads = static_cast<int>(width / dh);
   const int64_t s = g.seq;
-  // One sequence's scores for every local head; reused sequence after sequence.
-  const int scores = b.buffer("scores", heads * s, s);
+  // Queries are taken a tile at a time, as a fused attention kernel tiles them, so that the
+  // scores of every local head stay within kScoresElements however long the sequence (Ulysses
+  // runs 128K tokens: whole rows of scores would need 2^34 elements per head).
+  const int64_t tile = std::clamp<int64_t>(kScoresElements / (heads * s), 1, s);
+  // One tile's scores for every local head; reused tile after tile.
+  const int scores = b.buffer("scores", heads * tile, s);
   for (int64_t first = row; first < row + rows;) {
     const int64_t seq_index = first / s;
     const int64_t seq_row = seq_index * s;  // keys and values: the whole sequence
-    const int64_t last = std::min(row + rows, seq_row + s);
+    const int64_t last = std::min({row + rows, seq_row + s, first + tile});
     const int64_t q = last - first;
     const std::string where = "seq " + std::to_string(seq_index) + " rows " +
                               std::to_string(first) + ":" + std::to_string(last);

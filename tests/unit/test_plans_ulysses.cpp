@@ -294,6 +294,31 @@ INSTANTIATE_TEST_SUITE_P(Strategies, Ulysses, ::testing::ValuesIn(kSpecs),
                            return name;
                          });
 
+// At long context the attention takes its queries a tile at a time: Llama-3-8B's heads at 128K
+// tokens on 8 ranks would need 2^35 scores per sequence; the tiles keep them within
+// kScoresElements while every query row of every local head is still computed exactly once.
+TEST(UlyssesLongContext, AttentionTilesItsQueries) {
+  CaseSpec c = ulysses_case("flash_qs", 8);
+  c.shape = {1, 131072, 4096, 4096};
+  c.shape.heads = 32;
+  c.dtype = DType::bf16;
+  const Plan p = make_plan(c, 3);
+  const int scores = p.buffer_id("scores"), o = p.buffer_id("o");
+  const BufferSpec& buf = p.buffers[static_cast<size_t>(scores)];
+  EXPECT_LE(buf.rows * buf.cols, kScoresElements);
+  EXPECT_EQ(buf.cols, c.shape.seq);
+  std::vector<int> hits(static_cast<size_t>(c.shape.seq), 0);
+  int tiles = 0;
+  for (const Task& t : p.tasks) {
+    if (t.kind != TaskKind::gemm || t.c.buffer != o) continue;
+    ++tiles;
+    EXPECT_EQ(t.batch, 4) << "every local head at once";
+    for (int64_t r = t.c.row; r < t.c.row + t.c.rows; ++r) ++hits[static_cast<size_t>(r)];
+  }
+  EXPECT_GT(tiles, 1);
+  EXPECT_EQ(std::count(hits.begin(), hits.end(), 1), c.shape.seq);
+}
+
 std::string input_error(const CaseSpec& spec) {
   try {
     validate_case(spec);
