@@ -120,7 +120,7 @@ void flash_all_to_all_gemm(PlanBuilder& b, const A2aProblem& p, int m) {
         produce_o_for(b, p, to, local, run);
         exchange_o(b, p, to, b.peer(-k), local, run, kSecondAllToAllTag + k * m + i,
                    "O to " + piece_name(to, i, m) +
-                       (run < p.local_rows() ? " seq " + std::to_string(local / p.tokens) : ""));
+                       (p.batch > 1 ? " seq " + std::to_string(local / p.tokens) : ""));
       }
     }
   }
