@@ -188,6 +188,39 @@ TEST_F(Fixture, VerificationCatchesAWrongAttention) {
   EXPECT_EQ(executor.run_case(shifted, options(1), "keys").verified, 0);
 }
 
+// ulysses: a block of either all-to-all delivered to the wrong rank, or a head group's output
+// projection with the wrong rows of WO, fails verification (the verified runs of every
+// strategy are tests/mpi/run_verified.sh's). Two ranks or more: on one every block is its own.
+TEST_F(Fixture, VerificationCatchesAMisroutedAllToAll) {
+  if (world < 2) GTEST_SKIP() << "an all-to-all on one rank moves nothing";
+  auto backend = make_cpu_backend({});
+  Executor executor(*backend, MPI_COMM_WORLD);
+  CaseSpec spec;
+  spec.workload = Workload::ulysses;
+  spec.shape = {2, 24 * world, 48, 48, 4 * world};
+  spec.world = world;
+  spec.strategy = parse_strategy("baseline");
+  EXPECT_EQ(executor.run_case(make_plan(spec, rank), options(1), "right").verified, 1);
+  for (bool second : {false, true}) {
+    Plan plan = make_plan(spec, rank);
+    int collectives = 0;
+    for (Task& t : plan.tasks) {
+      if (t.kind != TaskKind::collective || collectives++ != (second ? 1 : 0)) continue;
+      // The blocks go out in reverse: rank j receives the one meant for rank N-1-j.
+      t.a.row += (world - 1) * t.src_stride_rows;
+      t.src_stride_rows = -t.src_stride_rows;
+    }
+    ASSERT_EQ(collectives, 2);
+    EXPECT_EQ(executor.run_case(plan, options(1), second ? "o" : "qkv").verified, 0) << second;
+  }
+  Plan plan = make_plan(spec, rank);
+  const int wo = plan.buffer_id("wo");
+  for (Task& t : plan.tasks) {
+    if (t.kind == TaskKind::gemm && t.b.buffer == wo) t.b.row = 0;  // every group: WO_0
+  }
+  EXPECT_EQ(executor.run_case(plan, options(1), "wo").verified, 0);
+}
+
 // Runs its inner backend faithfully for the first iteration only; afterwards one GEMM adds to
 // its output instead of overwriting it, as a stale graph or a lost dependency would.
 class GoesWrongAfterFirstIteration : public ForwardingBackend {
