@@ -41,7 +41,9 @@ std::string recorded_env() {
   for (char** e = environ; *e; ++e) {
     std::string kv = *e;
     for (const char* prefix :
-         {"NCCL_", "CUDA_DEVICE_MAX_CONNECTIONS", "OMP_", "OPENBLAS_", "OMPI_MCA_", "FOB_"}) {
+         {"NCCL_", "CUDA_DEVICE_MAX_CONNECTIONS", "OMP_", "OPENBLAS_", "OMPI_MCA_", "FOB_",
+          // Under Slurm: which job measured the file, on which nodes, launched how.
+          "SLURM_JOB_ID=", "SLURM_JOB_NODELIST=", "SLURM_CLUSTER_NAME=", "SLURM_MPI_TYPE="}) {
       if (kv.rfind(prefix, 0) == 0) {
         out += kv + "\n";
         break;
