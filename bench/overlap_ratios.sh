@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Benchmark (not a test): runs a config (default: the demo, on 4 ranks) and records, from that
+# Benchmark (not a test): runs a config (default: the demo, on the demo's ranks) and records, from that
 # one run, the ratios T_flash / T_lb (how close Flash-Overlap gets to perfect overlap) and
 # T_baseline / T_flash (its speedup), side by side with every other strategy's, per case of
 # the config.
 #
 #   [CONFIG=bench_configs/X.yaml] [NP=N] bench/overlap_ratios.sh [FOBENCH] [extra run arguments]
+# NP defaults to scripts/demo.sh's: one rank per physical core, 2 to 4.
 # Writes results/bench-<config>-<time>.h5 and a .ratios.json beside it.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -15,7 +16,10 @@ config=${CONFIG:-bench_configs/demo.yaml}
 name=$(basename "$config" .yaml)
 out="results/bench-$name-$(date +%Y%m%d-%H%M%S).h5"
 mkdir -p results
-BUILD_DIR=$(dirname "$fobench") jobscripts/local.sh "${NP:-4}" -c "$config" -o "$out" "$@"
+# shellcheck source=../scripts/ranks.sh
+source scripts/ranks.sh
+BUILD_DIR=$(dirname "$fobench") jobscripts/local.sh "${NP:-$(fob_default_ranks)}" -c "$config" \
+  -o "$out" "$@"
 "$fobench" report "$out" --format json > "${out%.h5}.report.json"
 
 python3 - "${out%.h5}.report.json" "${out%.h5}.ratios.json" <<'PY'

@@ -1,15 +1,23 @@
 #!/usr/bin/env bash
-# Builds fobench and runs the default benchmark: the mlp workload on 4 ranks (CPU backend,
-# emulated link, every strategy), as configured in bench_configs/demo.yaml. Prints the speedup
-# table and writes results/demo-<date>.h5.
+# Builds fobench and runs the default benchmark: the mlp workload on one rank per physical core,
+# 2 to 4 (CPU backend, emulated link, every strategy), as configured in bench_configs/demo.yaml.
+# Prints the speedup table and writes results/demo-<date>.h5.
 #
 #   scripts/demo.sh [extra fobench run arguments, e.g. --iters 50 --link-gbps 25]
-# NP=<ranks> changes the rank count (default 4); BUILD_DIR the build directory (default build).
+# NP=<ranks> sets the rank count (NP=4 on a 2-core machine: ranks take turns on the cores);
+# BUILD_DIR the build directory (default build).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 build_dir=${BUILD_DIR:-build}
-np=${NP:-4}
+# shellcheck source=ranks.sh
+source scripts/ranks.sh
+if [[ -n "${NP:-}" ]]; then
+  np=$NP
+else
+  np=$(fob_default_ranks)
+  echo "demo: $np ranks, one per physical core (2 to 4); NP=4 scripts/demo.sh runs four" >&2
+fi
 
 scripts/build.sh
 
