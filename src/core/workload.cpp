@@ -59,18 +59,11 @@ Geometry geometry(Workload workload, const Shape& shape) {
       g.w2 = "DY";
       break;
     case Workload::attn:
-      g.has_ag = g.has_rs = true;
-      g.attention = true;
-      g.f = shape.hidden;
-      g.ag_f = 3 * shape.hidden;
-      g.f_key = "hidden";
-      g.w1 = "WQKV";
-      g.h = "O";
-      g.w2 = "WO";
-      break;
     case Workload::ulysses:
-      // attn's tensors; the tokens are split instead of gathered, and heads are exchanged.
-      g.all_to_all = true;
+      // The same tensors; ulysses splits the tokens instead of gathering them, and exchanges
+      // heads by all-to-all instead of the all-gather and reduce-scatter halves.
+      g.all_to_all = workload == Workload::ulysses;
+      g.has_ag = g.has_rs = !g.all_to_all;
       g.attention = true;
       g.f = shape.hidden;
       g.ag_f = 3 * shape.hidden;

@@ -1,6 +1,7 @@
 #include "a2a_pieces.h"
 
 #include <algorithm>
+#include <utility>
 
 namespace fob {
 namespace {
@@ -80,63 +81,64 @@ void project_qkv_own(PlanBuilder& b, const A2aProblem& p, int64_t begin, int64_t
   gemm_by_sequence(b, p, begin, rows, g, false, label);
 }
 
-std::vector<int> exchange_qkv(PlanBuilder& b, const A2aProblem& p, int to, int from, int64_t begin,
-                              int64_t rows, int tag, const std::string& label) {
-  std::vector<int> ids;
-  for_each_run(p, begin, rows, [&](int64_t local, int64_t run) {
-    ids.push_back(b.exchange({p.qkv_send, p.peer_row(to, local), run}, to,
-                             {p.qkv, p.seq_row(from, local), run}, from, tag,
-                             run_label(label, p, local, run, rows)));
-  });
-  return ids;
-}
-
-std::vector<int> exchange_o(PlanBuilder& b, const A2aProblem& p, int to, int from, int64_t begin,
-                            int64_t rows, int tag, const std::string& label) {
-  std::vector<int> ids;
-  for_each_run(p, begin, rows, [&](int64_t local, int64_t run) {
-    ids.push_back(b.exchange({p.o, p.seq_row(to, local), run}, to,
-                             {p.o_recv, p.peer_row(from, local), run}, from, tag,
-                             run_label(label, p, local, run, rows)));
-  });
-  return ids;
-}
-
 namespace {
 
+// One side of an all-to-all: a buffer and how its rows lie. Peer major: rank j's block of L rows
+// at j * L, its sequences T rows apart; sequence major: whole sequences S rows apart, rank j's
+// tokens T rows into each.
+struct Side {
+  int buffer;
+  bool seq_major;
+  int64_t row(const A2aProblem& p, int j, int64_t local) const {
+    return seq_major ? p.seq_row(j, local) : p.peer_row(j, local);
+  }
+  int64_t rank_stride(const A2aProblem& p) const { return seq_major ? p.tokens : p.local_rows(); }
+  int64_t sequence_step(const A2aProblem& p) const { return seq_major ? p.seq : p.tokens; }
+};
+
+// #1 moves qkv_send (peer major) into qkv (sequence major); #2 moves o back into o_recv.
+std::pair<Side, Side> sides(const A2aProblem& p, bool to_heads) {
+  if (to_heads) return {{p.qkv_send, false}, {p.qkv, true}};
+  return {{p.o, true}, {p.o_recv, false}};
+}
+
+// The range sent to `to` and received from `from`, one exchange per sequence it touches.
+std::vector<int> exchange_range(PlanBuilder& b, const A2aProblem& p, bool to_heads, int to,
+                                int from, int64_t begin, int64_t rows, int tag,
+                                const std::string& label) {
+  const auto [src, dst] = sides(p, to_heads);
+  std::vector<int> ids;
+  for_each_run(p, begin, rows, [&](int64_t local, int64_t run) {
+    ids.push_back(b.exchange({src.buffer, src.row(p, to, local), run}, to,
+                             {dst.buffer, dst.row(p, from, local), run}, from, tag,
+                             run_label(label, p, local, run, rows)));
+  });
+  return ids;
+}
+
 // The range as one all-to-all when it is whole sequences (a chunk per sequence), else one per
-// sequence it touches; on one rank, copies. `to_heads`: #1 (qkv_send to qkv), else #2.
-void all_to_all_range(PlanBuilder& b, const A2aProblem& p, int64_t begin, int64_t rows,
-                      bool to_heads, const std::string& label) {
-  PlanBuilder::AllToAll peer_major, seq_major;
-  peer_major.src = peer_major.dst = to_heads ? p.qkv_send : p.o_recv;
-  peer_major.src_stride = peer_major.dst_stride = p.local_rows();
-  peer_major.src_step = peer_major.dst_step = p.tokens;
-  seq_major.src = seq_major.dst = to_heads ? p.qkv : p.o;
-  seq_major.src_stride = seq_major.dst_stride = p.tokens;
-  seq_major.src_step = seq_major.dst_step = p.seq;
-  const PlanBuilder::AllToAll& from = to_heads ? peer_major : seq_major;
-  const PlanBuilder::AllToAll& to = to_heads ? seq_major : peer_major;
+// sequence it touches; on one rank, copies.
+void all_to_all_range(PlanBuilder& b, const A2aProblem& p, bool to_heads, int64_t begin,
+                      int64_t rows, const std::string& label) {
+  const auto [src, dst] = sides(p, to_heads);
   auto emit = [&](int64_t local, int64_t run, int batch, const std::string& name) {
-    const int64_t from_row = to_heads ? p.peer_row(0, local) : p.seq_row(0, local);
-    const int64_t to_row = to_heads ? p.seq_row(0, local) : p.peer_row(0, local);
     if (b.world() == 1) {
       for (int i = 0; i < batch; ++i) {
-        b.copy({to.dst, to_row + i * to.dst_step, run},
-               {from.src, from_row + i * from.src_step, run},
+        b.copy({dst.buffer, dst.row(p, 0, local) + i * dst.sequence_step(p), run},
+               {src.buffer, src.row(p, 0, local) + i * src.sequence_step(p), run},
                batch > 1 ? name + " (seq " + std::to_string(local / p.tokens + i) + ")" : name);
       }
       return;
     }
     PlanBuilder::AllToAll args;
-    args.src = from.src;
-    args.src_row = from_row;
-    args.src_stride = from.src_stride;
-    args.src_step = from.src_step;
-    args.dst = to.dst;
-    args.dst_row = to_row;
-    args.dst_stride = to.dst_stride;
-    args.dst_step = to.dst_step;
+    args.src = src.buffer;
+    args.src_row = src.row(p, 0, local);
+    args.src_stride = src.rank_stride(p);
+    args.src_step = src.sequence_step(p);
+    args.dst = dst.buffer;
+    args.dst_row = dst.row(p, 0, local);
+    args.dst_stride = dst.rank_stride(p);
+    args.dst_step = dst.sequence_step(p);
     args.rows = run;
     args.batch = batch;
     b.all_to_all(args, name);
@@ -152,14 +154,24 @@ void all_to_all_range(PlanBuilder& b, const A2aProblem& p, int64_t begin, int64_
 
 }  // namespace
 
+std::vector<int> exchange_qkv(PlanBuilder& b, const A2aProblem& p, int to, int from, int64_t begin,
+                              int64_t rows, int tag, const std::string& label) {
+  return exchange_range(b, p, true, to, from, begin, rows, tag, label);
+}
+
+std::vector<int> exchange_o(PlanBuilder& b, const A2aProblem& p, int to, int from, int64_t begin,
+                            int64_t rows, int tag, const std::string& label) {
+  return exchange_range(b, p, false, to, from, begin, rows, tag, label);
+}
+
 void all_to_all_qkv(PlanBuilder& b, const A2aProblem& p, int64_t begin, int64_t rows,
                     const std::string& label) {
-  all_to_all_range(b, p, begin, rows, true, label);
+  all_to_all_range(b, p, true, begin, rows, label);
 }
 
 void all_to_all_o(PlanBuilder& b, const A2aProblem& p, int64_t begin, int64_t rows,
                   const std::string& label) {
-  all_to_all_range(b, p, begin, rows, false, label);
+  all_to_all_range(b, p, false, begin, rows, label);
 }
 
 int project_out(PlanBuilder& b, const A2aProblem& p, int j, int64_t begin, int64_t rows,

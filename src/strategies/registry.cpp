@@ -82,8 +82,9 @@ std::vector<std::string> default_strategies() {
 }
 
 bool strategy_applies(const Strategy& strategy, Workload workload) {
-  if (workload == Workload::ulysses) return strategy.gemm_all_to_all && strategy.all_to_all_gemm;
-  return !strategy.query_split || workload == Workload::attn;
+  const Geometry g = geometry(workload, Shape{});
+  if (g.all_to_all) return strategy.gemm_all_to_all && strategy.all_to_all_gemm;
+  return !strategy.query_split || g.attention;
 }
 
 std::string applicable_workloads(const Strategy& strategy) {
