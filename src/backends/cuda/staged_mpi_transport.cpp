@@ -169,7 +169,7 @@ void StagedMpiTransport::collective(const Task& t, MPI_Datatype type) {
     return;
   }
   if (t.op == CollectiveOp::all_to_all) {
-    blocks_to_host(t.a, t.src_stride_rows, t.batch, t.a_step.rows);
+    stage_blocks(t.a, t.src_stride_rows, t.batch, t.a_step.rows, cudaMemcpyDeviceToHost);
     auto send = [&](int j) -> const void* { return at_.host_at(t.a, j * t.src_stride_rows); };
     auto recv = [&](int j) { return at_.host_at(t.c, j * t.dst_stride_rows); };
     const int64_t width = at_.plan().buffers[t.c.buffer].cols;
@@ -178,14 +178,14 @@ void StagedMpiTransport::collective(const Task& t, MPI_Datatype type) {
     // with the others' (no device-to-device copy), so one copy back places every block.
     pairwise_all_to_all(*link_, plan.rank, plan.world, chunks, send, recv, type, at_.elem(),
                         abort_);
-    blocks_to_device(t.c, t.dst_stride_rows, t.batch, t.c_step.rows);
+    stage_blocks(t.c, t.dst_stride_rows, t.batch, t.c_step.rows, cudaMemcpyHostToDevice);
     return;
   }
   if (t.op != CollectiveOp::reduce_scatter) {
     check_.fail("task " + std::to_string(t.id) + " '" + t.label + "'",
                 std::string("collective ") + to_string(t.op) + " is not supported");
   }
-  blocks_to_host(t.a, t.src_stride_rows);
+  stage_blocks(t.a, t.src_stride_rows, 1, 0, cudaMemcpyDeviceToHost);
   switch (plan.dtype) {
     case DType::fp32:
       reduce<float>(t, type, [](float x, float y) { return x + y; });
@@ -232,28 +232,25 @@ void StagedMpiTransport::to_device(const View& v) {
 }
 
 // Queued together, waited for once: one round trip to the GPU rather than one per block. Each
-// block is `batch` chunks of v.rows rows, `step` rows apart.
-void StagedMpiTransport::blocks_to_host(const View& v, int64_t stride, int batch, int64_t step) {
+// block is `batch` chunks of v.rows rows, `step` rows apart: one 2-D copy, as the host mirror
+// has the device buffer's layout.
+void StagedMpiTransport::stage_blocks(const View& v, int64_t stride, int batch, int64_t step,
+                                      cudaMemcpyKind kind) {
+  const bool to_host = kind == cudaMemcpyDeviceToHost;
+  const size_t chunk = static_cast<size_t>(at_.count(v) * at_.elem());
+  const size_t pitch =
+      batch > 1 ? static_cast<size_t>(step * at_.plan().buffers[v.buffer].cols * at_.elem())
+                : chunk;
+  const char* what = to_host ? "staging blocks to the host" : "staging blocks to the device";
   for (int j = 0; j < at_.plan().world; ++j) {
-    for (int i = 0; i < batch; ++i) {
-      const View b = shifted(v, j * stride + i * step);
-      check_.cuda(cudaMemcpyAsync(at_.host_at(b), at_.device_at(b), at_.count(b) * at_.elem(),
-                                  cudaMemcpyDeviceToHost, copy_),
-                  "staging blocks to the host");
-    }
+    const View b = shifted(v, j * stride);
+    void* host = at_.host_at(b);
+    void* device = at_.device_at(b);
+    check_.cuda(cudaMemcpy2DAsync(to_host ? host : device, pitch, to_host ? device : host, pitch,
+                                  chunk, static_cast<size_t>(batch), kind, copy_),
+                what);
   }
-  check_.cuda(cudaStreamSynchronize(copy_), "staging blocks to the host");
-}
-void StagedMpiTransport::blocks_to_device(const View& v, int64_t stride, int batch, int64_t step) {
-  for (int j = 0; j < at_.plan().world; ++j) {
-    for (int i = 0; i < batch; ++i) {
-      const View b = shifted(v, j * stride + i * step);
-      check_.cuda(cudaMemcpyAsync(at_.device_at(b), at_.host_at(b), at_.count(b) * at_.elem(),
-                                  cudaMemcpyHostToDevice, copy_),
-                  "staging blocks to the device");
-    }
-  }
-  check_.cuda(cudaStreamSynchronize(copy_), "staging blocks to the device");
+  check_.cuda(cudaStreamSynchronize(copy_), what);
 }
 
 }  // namespace fob

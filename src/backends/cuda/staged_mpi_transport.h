@@ -62,9 +62,9 @@ class StagedMpiTransport : public Transport {
   void reduce(const Task& t, MPI_Datatype type, Add add);
   void to_host(const View& v);
   void to_device(const View& v);
-  // Every rank's block of `v`, `stride` rows apart; a block is `batch` chunks `step` rows apart.
-  void blocks_to_host(const View& v, int64_t stride, int batch = 1, int64_t step = 0);
-  void blocks_to_device(const View& v, int64_t stride, int batch = 1, int64_t step = 0);
+  // Every rank's block of `v`, `stride` rows apart, to or from the host mirror; a block is
+  // `batch` chunks `step` rows apart.
+  void stage_blocks(const View& v, int64_t stride, int batch, int64_t step, cudaMemcpyKind kind);
 
   Checker check_;
   cudaStream_t copy_ = nullptr;

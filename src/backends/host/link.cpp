@@ -97,6 +97,24 @@ bool Link::wait_all(int count, MPI_Request* requests) {
   }
 }
 
+Link::~Link() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (finalized) return;
+  for (auto& entry : strided_types_) MPI_Type_free(&entry.second);
+}
+
+MPI_Datatype Link::strided_type(int batch, int64_t count, int64_t step, MPI_Datatype element) {
+  const auto key = std::make_tuple(batch, count, step, element);
+  auto found = strided_types_.find(key);
+  if (found != strided_types_.end()) return found->second;
+  MPI_Datatype type = MPI_DATATYPE_NULL;
+  MPI_Type_vector(batch, static_cast<int>(count), static_cast<int>(step), element, &type);
+  MPI_Type_commit(&type);
+  strided_types_.emplace(key, type);
+  return type;
+}
+
 bool Link::transfer(const void* send, int64_t send_count, int send_peer, void* recv,
                     int64_t recv_count, int recv_peer, int tag, MPI_Datatype type, int elem_bytes) {
   return post_and_wait(send, static_cast<int>(send_count), type, send_peer, recv,

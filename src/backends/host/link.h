@@ -5,7 +5,9 @@
 
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <string>
+#include <tuple>
 
 #include <mpi.h>
 
@@ -31,6 +33,14 @@ class Link {
   bool transfer(const void* send, MPI_Datatype send_type, int send_peer, void* recv,
                 MPI_Datatype recv_type, int recv_peer, int tag, int64_t bytes);
 
+  // A committed MPI datatype of `batch` blocks of `count` elements, `step` elements apart. Made
+  // once per layout and kept until the link goes, so that committing it is not timed.
+  MPI_Datatype strided_type(int batch, int64_t count, int64_t step, MPI_Datatype element);
+
+  ~Link();
+  Link(const Link&) = delete;
+  Link& operator=(const Link&) = delete;
+
   // Human-readable state for timeout messages.
   std::string state() const;
 
@@ -51,6 +61,7 @@ class Link {
   int self_ = 0;
   std::atomic<int> waiting_peer_{-1};
   std::atomic<bool> emulating_{false};
+  std::map<std::tuple<int, int64_t, int64_t, MPI_Datatype>, MPI_Datatype> strided_types_;
 };
 
 }  // namespace fob

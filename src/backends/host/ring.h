@@ -59,22 +59,6 @@ struct AllToAllChunks {
   int64_t send_step = 0, recv_step = 0;
 };
 
-// A block's chunks as one MPI datatype, so that a block is one message however it lies.
-class ChunkType {
- public:
-  ChunkType(const AllToAllChunks& c, int64_t step, MPI_Datatype element) {
-    MPI_Type_vector(c.batch, static_cast<int>(c.count), static_cast<int>(step), element, &type_);
-    MPI_Type_commit(&type_);
-  }
-  ~ChunkType() { MPI_Type_free(&type_); }
-  ChunkType(const ChunkType&) = delete;
-  ChunkType& operator=(const ChunkType&) = delete;
-  MPI_Datatype get() const { return type_; }
-
- private:
-  MPI_Datatype type_ = MPI_DATATYPE_NULL;
-};
-
 // All-to-all: send(j) is where this rank's block for rank j starts and recv(j) where rank j's
 // block lands. The own block is copied; step s = 1..N-1 sends to r+s while receiving from r-s,
 // the pairwise exchange NCCL and MPI run, each step one message on one link.
@@ -90,11 +74,15 @@ void pairwise_all_to_all(Link& link, int rank, int world, const AllToAllChunks& 
             i * chunks.send_step * elem_bytes,
         chunk_bytes);
   }
-  const ChunkType send_type(chunks, chunks.send_step, type);
-  const ChunkType recv_type(chunks, chunks.recv_step, type);
+  // A block's chunks as one MPI datatype per side, so that a block is one message however it
+  // lies; the link keeps them, so only the warm-up makes them.
+  const MPI_Datatype send_type =
+      link.strided_type(chunks.batch, chunks.count, chunks.send_step, type);
+  const MPI_Datatype recv_type =
+      link.strided_type(chunks.batch, chunks.count, chunks.recv_step, type);
   for (int s = 1; s < world && !abort; ++s) {
-    link.transfer(send(ring_index(rank + s, world)), send_type.get(), ring_index(rank + s, world),
-                  recv(ring_index(rank - s, world)), recv_type.get(), ring_index(rank - s, world),
+    link.transfer(send(ring_index(rank + s, world)), send_type, ring_index(rank + s, world),
+                  recv(ring_index(rank - s, world)), recv_type, ring_index(rank - s, world),
                   kCollectiveTagBase + s, chunks.batch * chunks.count * elem_bytes);
   }
 }
