@@ -22,13 +22,6 @@ fob::CaseSpec tp64_case(const char* strategy, fob::Workload workload = fob::Work
   return spec;
 }
 
-std::vector<fob::Plan> make_plans(const fob::CaseSpec& spec) {
-  std::vector<fob::Plan> plans;
-  plans.reserve(static_cast<size_t>(spec.world));
-  for (int r = 0; r < spec.world; ++r) plans.push_back(fob::make_plan(spec, r));
-  return plans;
-}
-
 void BM_BuildPlans(benchmark::State& state, const char* strategy) {
   const fob::CaseSpec spec = tp64_case(strategy);
   size_t tasks = 0;

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "fob/plan.h"
 #include "fob/strategy.h"
@@ -66,6 +67,8 @@ bool has_attention(const std::string& workload);
 void validate_case(const CaseSpec& spec);
 
 Plan make_plan(const CaseSpec& spec, int rank);
+// Every rank's plan of the case, rank by rank: what the simulator prices.
+std::vector<Plan> make_plans(const CaseSpec& spec);
 
 // The period with which a loopback case's inputs repeat: the greatest common divisor of every
 // extent a rank's shard or block spans (and of the sequence length for attention, so that all

@@ -43,13 +43,6 @@ std::string read_text(const std::string& path) {
   return read_regular_file(path, "config");
 }
 
-std::vector<Plan> make_plans(const CaseSpec& spec) {
-  std::vector<Plan> plans;
-  plans.reserve(static_cast<size_t>(spec.world));
-  for (int r = 0; r < spec.world; ++r) plans.push_back(make_plan(spec, r));
-  return plans;
-}
-
 // Cases are independent, so the host's cores simulate several at once; results keep the
 // cases' order. The first error is rethrown once every worker has stopped.
 std::vector<CaseResult> simulate_all(const std::vector<CaseSpec>& specs, const CostModel& cost) {

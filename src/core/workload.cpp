@@ -312,6 +312,13 @@ Plan make_plan(const CaseSpec& spec, int rank) {
   return plan;
 }
 
+std::vector<Plan> make_plans(const CaseSpec& spec) {
+  std::vector<Plan> plans;
+  plans.reserve(static_cast<size_t>(spec.world));
+  for (int r = 0; r < spec.world; ++r) plans.push_back(make_plan(spec, r));
+  return plans;
+}
+
 void attention_rows(PlanBuilder& b, const Geometry& g, int qkv, int o, int64_t row, int64_t rows) {
   const int64_t width = b.cols(o);  // this rank's heads: D/N columns each of Q, K and V
   const int64_t dh = g.head_dim;

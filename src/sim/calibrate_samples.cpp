@@ -24,7 +24,7 @@ std::string regenerate(CaseView& v) {
     const CaseSpec spec = c.spec();
     v.dtype = spec.dtype;
     v.strategy = spec.strategy.strategy;
-    for (int r = 0; r < c.world; ++r) v.plans.push_back(make_plan(spec, r));
+    v.plans = make_plans(spec);
   } catch (const std::exception& e) {
     v.plans.clear();
     return e.what();

@@ -41,9 +41,7 @@ std::vector<Plan> plans_for(Workload w, const std::string& strategy, int world) 
   spec.dtype = DType::fp32;
   spec.world = world;
   spec.strategy = parse_strategy(strategy);
-  std::vector<Plan> plans;
-  for (int r = 0; r < world; ++r) plans.push_back(make_plan(spec, r));
-  return plans;
+  return make_plans(spec);
 }
 
 // One rank-block: M/N rows of X times this rank's [D, F/N] weight (the reduce-scatter GEMM has

@@ -50,9 +50,7 @@ std::vector<Plan> ulysses_plans(const std::string& strategy, int world, int64_t 
   spec.dtype = DType::fp32;
   spec.world = world;
   spec.strategy = parse_strategy(strategy);
-  std::vector<Plan> plans;
-  for (int r = 0; r < world; ++r) plans.push_back(make_plan(spec, r));
-  return plans;
+  return make_plans(spec);
 }
 
 // The closed forms' pieces for one world size, with rates chosen so that g and c1 - alpha are
@@ -261,8 +259,7 @@ TEST(SimUlysses, PairwiseStepsTakeTheirOwnLinkClass) {
     ag.shape = ulysses_shape(1);
     ag.world = n;
     ag.strategy = parse_strategy("comm_only");
-    std::vector<Plan> ring;
-    for (int r = 0; r < n; ++r) ring.push_back(make_plan(ag, r));
+    const std::vector<Plan> ring = make_plans(ag);
     const Task& gather = ring.front().tasks.front();
     ASSERT_EQ(gather.op, CollectiveOp::all_gather);
     const double block = static_cast<double>(gather.bytes) / (n - 1);
