@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
-# The job scripts under a real Slurm: a one-node slurmctld + slurmd (and munged) of this test's
-# own, in a scratch folder, on ports of its own; sbatch --wait of jobscripts/slurm_1node_8gpu.sbatch
-# with the CPU backend, then a sweep cut by Slurm's stop signal and finished by resubmission.
+# The job scripts under a real Slurm: a slurmctld and two slurmd (and munged) of this test's own,
+# in a scratch folder, on ports of its own. The two slurmd run on this one host as two nodes
+# (NodeHostname, Port), each with its own spool, TmpFS and task TMPDIR, so that srun -N 2 launches
+# across them as it would across two machines. sbatch --wait of jobscripts/slurm_1node_8gpu.sbatch
+# with the CPU backend, a sweep cut by Slurm's stop signal and finished by resubmission, then
+# jobscripts/slurm_multinode_8gpu.sbatch over both nodes.
 # Stops exactly the daemons it started, by pid, also when it fails; on failure their logs are
 # kept in ./slurm-logs (CTest's working folder). Exit 77 (skipped) with the reason where Slurm
 # is missing and cannot be installed (not root, or no apt-get).
@@ -32,7 +35,9 @@ fi
 
 logs="$PWD/slurm-logs"
 dir="$scratch/slurm"
-mkdir -p "$dir/state" "$dir/spool" "$dir/log" "$dir/run" "$dir/out"
+nodes=(fobnode1 fobnode2)
+mkdir -p "$dir/state" "$dir/log" "$dir/run" "$dir/out"
+for node in "${nodes[@]}"; do mkdir -p "$dir/spool/$node" "$dir/tmp/$node"; done
 host=$(hostname -s)
 port=$((20000 + $$ % 20000))
 pids=()
@@ -55,6 +60,17 @@ trap cleanup EXIT
 
 head -c 1024 /dev/urandom > "$dir/munge.key"
 chmod 400 "$dir/munge.key"
+# Two slurmd on one host share what a host has once: the PMIx plugin's client folder (under
+# TmpFS, per node by %n) and Open MPI's shared-memory segments, named after the host and the
+# job, so that ranks of "different nodes" would map each other's segments and crash in the
+# vader BTL. The task prolog gives each node's tasks a TMPDIR and a vader backing folder of
+# their own. A real cluster needs none of this; the job scripts are the same.
+cat > "$dir/taskprolog.sh" << PROLOG
+#!/bin/sh
+echo "export TMPDIR=$dir/tmp/\$SLURMD_NODENAME"
+echo "export OMPI_MCA_btl_vader_backing_directory=$dir/tmp/\$SLURMD_NODENAME"
+PROLOG
+chmod 755 "$dir/taskprolog.sh"
 cat > "$dir/slurm.conf" << CONF
 ClusterName=fobtest
 SlurmctldHost=$host
@@ -65,22 +81,24 @@ AuthInfo=socket=$dir/run/munge.sock
 CredType=cred/munge
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
+TaskProlog=$dir/taskprolog.sh
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
 MpiDefault=pmix
 StateSaveLocation=$dir/state
-SlurmdSpoolDir=$dir/spool
+SlurmdSpoolDir=$dir/spool/%n
+TmpFS=$dir/tmp/%n
 SlurmctldPidFile=$dir/run/slurmctld.pid
-SlurmdPidFile=$dir/run/slurmd.pid
+SlurmdPidFile=$dir/run/slurmd.%n.pid
 SlurmctldLogFile=$dir/log/slurmctld.log
-SlurmdLogFile=$dir/log/slurmd.log
+SlurmdLogFile=$dir/log/slurmd.%n.log
 SlurmctldPort=$port
-SlurmdPort=$((port + 1))
 ReturnToService=2
 KillWait=10
 MinJobAge=600
-NodeName=$host CPUs=$(nproc) State=UNKNOWN
-PartitionName=fobtest Nodes=$host Default=YES MaxTime=INFINITE State=UP
+NodeName=${nodes[0]} NodeHostname=$host Port=$((port + 1)) CPUs=$(nproc) State=UNKNOWN
+NodeName=${nodes[1]} NodeHostname=$host Port=$((port + 2)) CPUs=$(nproc) State=UNKNOWN
+PartitionName=fobtest Nodes=${nodes[0]},${nodes[1]} Default=YES MaxTime=INFINITE State=UP
 CONF
 export SLURM_CONF=$dir/slurm.conf
 
@@ -92,14 +110,17 @@ pids+=($!)
 for _ in $(seq 50); do [ -S "$dir/run/munge.sock" ] && break; sleep 0.1; done
 slurmctld -D -f "$SLURM_CONF" > "$dir/log/slurmctld.out" 2>&1 &
 pids+=($!)
-slurmd -D -f "$SLURM_CONF" > "$dir/log/slurmd.out" 2>&1 &
-pids+=($!)
+for node in "${nodes[@]}"; do
+  slurmd -D -N "$node" -f "$SLURM_CONF" > "$dir/log/slurmd.$node.out" 2>&1 &
+  pids+=($!)
+done
+idle() { sinfo -h -N -o %T 2> /dev/null | grep -c '^idle' || true; }
 for _ in $(seq 100); do
-  sinfo -h -o %T 2> /dev/null | grep -q idle && break
+  [ "$(idle)" = 2 ] && break
   sleep 0.2
 done
-sinfo -h -o %T | grep -q idle || fail "the node did not come up: $(sinfo 2>&1)"
-echo "ok: slurmctld and slurmd up on $host:$port"
+[ "$(idle)" = 2 ] || fail "the nodes did not come up: $(sinfo -N 2>&1)"
+echo "ok: slurmctld and two slurmd (${nodes[*]}) up on $host:$port"
 
 # state JOBID: the job's state as Slurm records it.
 state() { scontrol show job "$1" | grep -o 'JobState=[A-Z_]*' | cut -d= -f2; }
@@ -108,7 +129,7 @@ submit() {  # submit OUTNAME CONFIG [sbatch options...]: prints the job id
   local name=$1 config=$2
   shift 2
   BACKEND=cpu NP=2 CONFIG=$config OUTDIR=$dir/out OUTNAME=$name FOBENCH=$FOBENCH \
-    sbatch --parsable -n 2 --ntasks-per-node=2 --cpus-per-task=1 --gpus-per-task=0 \
+    sbatch --parsable --nodes=1 -n 2 --ntasks-per-node=2 --cpus-per-task=1 --gpus-per-task=0 \
     --output="$dir/out/$name-%j.out" "$@" jobscripts/slurm_1node_8gpu.sbatch
 }
 
@@ -128,6 +149,8 @@ assert system["world_size"] == 2, system["world_size"]
 assert system["hostnames"].split(",")[0].split(".")[0] == sys.argv[2], system["hostnames"]
 assert "SLURM_MPI_TYPE=pmix" in system["env"], "srun's tasks did not run under PMIx"
 assert all(c["verified"] for c in doc["cases"]), "unverified cases"
+local = [d.rsplit("(local rank ", 1)[1].rstrip(")") for d in system["devices"].split(",")]
+assert local == ["0 of 2", "1 of 2"], system["devices"]
 print(f"ok: {len(doc['cases'])} cases verified, 2 ranks on {system['hostnames']}")
 PY
 
@@ -176,4 +199,32 @@ assert set(keys) == want, f"cases {sorted(set(keys))} != {sorted(want)}"
 assert all(r["iters"] == "40" for r in rows), [r["iters"] for r in rows]
 assert all(r["verified"] == "1" for r in rows)
 print(f"ok: {len(rows)} cases, each once, after a stop and a resubmission")
+PY
+
+# 3. The multinode script across both nodes: 2 nodes x 2 ranks, the CPU backend (GPUS_PER_NODE
+# is the script's ranks per node). Open MPI groups ranks by node as Slurm placed them, so each
+# node's ranks are local ranks 0 and 1 of 2 (what picks a rank's GPU, and the CPU's core slots).
+job=$(BACKEND=cpu GPUS_PER_NODE=2 CONFIG="$FOB_SOURCE_DIR/bench_configs/smoke.yaml" \
+  OUTDIR="$dir/out" OUTNAME=multi FOBENCH="$FOBENCH" \
+  sbatch --parsable --wait --nodes=2 --ntasks-per-node=2 --cpus-per-task=1 --gpus-per-task=0 \
+  --output="$dir/out/multi-%j.out" jobscripts/slurm_multinode_8gpu.sbatch) ||
+  fail "multinode job failed: $(cat "$dir"/out/multi-*.out)"
+[ "$(state "$job")" = COMPLETED ] || fail "job $job is $(state "$job")"
+[ -f "$dir/out/multi.h5" ] || fail "no multinode results file"
+[ -s "$dir/out/multi.md" ] || fail "no multinode report"
+grep -q "srun MPI plugin: pmix" "$dir/out/multi-$job.out" || fail "srun's MPI plugin is not pmix"
+"$FOBENCH" report "$dir/out/multi.h5" --format json > "$dir/multi.json"
+"$FOB_PYTHON" - "$dir/multi.json" "${nodes[0]}" "${nodes[1]}" << 'PY'
+import json, re, sys
+doc = json.load(open(sys.argv[1]))
+system = doc["system"]
+assert system["world_size"] == 4, system["world_size"]
+env = dict(line.split("=", 1) for line in system["env"].splitlines() if "=" in line)
+nodelist = env.get("SLURM_JOB_NODELIST", "")
+assert nodelist in (f"{sys.argv[2]},{sys.argv[3]}", "fobnode[1-2]"), nodelist
+local = [d.rsplit("(local rank ", 1)[1].rstrip(")") for d in system["devices"].split(",")]
+assert local == ["0 of 2", "1 of 2", "0 of 2", "1 of 2"], system["devices"]
+assert all(c["verified"] for c in doc["cases"]), "unverified cases"
+assert all(c["world"] == 4 for c in doc["cases"])
+print(f"ok: multinode script, {len(doc['cases'])} cases verified, 4 ranks on nodes {nodelist}")
 PY

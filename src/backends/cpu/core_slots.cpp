@@ -21,6 +21,7 @@ CoreSlots::CoreSlots(MPI_Comm comm, int threads_per_rank) {
   MPI_Comm_rank(local, &local_rank);
   MPI_Comm_size(local, &local_size);
   local_ranks_ = local_size;
+  local_rank_ = local_rank;
   const int cores = static_cast<int>(std::thread::hardware_concurrency());
   const bool oversubscribed = cores > 0 && local_size * threads_per_rank > cores;
   // The host's first rank names the semaphore after its pid, unique while the run lasts.

@@ -25,6 +25,7 @@ class CoreSlots {
   bool active() const { return sem_ != nullptr; }
   int slots() const { return slots_; }
   int local_ranks() const { return local_ranks_; }  // ranks on this host
+  int local_rank() const { return local_rank_; }    // this rank's place among them
   // Blocks until a slot is free (or `abort` is raised: then returns false).
   bool acquire(const std::atomic<bool>& abort);
   void release();
@@ -35,6 +36,7 @@ class CoreSlots {
   bool owner_ = false;
   int slots_ = 0;
   int local_ranks_ = 1;
+  int local_rank_ = 0;
 };
 
 }  // namespace fob

@@ -96,7 +96,12 @@ class CpuBackend : public Backend {
   std::string name() const override { return "cpu"; }
   std::string transport() const override { return "mpi"; }
   std::string timer() const override { return "host steady_clock"; }
-  std::string device() const override { return "cpu: " + cpu_model(); }
+  // The host-local rank as MPI groups ranks by host (what core slots, and on GPUs the device
+  // choice, go by), so that a file shows how the launcher placed the ranks.
+  std::string device() const override {
+    return "cpu: " + cpu_model() + " (local rank " + std::to_string(slots_.local_rank()) + " of " +
+           std::to_string(slots_.local_ranks()) + ")";
+  }
   std::string blas() const override {
     return blas_description() + " (" + std::to_string(options_.blas_threads) +
            " thread(s) per rank requested)";
