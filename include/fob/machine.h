@@ -109,6 +109,9 @@ class MachineCost : public CostModel {
   double transfer_slowdown_while_computing() const override;
   double comm_start_delay_while_computing() const override;
   double launch_seconds(StreamId stream) const override;
+  // 1 within one node; ranks_per_node over whole nodes, where moving every rank by a node keeps
+  // each pair on or off a node; else world (a part-filled last node breaks the symmetry).
+  int rotation_period(int world) const override;
 
   // InputError naming `dtype` and the dtypes the machine has, unless it has `dtype`.
   void require(DType dtype) const;

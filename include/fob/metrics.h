@@ -47,19 +47,16 @@ double case_busbw(const CaseResult& c, double seconds);
 // Cases match their references by (workload, batch, seq, hidden, ffn, heads, dtype, world).
 std::vector<Summary> summarize(const std::vector<CaseResult>& cases);
 
-// What a case's summary row takes from that case alone: the part that reads every iteration
+// A case's CaseStats (results.h): the part of its summary row that reads every iteration
 // and task. A writer that adds a round to one case recomputes only that case's (ResultWriter),
 // then summarize(cases, stats) combines them with the references in a pass over the cases.
-struct CaseStats {
-  double t_median = 0, t_min = 0, t_p90 = 0, t_p99 = 0, t_cv = 0;  // NaN: a step is unknown
-  double compute_busy = 0;                                         // compute_busy_median()
-  double rank_flops = 0;   // the busiest rank's flops per step
-  double concurrency = 0;  // measured_concurrency()
-};
 CaseStats case_stats(const CaseResult& c);
-// stats[i] must be case_stats(cases[i]).
+// stats[i] must be case_stats(cases[i]); then the cases need only their keys, ids, iters and
+// verified (timings may have been dropped, as `fobench sim` does once it has their stats).
 std::vector<Summary> summarize(const std::vector<CaseResult>& cases,
                                const std::vector<CaseStats>& stats);
+// file.stats when it has one per case, else every case's own.
+std::vector<Summary> summarize(const ResultFile& file);
 
 // The middle value; the mean of the two middle ones for an even count. NaN when empty.
 double median(std::vector<double> values);

@@ -13,7 +13,6 @@
 namespace fob {
 
 class OutputLock;
-struct CaseStats;  // metrics.h
 
 inline constexpr const char* kSchema = "fobench/1";
 inline constexpr int kSchemaVersion = 1;
@@ -69,19 +68,26 @@ struct CaseResult : CaseKey {
   // were recorded read as one round.
   std::vector<int32_t> round_iters;
 
+  // The ranks the arrays below hold, 0 for all `world` of them. A simulation of a ring whose
+  // ranks are rotations of one another (sim.h) holds ranks 0..stored-1 only: rank r ran exactly
+  // as rank r % stored did, with its peers moved by r - r % stored.
+  int32_t stored = 0;
   int32_t max_tasks = 0;          // task dimension of the arrays below
-  std::vector<TaskRecord> tasks;  // [world][max_tasks]
+  std::vector<TaskRecord> tasks;  // [ranks()][max_tasks]
   std::vector<DepRecord> deps;
-  std::vector<double> step_seconds;  // [iters][world]: each rank's own step time
-  std::vector<double> task_start;    // [iters][world][max_tasks], NaN padded
+  std::vector<double> step_seconds;  // [iters][ranks()]: each rank's own step time
+  std::vector<double> task_start;    // [iters][ranks()][max_tasks], NaN padded
   std::vector<double> task_end;
 
+  // How many ranks the arrays hold: `stored`, or `world` when 0.
+  int ranks() const { return stored > 0 ? stored : world; }
   // Where (rank, task) is in `tasks`, and (iter, rank, task) in task_start and task_end.
   size_t task_index(int rank, int task) const {
     return static_cast<size_t>(rank) * static_cast<size_t>(max_tasks) + static_cast<size_t>(task);
   }
   size_t timing_index(int iter, int rank, int task) const {
-    return static_cast<size_t>(iter) * static_cast<size_t>(world) * static_cast<size_t>(max_tasks) +
+    return static_cast<size_t>(iter) * static_cast<size_t>(ranks()) *
+               static_cast<size_t>(max_tasks) +
            task_index(rank, task);
   }
   const TaskRecord& task_record(int rank, int task) const { return tasks[task_index(rank, task)]; }
@@ -125,10 +131,22 @@ struct RunInfo {
   std::string git_commit, created_utc, command_line, config_yaml;
 };
 
+// What a case's summary row takes from that case alone (metrics.h, case_stats).
+struct CaseStats {
+  double t_median = 0, t_min = 0, t_p90 = 0, t_p99 = 0, t_cv = 0;  // NaN: a step is unknown
+  double compute_busy = 0;                                         // compute_busy_median()
+  double rank_flops = 0;   // the busiest rank's flops per step
+  double concurrency = 0;  // measured_concurrency()
+  double sent_bytes = 0;   // what rank 0 sends over the step, for algbw and busbw
+};
+
 struct ResultFile {
   RunInfo run;
   SystemInfo system;
   std::vector<CaseResult> cases;
+  // Empty, or case_stats() of each case: then summarize(file) reads these, and the cases may
+  // hold no timings (what `fobench sim` keeps of a case it reports without writing it).
+  std::vector<CaseStats> stats;
 };
 
 // Writes NAME.h5.partial, rewritten case by case, then renamed to NAME.h5 by finish().
@@ -154,6 +172,10 @@ class ResultWriter {
   // rounds gets only its new rounds appended; any other earlier version with its id is
   // replaced. RuntimeFault, with the flushed file untouched, when the write fails.
   void add_case(const CaseResult& result);
+  // Writes new cases (none of whose ids the file has) and flushes once: for cases computed
+  // rather than measured (`fobench sim`), where a flush per case would only rewrite a large
+  // file once per case. cases() then holds their keys and ids, not their timings.
+  void add_cases(const std::vector<CaseResult>& results);
   void finish();  // renames .partial to the final name
   const std::string& final_path() const { return path_; }
   const std::string& partial_path() const { return partial_; }
@@ -178,13 +200,17 @@ std::string partial_target(const std::string& partial);
 // plans; the executor and the simulator both start their results from it.
 CaseResult case_from_plan(const Plan& plan, int world, const std::string& id);
 
+// The case as a summary row names it (its key, id, iters, rounds and verification) without
+// its task table and timings: what is kept of a case once its CaseStats are taken.
+CaseResult described(const CaseResult& c);
+
 // The `tasks` and `deps` rows of a case from its plans, one per rank in rank order: the task
 // table is a pure function of the case, so the executor builds it on rank 0 rather than
 // gathering it, and the simulator builds the same one.
 void set_task_table(CaseResult& result, const std::vector<const Plan*>& plans);
 
-// One round's timings of a case, laid out as CaseResult's arrays: [iters][world] step times and
-// [iters][world][max_tasks] task times.
+// One round's timings of a case, laid out as CaseResult's arrays: [iters][ranks()] step times and
+// [iters][ranks()][max_tasks] task times.
 struct RoundTimes {
   int iters = 0;
   std::vector<double> step_seconds, task_start, task_end;

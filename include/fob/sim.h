@@ -10,6 +10,7 @@
 
 #include "fob/plan.h"
 #include "fob/results.h"
+#include "fob/workload.h"
 
 namespace fob {
 
@@ -43,6 +44,10 @@ class CostModel {
   // Seconds from a task's becoming ready (its deps and its stream's previous task ended) to
   // its start: a kernel launch, a stream wake-up. Every rank's first tasks pay it too.
   virtual double launch_seconds(StreamId /*stream*/) const { return 0.0; }
+  // The smallest d such that moving every rank by d around a ring of `world` ranks changes
+  // nothing this model prices: rank r + d computes as r does, and (r + d, p + d) is priced as
+  // (r, p). simulate_case then needs ranks 0..d-1 only. `world` (the default) claims nothing.
+  virtual int rotation_period(int world) const;
 };
 
 // The same rates everywhere: GEMM time = flops / flops_per_second; add, copy and softmax time =
@@ -59,6 +64,7 @@ class UniformCost : public CostModel {
     return bytes_per_second_;
   }
   double compute_slowdown_while_transferring() const override { return slowdown_; }
+  int rotation_period(int world) const override;  // 1: every rank and pair is priced alike
 
  private:
   double flops_per_second_, mem_bytes_per_second_, latency_, bytes_per_second_, slowdown_;
@@ -80,5 +86,25 @@ class UniformCost : public CostModel {
 // Throws std::runtime_error naming the rank and task of an unmatched transfer or a deadlock.
 CaseResult simulate_case(const std::vector<Plan>& plans, const CostModel& cost,
                          const std::string& case_id);
+
+// The same for a case of `world` ranks simulated through `plans`, ranks 0..d-1 where d divides
+// world and is a multiple of cost.rotation_period(world), each rank's plan being rank
+// (r % d)'s moved by r - r % d (is_rotation_of). Rank r then runs exactly as rank r % d does:
+// its events are those of r % d at the same instants, and a link between r and p is priced as
+// the one between r % d and p - (r - r % d). So every simulated time is the one the
+// simulation of all ranks gives, bit for bit (test_sim_rotation.cpp compares them on every
+// bench_configs case), at d / world of its work. The result holds ranks 0..d-1
+// (CaseResult::stored).
+CaseResult simulate_case(const std::vector<Plan>& plans, int world, const CostModel& cost,
+                         const std::string& case_id);
+
+// Whether `plan` is `base` with every peer moved by plan.rank - base.rank around the ring: the
+// same tasks, streams, dependencies, shapes, bytes, flops and tags (all the simulator reads).
+bool is_rotation_of(const Plan& plan, const Plan& base);
+// The plans simulate_case needs for `spec`: ranks 0..d-1 for d = cost.rotation_period(world)
+// when ranks d and world - 1 are rotations of theirs, else every rank's.
+std::vector<Plan> plans_to_simulate(const CaseSpec& spec, const CostModel& cost);
+// simulate_case(plans_to_simulate(spec, cost), spec.world, cost, case_id).
+CaseResult simulate_spec(const CaseSpec& spec, const CostModel& cost, const std::string& case_id);
 
 }  // namespace fob

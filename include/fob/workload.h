@@ -67,6 +67,10 @@ bool has_attention(const std::string& workload);
 void validate_case(const CaseSpec& spec);
 
 Plan make_plan(const CaseSpec& spec, int rank);
+// The smallest p with which rank r + p's plan is rank r's with every peer moved by p (sim.h's
+// is_rotation_of), as the geometry makes it: 1 but for attention, whose query tiling sees
+// where sequences cross the ranks' blocks. At most world.
+int plan_rotation_period(const CaseSpec& spec);
 // Every rank's plan of the case, rank by rank: what the simulator prices.
 std::vector<Plan> make_plans(const CaseSpec& spec);
 

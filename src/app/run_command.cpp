@@ -377,7 +377,7 @@ int run_command(const RunArgs& args) {
       stop::set_note("the run finished; its results are in '" + writer->final_path() + "'");
       std::sort(done.begin(), done.end(),
                 [](const CaseResult& a, const CaseResult& b) { return a.id < b.id; });
-      ResultFile file{run_info, system, done};
+      ResultFile file{run_info, system, done, {}};
       std::cout << "\n";
       write_report(std::cout, file, ReportFormat::md);
       std::cout << "\nresults: " << writer->final_path() << "\n";

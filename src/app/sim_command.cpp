@@ -14,6 +14,7 @@
 #include "cases.h"
 #include "commands.h"
 #include "fob/machine.h"
+#include "fob/metrics.h"
 #include "fob/report.h"
 #include "fob/results.h"
 #include "fob/sim.h"
@@ -43,10 +44,22 @@ std::string read_text(const std::string& path) {
   return read_regular_file(path, "config");
 }
 
+// What the simulation of a sweep keeps: every case (its timings only where a file is written)
+// and every case's stats, in the cases' order.
+struct Simulated {
+  std::vector<CaseResult> cases;
+  std::vector<CaseStats> stats;
+};
+
 // Cases are independent, so the host's cores simulate several at once; results keep the
-// cases' order. The first error is rethrown once every worker has stopped.
-std::vector<CaseResult> simulate_all(const std::vector<CaseSpec>& specs, const CostModel& cost) {
-  std::vector<CaseResult> results(specs.size());
+// cases' order. A case reported but not written keeps only what its summary row needs (its
+// key and stats): a sweep of large worlds then holds one case's timings per core at a time.
+// The first error is rethrown once every worker has stopped.
+Simulated simulate_all(const std::vector<CaseSpec>& specs, const CostModel& cost,
+                       bool keep_timings) {
+  Simulated out;
+  out.cases.resize(specs.size());
+  out.stats.resize(specs.size());
   std::atomic<size_t> next{0};
   std::mutex error_mutex;
   std::exception_ptr error;
@@ -55,7 +68,10 @@ std::vector<CaseResult> simulate_all(const std::vector<CaseSpec>& specs, const C
       try {
         char id[32];
         std::snprintf(id, sizeof id, "%04zu", i);
-        results[i] = simulate_case(make_plans(specs[i]), cost, id);
+        CaseResult result = simulate_spec(specs[i], cost, id);
+        out.stats[i] = case_stats(result);
+        if (!keep_timings) result = described(result);
+        out.cases[i] = std::move(result);
       } catch (...) {
         const std::lock_guard<std::mutex> lock(error_mutex);
         if (!error) error = std::current_exception();
@@ -70,7 +86,7 @@ std::vector<CaseResult> simulate_all(const std::vector<CaseSpec>& specs, const C
   work();
   for (std::thread& th : pool) th.join();
   if (error) std::rethrow_exception(error);
-  return results;
+  return out;
 }
 
 std::string machine_summary(const Machine& m) {
@@ -149,11 +165,15 @@ int sim_command(const SimArgs& args) {
     if (!output.value_or("").empty()) {
       writer = std::make_unique<ResultWriter>(*output, args.run.force, file.run, file.system);
     }
-    file.cases = simulate_all(specs, cost);
+    Simulated simulated = simulate_all(specs, cost, writer != nullptr);
+    file.cases = std::move(simulated.cases);
+    file.stats = std::move(simulated.stats);
     if (writer) {
-      for (const CaseResult& result : file.cases) writer->add_case(result);
+      // Nothing here was measured, so the file is written once, whole: a flush per case would
+      // rewrite a sweep's file once per case.
+      writer->add_cases(file.cases);
+      writer->finish();
     }
-    if (writer) writer->finish();
     write_report(std::cout, file, format);
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

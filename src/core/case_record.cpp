@@ -77,6 +77,19 @@ CaseResult case_from_plan(const Plan& plan, int world, const std::string& id) {
   return result;
 }
 
+CaseResult described(const CaseResult& c) {
+  CaseResult d;
+  static_cast<CaseKey&>(d) = c.key();
+  d.id = c.id;
+  d.iters = c.iters;
+  d.warmup = c.warmup;
+  d.verified = c.verified;
+  d.max_abs_err = c.max_abs_err;
+  d.auto_slices = c.auto_slices;
+  d.round_iters = c.round_iters;
+  return d;
+}
+
 int32_t recorded_peer(const Task& task) {
   if (!task.is_transfer()) return -1;
   return task.send_peer >= 0 ? task.send_peer : task.recv_peer;
@@ -106,10 +119,11 @@ void set_task_table(CaseResult& result, const std::vector<const Plan*>& plans) {
 }
 
 void append_round(CaseResult& result, const RoundTimes& round) {
-  const size_t per_iter = static_cast<size_t>(result.world) * static_cast<size_t>(result.max_tasks);
+  const size_t ranks = static_cast<size_t>(result.ranks());
+  const size_t per_iter = ranks * static_cast<size_t>(result.max_tasks);
   const size_t iters = static_cast<size_t>(round.iters);
-  if (round.step_seconds.size() != iters * static_cast<size_t>(result.world) ||
-      round.task_start.size() != iters * per_iter || round.task_end.size() != iters * per_iter) {
+  if (round.step_seconds.size() != iters * ranks || round.task_start.size() != iters * per_iter ||
+      round.task_end.size() != iters * per_iter) {
     throw std::logic_error("case " + result.id + ": a round's timings do not match its task table");
   }
   result.step_seconds.insert(result.step_seconds.end(), round.step_seconds.begin(),
@@ -122,18 +136,20 @@ void append_round(CaseResult& result, const RoundTimes& round) {
 }
 
 RoundTimes empty_round(const CaseResult& result, int iters) {
-  const size_t per_iter = static_cast<size_t>(result.world) * static_cast<size_t>(result.max_tasks);
+  const size_t ranks = static_cast<size_t>(result.ranks());
+  const size_t per_iter = ranks * static_cast<size_t>(result.max_tasks);
   const double nan = std::numeric_limits<double>::quiet_NaN();
   RoundTimes round;
   round.iters = iters;
-  round.step_seconds.assign(static_cast<size_t>(iters) * static_cast<size_t>(result.world), nan);
+  round.step_seconds.assign(static_cast<size_t>(iters) * ranks, nan);
   round.task_start.assign(static_cast<size_t>(iters) * per_iter, nan);
   round.task_end.assign(static_cast<size_t>(iters) * per_iter, nan);
   return round;
 }
 
 bool CaseResult::arrays_match() const {
-  const size_t w = static_cast<size_t>(std::max(world, 0));
+  if (stored < 0 || (stored > 0 && (world <= 0 || world % stored != 0))) return false;
+  const size_t w = static_cast<size_t>(std::max(ranks(), 0));
   const size_t t = static_cast<size_t>(std::max(max_tasks, 0));
   const size_t i = static_cast<size_t>(std::max(iters, 0));
   return tasks.size() == w * t && task_start.size() == i * w * t &&
@@ -146,20 +162,22 @@ std::vector<int32_t> CaseResult::rounds() const {
 }
 
 int CaseResult::timed_iters() const {
-  const size_t per_iter = static_cast<size_t>(world) * static_cast<size_t>(max_tasks);
+  const size_t per_iter = static_cast<size_t>(ranks()) * static_cast<size_t>(max_tasks);
   if (per_iter == 0) return 0;
   return static_cast<int>(std::min(task_start.size(), task_end.size()) / per_iter);
 }
 
 double CaseResult::step(int iter) const {
-  if (iter < 0 || iter >= iters || world <= 0 ||
-      step_seconds.size() < static_cast<size_t>(iters) * static_cast<size_t>(world)) {
+  const int n = ranks();
+  if (iter < 0 || iter >= iters || n <= 0 ||
+      step_seconds.size() < static_cast<size_t>(iters) * static_cast<size_t>(n)) {
     throw std::out_of_range("case " + id + ": no step " + std::to_string(iter));
   }
-  const double* row = step_seconds.data() + static_cast<size_t>(iter) * world;
+  const double* row = step_seconds.data() + static_cast<size_t>(iter) * n;
   double slowest = row[0];
   // NaN must win: a rank without a time means the step's time is unknown, not its peers' max.
-  for (int r = 1; r < world; ++r) {
+  // The ranks not stored ran as stored ones did: they change no maximum.
+  for (int r = 1; r < n; ++r) {
     if (std::isnan(row[r]) || row[r] > slowest) slowest = row[r];
     if (std::isnan(slowest)) break;
   }

@@ -43,7 +43,7 @@ double compute_busy_median(const CaseResult& c) {
   std::vector<double> per_iter;
   for (int i = 0; i < c.iters; ++i) {
     double slowest = 0;
-    for (int r = 0; r < c.world; ++r) {
+    for (int r = 0; r < c.ranks(); ++r) {  // ranks not stored ran as stored ones did
       double busy = 0;
       for (int t = 0; t < c.max_tasks; ++t) {
         const TaskRecord& task = c.task_record(r, t);
@@ -100,7 +100,7 @@ double intersection_length(const Intervals& x, const Intervals& y) {
 double max_rank_flops(const CaseResult& c) {
   if (c.world <= 0 || c.max_tasks <= 0 || !c.arrays_match()) return kNaN;
   double best = 0;
-  for (int r = 0; r < c.world; ++r) {
+  for (int r = 0; r < c.ranks(); ++r) {  // ranks not stored ran as stored ones did
     double sum = 0;
     for (int t = 0; t < c.max_tasks; ++t) {
       const TaskRecord& task = c.task_record(r, t);
@@ -141,9 +141,10 @@ double measured_concurrency(const CaseResult& c) {
   const int8_t compute = static_cast<int8_t>(StreamId::compute);
   const int8_t comm = static_cast<int8_t>(StreamId::comm);
   std::vector<double> per_iter;
+  const int stored = c.ranks();
+  std::vector<double> rank_both(static_cast<size_t>(stored)), rank_busy(rank_both.size());
   for (int i = 0; i < c.iters; ++i) {
-    double both = 0, comm_busy = 0;
-    for (int r = 0; r < c.world; ++r) {
+    for (int r = 0; r < stored; ++r) {
       Intervals on_compute, on_comm;
       for (int t = 0; t < c.max_tasks; ++t) {
         const TaskRecord& task = c.task_record(r, t);
@@ -153,8 +154,16 @@ double measured_concurrency(const CaseResult& c) {
         (task.stream == comm ? on_comm : on_compute).emplace_back(a, b);
       }
       const Intervals comm_union = merged(std::move(on_comm));
-      comm_busy += total_length(comm_union);
-      both += intersection_length(merged(std::move(on_compute)), comm_union);
+      rank_busy[static_cast<size_t>(r)] = total_length(comm_union);
+      rank_both[static_cast<size_t>(r)] =
+          intersection_length(merged(std::move(on_compute)), comm_union);
+    }
+    // Summed over every rank in rank order, those not stored as the stored ones they ran as:
+    // the same sums, to the bit, as over a case that stores them all.
+    double both = 0, comm_busy = 0;
+    for (int r = 0; r < c.world; ++r) {
+      comm_busy += rank_busy[static_cast<size_t>(r % stored)];
+      both += rank_both[static_cast<size_t>(r % stored)];
     }
     // An iteration without comm busy time has no concurrency to measure; it is left out
     // rather than counted as 0, so that a case's value describes its communication.
@@ -165,16 +174,28 @@ double measured_concurrency(const CaseResult& c) {
 
 // The strategy prices its transfers (Strategy::collective_bytes, busbw_factor); one without a
 // price, or a single rank, has no bus bandwidth.
-double case_algbw(const CaseResult& c, double seconds) {
+namespace {
+
+double algbw_of(const CaseKey& c, double sent_bytes, double seconds) {
   const Strategy* s = c.definition();
   if (!s || !s->collective_bytes || c.world <= 1) return kNaN;
-  return ratio(s->collective_bytes(rank0_sent_bytes(c), c.world), seconds) / 1e9;
+  return ratio(s->collective_bytes(sent_bytes, c.world), seconds) / 1e9;
+}
+
+double busbw_of(const CaseKey& c, double sent_bytes, double seconds) {
+  const Strategy* s = c.definition();
+  if (!s || !s->busbw_factor || c.world <= 1) return kNaN;
+  return algbw_of(c, sent_bytes, seconds) * s->busbw_factor(c.world);
+}
+
+}  // namespace
+
+double case_algbw(const CaseResult& c, double seconds) {
+  return algbw_of(c, rank0_sent_bytes(c), seconds);
 }
 
 double case_busbw(const CaseResult& c, double seconds) {
-  const Strategy* s = c.definition();
-  if (!s || !s->busbw_factor || c.world <= 1) return kNaN;
-  return case_algbw(c, seconds) * s->busbw_factor(c.world);
+  return busbw_of(c, rank0_sent_bytes(c), seconds);
 }
 
 double percentile(const std::vector<double>& sorted, double p) {
@@ -190,8 +211,8 @@ double percentile(const std::vector<double>& sorted, double p) {
 
 std::vector<double> step_times(const CaseResult& c) {
   std::vector<double> steps;
-  if (c.world <= 0 ||
-      c.step_seconds.size() < static_cast<size_t>(c.iters) * static_cast<size_t>(c.world)) {
+  if (c.ranks() <= 0 ||
+      c.step_seconds.size() < static_cast<size_t>(c.iters) * static_cast<size_t>(c.ranks())) {
     return steps;
   }
   for (int i = 0; i < c.iters; ++i) steps.push_back(c.step(i));
@@ -230,7 +251,13 @@ CaseStats case_stats(const CaseResult& c) {
   st.compute_busy = compute_busy_median(c);
   st.rank_flops = max_rank_flops(c);
   st.concurrency = measured_concurrency(c);
+  st.sent_bytes = rank0_sent_bytes(c);
   return st;
+}
+
+std::vector<Summary> summarize(const ResultFile& file) {
+  return file.stats.size() == file.cases.size() ? summarize(file.cases, file.stats)
+                                                : summarize(file.cases);
 }
 
 std::vector<Summary> summarize(const std::vector<CaseResult>& cases) {
@@ -301,8 +328,8 @@ std::vector<Summary> summarize(const std::vector<CaseResult>& cases,
     s.slicing_penalty = is_comm_only ? kNaN : st.compute_busy - s.t_comp;
     s.tflops = is_comm_only ? kNaN : ratio(st.rank_flops, t) / 1e12;
 
-    s.algbw = case_algbw(c, t);
-    s.busbw = case_busbw(c, t);
+    s.algbw = algbw_of(c, st.sent_bytes, t);
+    s.busbw = busbw_of(c, st.sent_bytes, t);
     s.concurrency = st.concurrency;
     out.push_back(std::move(s));
   }

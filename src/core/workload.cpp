@@ -312,6 +312,20 @@ Plan make_plan(const CaseSpec& spec, int rank) {
   return plan;
 }
 
+int plan_rotation_period(const CaseSpec& spec) {
+  const Geometry g = geometry(spec.workload, spec.shape);
+  // Only attention's tiling by sequence sees where a rank's rows fall: a query split computes
+  // the rows of each destination's block sequence by sequence, and block r starts r * m / N
+  // rows in, which repeats modulo the sequence every seq / gcd(m / N, seq) ranks (a bound:
+  // test_sim_rotation.cpp checks it). Ulysses gives every rank the same share of every sequence.
+  if (!g.attention || g.all_to_all || g.seq < 1 || spec.world < 1) return 1;
+  const int64_t block = g.m / spec.world;
+  // A block inside one sequence, or of whole sequences, is tiled alike wherever it starts.
+  if (block < 1 || block % g.seq == 0 || g.seq % block == 0) return 1;
+  const int64_t period = g.seq / std::gcd(block, g.seq);
+  return period >= spec.world ? spec.world : static_cast<int>(period);
+}
+
 std::vector<Plan> make_plans(const CaseSpec& spec) {
   std::vector<Plan> plans;
   plans.reserve(static_cast<size_t>(spec.world));

@@ -196,7 +196,12 @@ void check_case_shapes(const CaseResult& c, const std::string& file) {
     throw RuntimeFault("cannot write case '" + c.id + "' to '" + file +
                        "': negative world, iters or max_tasks");
   }
-  const size_t world = static_cast<size_t>(c.world);
+  if (c.stored < 0 || (c.stored > 0 && c.world % c.stored != 0)) {
+    throw RuntimeFault("cannot write case '" + c.id + "' to '" + file +
+                       "': " + std::to_string(c.stored) + " stored ranks do not divide its world " +
+                       std::to_string(c.world));
+  }
+  const size_t world = static_cast<size_t>(c.ranks());
   const size_t iters = static_cast<size_t>(c.iters);
   const size_t tasks = static_cast<size_t>(c.max_tasks);
   need("step_seconds", c.step_seconds.size(), iters * world);
@@ -282,9 +287,11 @@ void write_case(hid_t cases_group, const CaseResult& c, const std::string& path)
   write_attr_str(group, "dtype", c.dtype, w);
   write_attr_i32(group, "world", c.world, w);
   write_attr_i32(group, "warmup", c.warmup, w);
+  // Only a case that holds fewer ranks than its world says so (h5_schema.h).
+  if (c.stored > 0) write_attr_i32(group, "stored_ranks", c.stored, w);
   write_case_attrs(group, c, w);
 
-  const hsize_t world = static_cast<hsize_t>(c.world);
+  const hsize_t world = static_cast<hsize_t>(c.ranks());
   const hsize_t iters = static_cast<hsize_t>(c.iters);
   const hsize_t tasks = static_cast<hsize_t>(c.max_tasks);
   H5Id task_mem = task_mem_type(w);
@@ -315,7 +322,7 @@ void append_case(hid_t cases_group, const CaseResult& c, int from_iter, int from
   H5Id group(check_id(H5Gopen2(cases_group, c.id.c_str(), H5P_DEFAULT), w, "opening group"),
              H5Gclose);
   write_case_attrs(group, c, w);
-  const size_t world = static_cast<size_t>(c.world);
+  const size_t world = static_cast<size_t>(c.ranks());
   const size_t per_iter = world * static_cast<size_t>(c.max_tasks);
   const hsize_t new_iters = static_cast<hsize_t>(c.iters - from_iter);
   const std::vector<int32_t> rounds = c.rounds();
@@ -372,10 +379,18 @@ CaseResult read_case(hid_t cases_group, const std::string& id, const std::string
   c.verified = static_cast<int32_t>(read_attr_i64(group, "verified", w));
   c.max_abs_err = read_attr_f64(group, "max_abs_err", w);
   if (has_attr(group, "auto_slices")) c.auto_slices = read_attr_str(group, "auto_slices", w);
+  if (has_attr(group, "stored_ranks")) {
+    c.stored = static_cast<int32_t>(read_attr_i64(group, "stored_ranks", w));
+  }
   if (c.world < 0 || c.iters < 0) {
     throw InputError("'" + path + "': " + w.what + " has negative world or iters");
   }
-  const hsize_t world = static_cast<hsize_t>(c.world);
+  if (c.stored < 0 || (c.stored > 0 && c.world % c.stored != 0)) {
+    throw InputError("'" + path + "': " + w.what + " has stored_ranks " + std::to_string(c.stored) +
+                     ", which does not divide its world " + std::to_string(c.world));
+  }
+  // The arrays hold the stored ranks (all of them without stored_ranks).
+  const hsize_t world = static_cast<hsize_t>(c.ranks());
   const hsize_t iters = static_cast<hsize_t>(c.iters);
 
   std::vector<hsize_t> dims;

@@ -165,7 +165,7 @@ class Timeline {
 };
 
 void Timeline::collect() {
-  const int world = std::max(c_.world, 0);
+  const int world = std::max(c_.ranks(), 0);  // the ranks the case stores
   const int tasks = std::max(c_.max_tasks, 0);
   const size_t base = c_.timing_index(iter_, 0, 0);
   if (c_.tasks.size() < static_cast<size_t>(world) * tasks ||
@@ -269,7 +269,12 @@ void Timeline::write_header(svg::Document& doc) const {
   doc.text(kLeft, 44,
            pictures::shape_text(c_) + " · iteration " + std::to_string(iter_) + " of 0.." +
                std::to_string(c_.iters - 1) + " · step " + svg::ms(step_) + " ms (slowest rank)" +
-               (file_.system.timer.empty() ? "" : " · timer: " + file_.system.timer));
+               (file_.system.timer.empty() ? "" : " · timer: " + file_.system.timer) +
+               (c_.ranks() < c_.world
+                    ? " · ranks 0.." + std::to_string(c_.ranks() - 1) + " of " +
+                          std::to_string(c_.world) + " shown: rank r ran as rank r mod " +
+                          std::to_string(c_.ranks())
+                    : ""));
   const std::string note = pictures::emulated_note(file_.system);
   if (!note.empty()) {
     doc.text(kLeft, 62, note, " class=\"emulated\" fill=\"#c00000\" font-weight=\"bold\"");
@@ -291,7 +296,7 @@ void Timeline::write_legend(svg::Document& doc, double y) const {
 }
 
 void Timeline::write_axis(svg::Document& doc) const {
-  const int world = std::max(c_.world, 0);
+  const int world = std::max(c_.ranks(), 0);  // the ranks the case stores
   const double bottom = lane_y(world, 0) - kRankGap;
   const std::vector<double> ticks = svg::nice_ticks(0, t_max_ * 1e3, 10);
   const double step = ticks.size() > 1 ? ticks[1] - ticks[0] : 1;
@@ -390,7 +395,7 @@ void Timeline::write_rank(svg::Document& doc, int rank) const {
 }
 
 void Timeline::write(std::ostream& out) const {
-  const int world = std::max(c_.world, 0);
+  const int world = std::max(c_.ranks(), 0);  // the ranks the case stores
   const double height = lane_y(world, 0) - kRankGap + 70;
 
   svg::Document doc(out, kWidth, height);

@@ -107,7 +107,7 @@ std::vector<Segment> segments(const Summary& s) {
 }  // namespace
 
 void write_breakdown_svg(std::ostream& out, const ResultFile& file) {
-  const std::vector<Summary> all = summarize(file.cases);
+  const std::vector<Summary> all = summarize(file);
   std::vector<CaseKey> order;
   std::map<CaseKey, std::vector<const Summary*>> groups;
   for (const Summary& s : all) {
@@ -379,7 +379,7 @@ Chart speedup_chart(const std::vector<Summary>& all) {
 }  // namespace
 
 void write_speedup_svg(std::ostream& out, const ResultFile& file) {
-  const std::vector<Summary> all = summarize(file.cases);
+  const std::vector<Summary> all = summarize(file);
   const bool only_comm = !all.empty() && std::all_of(all.begin(), all.end(), [](const Summary& s) {
     return s.has_role(StrategyRole::comm_reference);
   });

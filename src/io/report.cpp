@@ -568,7 +568,7 @@ void write_latex(std::ostream& out, const ResultFile& file, const std::vector<Gr
 
 void write_report(std::ostream& out, const ResultFile& file, ReportFormat format,
                   const std::vector<std::string>& group_by) {
-  const std::vector<Summary> rows = summarize(file.cases);
+  const std::vector<Summary> rows = summarize(file);
   switch (format) {
     case ReportFormat::md:
       write_md(out, file, make_groups(rows, group_by), rows.empty());

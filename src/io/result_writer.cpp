@@ -215,14 +215,14 @@ namespace {
 // Whether `now` is `before` with more rounds: then only those rounds need writing.
 bool continues(const CaseResult& before, const CaseResult& now) {
   const std::vector<int32_t> had = before.rounds(), has = now.rounds();
-  return before.world == now.world && before.max_tasks == now.max_tasks &&
-         before.iters < now.iters && had.size() < has.size() &&
+  return before.world == now.world && before.ranks() == now.ranks() &&
+         before.max_tasks == now.max_tasks && before.iters < now.iters && had.size() < has.size() &&
          std::equal(had.begin(), had.end(), has.begin());
 }
 
 // Appends iterations [from, now.iters) of `now`'s timings to `kept`.
 void append_tail(CaseResult& kept, const CaseResult& now) {
-  const size_t world = static_cast<size_t>(now.world);
+  const size_t world = static_cast<size_t>(now.ranks());
   const size_t per_iter = world * static_cast<size_t>(now.max_tasks);
   const size_t from = static_cast<size_t>(kept.iters);
   auto tail = [](std::vector<double>& into, const std::vector<double>& from_v, size_t at) {
@@ -268,6 +268,26 @@ void ResultWriter::add_case(const CaseResult& result) {
   }
   write_summary(file, cases_, stats_, partial_);
   flush("case " + result.id, false);
+}
+
+void ResultWriter::add_cases(const std::vector<CaseResult>& results) {
+  if (file_ < 0) throw RuntimeFault("'" + partial_ + "' is already closed; cannot add a case");
+  const hid_t file = static_cast<hid_t>(file_);
+  Where w{partial_, "/cases"};
+  H5Id cases(check_id(H5Gopen2(file, "cases", H5P_DEFAULT), w, "opening group"), H5Gclose);
+  for (const CaseResult& result : results) {
+    const bool known = std::any_of(cases_.begin(), cases_.end(),
+                                   [&](const CaseResult& c) { return c.id == result.id; });
+    if (known || H5Lexists(cases, result.id.c_str(), H5P_DEFAULT) > 0) {
+      throw std::logic_error("add_cases: case " + result.id + " is in the file already");
+    }
+    write_case(cases, result, partial_);
+    // Only what /summary and the stats read is kept: the file has the timings.
+    cases_.push_back(described(result));
+    stats_.push_back(case_stats(result));
+  }
+  write_summary(file, cases_, stats_, partial_);
+  flush(std::to_string(results.size()) + " cases", false);
 }
 
 void ResultWriter::finish() {

@@ -65,12 +65,12 @@ std::string case_list(const ResultFile& file) {
 // the latest task end of any rank.
 Nanos iteration_span(const CaseResult& c, int iter) {
   double span = std::nan("");
-  if (c.world > 0 && c.step_seconds.size() >= static_cast<size_t>(c.iters) * c.world) {
+  if (c.ranks() > 0 && c.step_seconds.size() >= static_cast<size_t>(c.iters) * c.ranks()) {
     span = c.step(iter);
   }
   if (!std::isfinite(span)) {
     span = 0;
-    for (int r = 0; r < c.world; ++r) {
+    for (int r = 0; r < c.ranks(); ++r) {
       for (int t = 0; t < c.max_tasks; ++t) {
         const double end = c.end(iter, r, t);
         if (std::isfinite(end)) span = std::max(span, end);
@@ -165,7 +165,9 @@ class TraceWriter {
   }
 
   void write_iteration(const CaseResult& c, int iter, Nanos origin) {
-    const size_t per_iter = static_cast<size_t>(c.world) * c.max_tasks;
+    // A simulated case that stores one period of its ring (CaseResult::stored) shows that
+    // period: the other ranks ran exactly as those did.
+    const size_t per_iter = static_cast<size_t>(c.ranks()) * c.max_tasks;
     // rt: a row of c.tasks; the iteration's times lie at the same rows from `base` on.
     const size_t base = c.timing_index(iter, 0, 0);
     auto timed = [&](size_t rt, Nanos& start, Nanos& end) {
@@ -191,7 +193,7 @@ class TraceWriter {
             ",\"peer\":" + std::to_string(t.peer) + "}}");
     }
     for (const DepRecord& d : c.deps) {
-      if (d.rank < 0 || d.rank >= c.world || d.task < 0 || d.task >= c.max_tasks || d.on < 0 ||
+      if (d.rank < 0 || d.rank >= c.ranks() || d.task < 0 || d.task >= c.max_tasks || d.on < 0 ||
           d.on >= c.max_tasks) {
         continue;
       }
@@ -256,7 +258,7 @@ void write_trace_json(std::ostream& out, const ResultFile& file, const std::stri
   }
 
   int world = 0;
-  for (const CaseResult* c : cases) world = std::max(world, c->world);
+  for (const CaseResult* c : cases) world = std::max(world, c->ranks());
   TraceWriter writer(out, file);
   writer.begin();
   writer.metadata(world);

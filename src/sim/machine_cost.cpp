@@ -123,6 +123,11 @@ int MachineCost::link_class(int from_rank, int to_rank) const {
   return same_node ? intra_ : inter_;
 }
 
+int MachineCost::rotation_period(int world) const {
+  if (world <= machine_.ranks_per_node) return 1;
+  return world % machine_.ranks_per_node == 0 ? machine_.ranks_per_node : world;
+}
+
 double MachineCost::transfer_seconds(int64_t bytes, int from_rank, int to_rank) const {
   const LinkClass& l = link(from_rank, to_rank);
   return l.latency_s + static_cast<double>(bytes) / l.bytes_per_s;

@@ -18,9 +18,11 @@ namespace fob::sim_detail {
 
 class Simulation {
  public:
-  // Checks the plans (one per rank, rank r at index r) and pairs their transfers; throws
-  // std::runtime_error naming the rank and task of what does not match.
-  Simulation(const std::vector<Plan>& plans, const CostModel& cost);
+  // Checks the plans and pairs their transfers; throws std::runtime_error naming the rank and
+  // task of what does not match. `plans` are ranks 0..d-1 of a case of `world` ranks (d divides
+  // world), standing for all of them: rank r runs as rank r % d does, with its peers moved by
+  // r - r % d (sim.h, simulate). With d = world every rank is simulated.
+  Simulation(const std::vector<Plan>& plans, int world, const CostModel& cost);
   // Runs every task to its end; throws on a deadlock.
   void run();
   const TaskState& at(int rank, int task) const { return state_[index({rank, task})]; }
@@ -33,6 +35,8 @@ class Simulation {
     return base_[static_cast<size_t>(t.rank)] + static_cast<size_t>(t.task);
   }
   TaskState& st(TaskRef t) { return state_[index(t)]; }
+  // The simulated rank that stands for `rank`.
+  int held(int rank) const { return rank % held_; }
   void push(double time, EventKind kind, TaskRef a, int flow = -1, uint32_t version = 0) {
     events_.push(Event{time, kind, seq_++, a, flow, version});
   }
@@ -75,6 +79,8 @@ class Simulation {
 
   const std::vector<Plan>& plans_;
   const CostModel& cost_;
+  int world_ = 0;                      // ranks in the case
+  int held_ = 0;                       // ranks simulated: plans_.size(), a divisor of world_
   std::vector<size_t> base_;           // per rank: its first task's index in the flat arrays
   std::vector<TaskState> state_;       // per task, flat
   std::vector<int> dependents_begin_;  // per task, flat: its first entry in dependents_

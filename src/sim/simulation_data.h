@@ -74,7 +74,7 @@ struct TaskState {
 
 // One half of a point-to-point message, for matching sends with receives.
 struct Half {
-  uint64_t key = 0;  // (sender, receiver, tag)
+  uint64_t key = 0;  // (receiver, sender - receiver, tag): see pair_transfers
   TaskRef ref;
   bool operator<(const Half& o) const {
     if (key != o.key) return key < o.key;
@@ -88,7 +88,8 @@ struct Port {
   std::vector<int> out, in;
 };
 
-// One link of a collective's running step: from rank r (its index in Flow::links) to `to`.
+// One link of a collective's running step: from rank r (its index in Flow::links) to `to`
+// (the simulated rank standing for it).
 struct CollectiveLink {
   int to = -1;
   int out_port = -1, in_port = -1;  // on r and on `to`
@@ -103,7 +104,8 @@ struct CollectiveLink {
 // the running entry's links only, so a pairwise all-to-all shares an inter-node port only
 // during the steps that cross nodes.
 struct Flow {
-  TaskRef from, to;                 // message: sender and receiver halves
+  TaskRef from, to;                 // message: sender and receiver halves (simulated ranks)
+  int to_rank = -1;                 // message: the receiver as the sender names it
   int collective = -1;              // the collective's index k, or -1 for a message
   int out_port = -1, in_port = -1;  // message: on the sender and on the receiver
   bool flowing = false, scheduled = false;

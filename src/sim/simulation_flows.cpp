@@ -21,16 +21,19 @@ int Simulation::port(int rank, int cls) {
 void Simulation::start_message(TaskRef from, TaskRef to) {
   ++in_flight_[static_cast<size_t>(from.rank)];
   ++in_flight_[static_cast<size_t>(to.rank)];
-  const int cls = cost_.link_class(from.rank, to.rank);
+  // The link is priced between the sender and the receiver it names, which `to` stands for.
+  const int to_rank = task(from).send_peer;
+  const int cls = cost_.link_class(from.rank, to_rank);
   const int id = static_cast<int>(flows_.size());
   Flow f;
   f.from = from;
   f.to = to;
+  f.to_rank = to_rank;
   f.out_port = port(from.rank, cls);
   f.in_port = port(to.rank, cls);
   f.remaining = static_cast<double>(task(from).bytes);
   flows_.push_back(std::move(f));
-  const double latency = cost_.latency_seconds(from.rank, to.rank);
+  const double latency = cost_.latency_seconds(from.rank, to_rank);
   if (latency > 0) {
     push(now_ + latency, EventKind::flow_start, TaskRef{}, id);
   } else {
@@ -50,14 +53,14 @@ void Simulation::post_collective(TaskRef ref) {
   f.remaining = 1;
   // check_collectives made the k-th collective the same op on every rank.
   const CollectiveOp op = task(ref).op;
-  f.steps = collective_schedule(op, static_cast<int>(n));
+  f.steps = collective_schedule(op, world_);
   if (!f.steps.empty()) {
-    const int64_t steps = collective_step_count(op, static_cast<int>(n));
+    const int64_t steps = collective_step_count(op, world_);
     f.blocks.resize(n);
     for (size_t r = 0; r < n; ++r) {
       const Task& t = plans_[r].tasks[static_cast<size_t>(collectives_[r][static_cast<size_t>(k)])];
       // Task::bytes counts what this rank sends over all steps.
-      f.blocks[r] = static_cast<double>(t.bytes / steps);
+      f.blocks[r] = static_cast<double>(t.bytes / std::max<int64_t>(steps, 1));
     }
     f.links = links_for(f.steps.front().shift);
   }
@@ -66,17 +69,17 @@ void Simulation::post_collective(TaskRef ref) {
 }
 
 // The links of a collective step in which every rank r sends to r + shift, each over the class
-// the cost model gives that pair.
+// the cost model gives that pair; one per simulated rank, received by the simulated rank that
+// stands for r + shift.
 std::vector<CollectiveLink> Simulation::links_for(int shift) {
-  const int n = static_cast<int>(plans_.size());
-  std::vector<CollectiveLink> links(static_cast<size_t>(n));
-  for (int r = 0; r < n; ++r) {
-    const int to = (r + shift) % n;
+  std::vector<CollectiveLink> links(static_cast<size_t>(held_));
+  for (int r = 0; r < held_; ++r) {
+    const int to = (r + shift) % world_;
     const int cls = cost_.link_class(r, to);
     CollectiveLink& l = links[static_cast<size_t>(r)];
-    l.to = to;
+    l.to = held(to);
     l.out_port = port(r, cls);
-    l.in_port = port(to, cls);
+    l.in_port = port(l.to, cls);
     l.latency = cost_.latency_seconds(r, to);
     l.bytes_per_second = cost_.bytes_per_second(r, to);
   }
@@ -195,7 +198,7 @@ void Simulation::refresh(int id) {
   Flow& f = flow(id);
   double rate = 0, period = 0;
   if (f.collective < 0) {
-    const double bw = cost_.bytes_per_second(f.from.rank, f.to.rank);
+    const double bw = cost_.bytes_per_second(f.from.rank, f.to_rank);
     const size_t s = share(f.from.rank, f.out_port, f.to.rank, f.in_port);
     rate = s == 1 ? bw : bw / static_cast<double>(s);
     if (computing(f.from.rank) || computing(f.to.rank)) rate /= transfer_slowdown_;

@@ -59,25 +59,31 @@ void Simulation::link_streams() {
 }
 
 // The k-th send from r to p with tag t meets the k-th receive on p from r with tag t (MPI's
-// non-overtaking order). Both sides are sorted by (sender, receiver, tag) and then walked
-// together.
+// non-overtaking order). Both sides are sorted by (receiver, sender - receiver mod N, tag) and
+// then walked together. With fewer ranks simulated than the case has, the receiver is the
+// simulated rank q standing for p, and the sender r - (p - q) (of the same offset) is the one
+// whose send it receives: the offset and the tag name the same message on both sides.
 void Simulation::pair_transfers() {
-  const int n = static_cast<int>(plans_.size());
-  auto key = [](int from, int to, int tag) {
-    return (static_cast<uint64_t>(static_cast<uint16_t>(from)) << 48) |
-           (static_cast<uint64_t>(static_cast<uint16_t>(to)) << 32) |
+  const int n = world_;
+  auto key = [n](int receiver, int offset, int tag) {
+    offset = (offset % n + n) % n;
+    return (static_cast<uint64_t>(static_cast<uint16_t>(receiver)) << 48) |
+           (static_cast<uint64_t>(static_cast<uint16_t>(offset)) << 32) |
            static_cast<uint64_t>(static_cast<uint32_t>(tag));
   };
   std::vector<Half> send_halves, recv_halves;
   for (const Plan& p : plans_) {
     for (const Task& t : p.tasks) {
       const bool s = t.sends(), rcv = t.receives();
-      if ((s && t.send_peer >= n) || (rcv && t.recv_peer >= n)) {
-        throw std::runtime_error("simulate_case: " + describe(p, t.id) + " names a peer past " +
+      if ((s && (t.send_peer < 0 || t.send_peer >= n)) ||
+          (rcv && (t.recv_peer < 0 || t.recv_peer >= n))) {
+        throw std::runtime_error("simulate_case: " + describe(p, t.id) + " names a peer outside " +
                                  "the world size " + std::to_string(n));
       }
-      if (s) send_halves.push_back({key(p.rank, t.send_peer, t.tag), {p.rank, t.id}});
-      if (rcv) recv_halves.push_back({key(t.recv_peer, p.rank, t.tag), {p.rank, t.id}});
+      if (s)
+        send_halves.push_back(
+            {key(held(t.send_peer), p.rank - t.send_peer, t.tag), {p.rank, t.id}});
+      if (rcv) recv_halves.push_back({key(p.rank, t.recv_peer - p.rank, t.tag), {p.rank, t.id}});
       st({p.rank, t.id}).halves = (s ? 1 : 0) + (rcv ? 1 : 0);
     }
   }

@@ -12,9 +12,13 @@
 namespace fob {
 namespace sim_detail {
 
-Simulation::Simulation(const std::vector<Plan>& plans, const CostModel& cost)
-    : plans_(plans), cost_(cost) {
+Simulation::Simulation(const std::vector<Plan>& plans, int world, const CostModel& cost)
+    : plans_(plans), cost_(cost), world_(world), held_(static_cast<int>(plans.size())) {
   const size_t n = plans.size();
+  if (n == 0 || world < 1 || world % held_ != 0) {
+    throw std::runtime_error("simulate_case: " + std::to_string(n) + " plans cannot stand for " +
+                             std::to_string(world) + " ranks");
+  }
   // Every rank's tasks live in flat arrays, rank after rank: a simulation touches hundreds
   // of thousands of tasks, and one allocation per task would cost more than the events.
   base_.resize(n + 1, 0);
@@ -32,7 +36,7 @@ Simulation::Simulation(const std::vector<Plan>& plans, const CostModel& cost)
   }
   ports_.resize(n);
   for (size_t r = 0; r < n; ++r) {
-    if (plans[r].rank != static_cast<int>(r) || plans[r].world != static_cast<int>(n)) {
+    if (plans[r].rank != static_cast<int>(r) || plans[r].world != world) {
       throw std::runtime_error("simulate_case: plan " + std::to_string(r) + " is rank " +
                                std::to_string(plans[r].rank) + " of " +
                                std::to_string(plans[r].world));
@@ -211,14 +215,15 @@ void Simulation::finish(TaskRef ref) {
 using sim_detail::Simulation;
 using sim_detail::TaskState;
 
-CaseResult simulate_case(const std::vector<Plan>& plans, const CostModel& cost,
+CaseResult simulate_case(const std::vector<Plan>& plans, int world, const CostModel& cost,
                          const std::string& case_id) {
   if (plans.empty()) throw std::runtime_error("simulate_case: no plans");
-  Simulation sim(plans, cost);
+  Simulation sim(plans, world, cost);
   sim.run();
 
-  CaseResult result = case_from_plan(plans.front(), static_cast<int>(plans.size()), case_id);
+  CaseResult result = case_from_plan(plans.front(), world, case_id);
   result.verified = -1;
+  if (static_cast<int>(plans.size()) < world) result.stored = static_cast<int32_t>(plans.size());
   std::vector<const Plan*> ranks;
   for (const Plan& p : plans) ranks.push_back(&p);
   set_task_table(result, ranks);
@@ -236,6 +241,11 @@ CaseResult simulate_case(const std::vector<Plan>& plans, const CostModel& cost,
   }
   append_round(result, round);
   return result;
+}
+
+CaseResult simulate_case(const std::vector<Plan>& plans, const CostModel& cost,
+                         const std::string& case_id) {
+  return simulate_case(plans, static_cast<int>(plans.size()), cost, case_id);
 }
 
 }  // namespace fob

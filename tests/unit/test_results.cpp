@@ -458,7 +458,7 @@ std::string render(const ResultFile& file, ReportFormat format) {
 }
 
 ResultFile sample_file() {
-  return ResultFile{sample_run(), sample_system(), sample_cases()};
+  return ResultFile{sample_run(), sample_system(), sample_cases(), {}};
 }
 
 TEST(Report, CsvAndJsonCarryTheSameNumbers) {
