@@ -57,6 +57,7 @@ struct SimArgs {
   std::string worlds;                 // "4,8,64"; empty: one node of the machine
   std::optional<int> ranks_per_node;  // overrides the machine's topology
   std::string format = "md";
+  bool tune = false;  // --tune: every parameter of each strategy, the fastest per shape
 };
 
 int sim_command(const SimArgs& args);

@@ -135,7 +135,10 @@ int main(int argc, char** argv) {
     if (key.sim_help) config_option(sim_cmd, key, key.sim_help, sim.run);
   }
   sim_cmd->add_flag("--force", sim.run.force, "overwrite an existing results file");
-  sim_cmd->add_option("--format", sim.format, "md | csv | json | latex");
+  sim_cmd->add_option("--format", sim.format, "md | csv | json | latex (--tune: md | csv | json)");
+  sim_cmd->add_flag("--tune", sim.tune,
+                    "simulate every parameter 1..16 of each strategy and print, per shape and "
+                    "world, the fastest choice against baseline and T_lb, and the runner-up");
 
   fob::CalibrateArgs calibrate;
   CLI::App* calibrate_cmd = app.add_subcommand(

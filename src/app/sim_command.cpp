@@ -21,6 +21,7 @@
 #include "fob/text_file.h"
 #include "fob/version.h"
 #include "fob/workload.h"
+#include "sim_tune.h"
 
 namespace fob {
 namespace {
@@ -138,11 +139,17 @@ int sim_command(const SimArgs& args) {
                          "' is not in machine '" + machine.name + "'; valid: " + have);
       }
     }
+    if (args.tune && format == ReportFormat::latex) {
+      throw InputError("--format: 'latex' is not a --tune format; valid: md, csv, json");
+    }
     // Every case is checked before anything is simulated or written.
     std::vector<CaseSpec> specs;
     for (int world : worlds) {
       for (const Config& point : points) {
-        for (const CaseSpec& spec : make_cases(point, world)) specs.push_back(spec);
+        for (const CaseSpec& spec :
+             args.tune ? tune_cases(point, world) : make_cases(point, world)) {
+          specs.push_back(spec);
+        }
       }
     }
 
@@ -174,7 +181,11 @@ int sim_command(const SimArgs& args) {
       writer->add_cases(file.cases);
       writer->finish();
     }
-    write_report(std::cout, file, format);
+    if (args.tune) {
+      write_tune(std::cout, file, summarize(file), format);
+    } else {
+      write_report(std::cout, file, format);
+    }
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     std::fprintf(stderr, "fobench sim: %zu cases simulated in %.2f s%s%s\n", specs.size(), seconds,

@@ -332,6 +332,40 @@ Chart speedup_chart(const std::vector<Summary>& all) {
     x_field = varying.front();
   }
 
+  // A --tune file holds every parameter of a strategy at each x: its line is the fastest of
+  // them at each x (the parameter the tooltip names), the choice a user would make there.
+  auto line_of = [&](const Summary& s) {
+    std::string rest;
+    for (const std::string& f : varying) {
+      if (f != x_field && !(x_field == "tokens" && (f == "batch" || f == "seq"))) {
+        rest += " " + f + "=" + std::to_string(field_value(s, f));
+      }
+    }
+    if (workloads.size() > 1) rest += " " + s.workload;
+    if (dtypes.size() > 1) rest += " " + s.dtype;
+    return rest;
+  };
+  bool tuned = false;
+  if (!x_field.empty()) {
+    std::map<std::pair<std::string, int64_t>, const Summary*> fastest;
+    for (const Summary* s : shown) {
+      const std::string family = s->strategy.substr(0, s->strategy.find(':'));
+      auto [it, added] =
+          fastest.emplace(std::make_pair(family + line_of(*s), field_value(*s, x_field)), s);
+      if (added) continue;
+      tuned = true;
+      if (s->t_median < it->second->t_median) it->second = s;
+    }
+    if (tuned) {
+      std::vector<const Summary*> kept;
+      for (const Summary* s : shown) {
+        const std::string family = s->strategy.substr(0, s->strategy.find(':'));
+        if (fastest.at({family + line_of(*s), field_value(*s, x_field)}) == s) kept.push_back(s);
+      }
+      shown = std::move(kept);
+    }
+  }
+
   Chart chart;
   chart.ideal_flat = x_field.empty();
   chart.y_label = "speedup over baseline (T_baseline / T)";
@@ -343,19 +377,15 @@ Chart speedup_chart(const std::vector<Summary>& all) {
   std::set<std::pair<double, double>> ideal_seen;
   for (const Summary* s : shown) {
     // Fields other than x that vary keep their cases apart: one line per value.
-    std::string rest;
-    for (const std::string& f : varying) {
-      if (f != x_field && !(x_field == "tokens" && (f == "batch" || f == "seq"))) {
-        rest += " " + f + "=" + std::to_string(field_value(*s, f));
-      }
-    }
-    if (workloads.size() > 1) rest += " " + s->workload;
-    if (dtypes.size() > 1) rest += " " + s->dtype;
+    const std::string rest = line_of(*s);
     const bool baseline = s->has_role(StrategyRole::serial_baseline);
     const std::string family = s->strategy.substr(0, s->strategy.find(':'));
     const int param = strategy_param(s->strategy);
     const bool flat = x_field.empty() && param == 0;
-    const std::string name = (x_field.empty() ? family : s->strategy) + rest;
+    const Strategy* def = s->definition();
+    const std::string tuned_name =
+        def && def->param_name ? family + " (fastest " + def->param_name + ")" : family;
+    const std::string name = (x_field.empty() ? family : tuned ? tuned_name : s->strategy) + rest;
     if (index.find(name) == index.end()) {
       index[name] = chart.series.size();
       chart.series.push_back({name, baseline, flat, {}});

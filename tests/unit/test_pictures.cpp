@@ -296,6 +296,33 @@ TEST(PicturesSpeedup, SliceCountsOfOneShapeAreTheXAxis) {
   EXPECT_EQ(svg.find("class=\"ideal\""), std::string::npos);
 }
 
+// A `sim --tune` file holds every parameter at each world: each strategy's line is its fastest
+// one there. World 4's cases store 2 of their ranks (a simulated ring's period), read alike.
+TEST(PicturesSpeedup, ATuneFileDrawsEachStrategysFastestParameter) {
+  ResultFile f;
+  for (int world : {2, 4}) {
+    const std::string n = std::to_string(world);
+    std::vector<CaseResult> cases = {
+        make_case("b" + n, "baseline", 8, baseline_pattern()),
+        make_case("f1" + n, "flash:1", 8, flash_pattern()),
+        make_case("f2" + n, "flash:2", 8, flash_pattern(), world == 2 ? 0.9 : 1.1)};
+    for (CaseResult& c : cases) {
+      c.world = world;
+      c.stored = world == 4 ? kWorld : 0;
+      f.cases.push_back(std::move(c));
+    }
+  }
+  std::ostringstream out;
+  write_speedup_svg(out, f);
+  const std::string svg = out.str();
+  EXPECT_EQ(xml_problem(svg), "");
+  EXPECT_EQ(count(svg, "class=\"series"), 2u);  // baseline, flash
+  EXPECT_NE(svg.find("flash (fastest m)"), std::string::npos);
+  EXPECT_EQ(count(svg, "class=\"marker\""), 4u);
+  EXPECT_EQ(count(svg, "flash:2: speedup"), 1u);  // at world 2
+  EXPECT_EQ(count(svg, "flash:1: speedup"), 1u);  // at world 4
+}
+
 TEST(PicturesSpeedup, CommOnlyFilesShowBusBandwidthAlongMessageSize) {
   ResultFile f;
   f.cases.push_back(

@@ -1,0 +1,41 @@
+// `fobench sim --tune`: every parameter of the strategies asked for, simulated side by side,
+// and per shape and world the fastest choice and the runner-up.
+#pragma once
+
+#include <ostream>
+#include <vector>
+
+#include "fob/config.h"
+#include "fob/metrics.h"
+#include "fob/report.h"
+#include "fob/results.h"
+#include "fob/workload.h"
+
+namespace fob {
+
+// The parameters --tune tries for a strategy that takes one (slicing's C, flash's m): 1..16,
+// those that divide the case (validate_case).
+inline constexpr int kTuneMaxParam = 16;
+
+// The cases --tune simulates at one config point and world: the reference modes, baseline,
+// then each strategy the config names (once, whatever parameter it was given) at every valid
+// parameter in 1..kTuneMaxParam, ascending. Strategies that do not apply to the workload are
+// left out, as make_cases does.
+std::vector<CaseSpec> tune_cases(const Config& point, int world);
+
+// One shape at one world: its fastest candidate (baseline and every overlapping case) and the
+// fastest one of another strategy, ties going to the earlier (simpler) candidate.
+struct TuneRow {
+  const Summary* best = nullptr;
+  const Summary* runner_up = nullptr;  // nullptr when no other strategy ran
+  double t_baseline = 0, t_lb = 0;     // NaN where the reference is missing
+  int candidates = 0;
+};
+std::vector<TuneRow> tune_rows(const std::vector<Summary>& all);
+
+// The table of tune_rows() in md, csv or json (InputError for latex), headed by what was
+// simulated and how.
+void write_tune(std::ostream& out, const ResultFile& file, const std::vector<Summary>& all,
+                ReportFormat format);
+
+}  // namespace fob

@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# `fobench sim --tune` on machines built so that the answer is forced, in closed form:
+#   1. launch-bound: every task waits 1 ms to launch and nothing else costs anything, so the
+#      plan with the fewest tasks in a row wins: baseline, T = 2 ms (the all-gather's launch,
+#      then the GEMM's).
+#   2. comm-bound pipeline: GEMMs at 1 GFLOP/s, a 4 MB/s link without latency or launch cost.
+#      Flash-Overlap's order leaves only one piece's computation outside the transfers:
+#      T(flash:m) = T_comm + T_comp / (N m), least at the largest m, 16 (flash_direct ties).
+# Then: the csv, md and json forms agree, -o keeps every candidate, bad input is exit 2 before
+# anything is written.
+# shellcheck source=common.sh
+source "$(dirname "$0")/common.sh"
+
+# machine NAME SOURCE PEAK_TFLOPS LINK_GBYTES_PER_S LAUNCH_US: a one-link machine file, GEMMs
+# at a flat PEAK, no latency.
+machine() {
+  cat > "$scratch/$1.yaml" <<YAML
+name: $1
+source: "test: $2"
+compute:
+  fp32: {peak_tflops: $3, memory_gbytes_per_s: 100000}
+links:
+  - {name: l, latency_us: 0, gbytes_per_s: $4}
+topology: {ranks_per_node: 8, intra_node: l, inter_node: l}
+launch_us: {compute: $5, comm: $5}
+YAML
+}
+machine launch "every task waits 1 ms to launch, everything else nearly free" 1000 100000 1000
+machine pipe "GEMMs at a flat 1 GFLOP/s, a 4 MB/s link without latency or launch cost" \
+  0.001 0.004 0
+
+# ag_gemm at N = 4: X is 1024 x 256 fp32, so each rank sends 3 blocks of 256 KiB: T_comm =
+# 786432 B / 4 MB/s = 196.608 ms; its GEMM is 1024 x 256 x 256: T_comp = 134.218 ms.
+shape=(--workload ag_gemm --batch 1 --seq 1024 --hidden 256 --ffn 1024 --dtype fp32 --world 4
+  --strategies "baseline,slicing,decompose,flash,flash_direct")
+
+# field NAME: the column NAME of the csv's one data row.
+field() {
+  "$FOB_PYTHON" - "$scratch/tune.csv" "$1" <<'PY'
+import csv, sys
+rows = list(csv.DictReader(l for l in open(sys.argv[1]) if not l.startswith("#")))
+assert len(rows) == 1, rows
+print(rows[0][sys.argv[2]])
+PY
+}
+
+"$FOBENCH" sim --tune --machine "$scratch/launch.yaml" "${shape[@]}" --format csv \
+  > "$scratch/tune.csv" || fail "sim --tune exited $?"
+cat "$scratch/tune.csv"
+[ "$(field best)" = baseline ] || fail "launch-bound: best is $(field best), not baseline"
+[ "$(field t_ms)" = 2.000 ] || fail "launch-bound: T is $(field t_ms) ms, not 2 launches"
+[ "$(field speedup)" = 1.000 ] || fail "launch-bound: speedup $(field speedup)"
+echo "ok: launch-bound machine: baseline, 2.000 ms"
+
+"$FOBENCH" sim --tune --machine "$scratch/pipe.yaml" "${shape[@]}" --format csv \
+  -o "$scratch/tune.h5" > "$scratch/tune.csv" || fail "sim --tune -o exited $?"
+cat "$scratch/tune.csv"
+case "$(field best)" in
+  flash:16 | flash_direct:16) ;;
+  *) fail "pipeline: best is $(field best), not flash or flash_direct at m = 16" ;;
+esac
+[ "$(field t_ms)" = 198.705 ] || fail "pipeline: T is $(field t_ms), not 196.608 + 134.218/64"
+[ "$(field t_lb_ms)" = 196.608 ] || fail "pipeline: T_lb is $(field t_lb_ms), not T_comm"
+[ "$(field t_baseline_ms)" = 330.826 ] || fail "pipeline: baseline $(field t_baseline_ms)"
+runner=$(field runner_up)
+[ "${runner%%:*}" != "$(field best | cut -d: -f1)" ] || fail "runner-up $runner is the best's"
+echo "ok: pipeline machine: $(field best) at $(field t_ms) ms, runner-up $runner"
+
+# -o keeps every candidate: the references, baseline, decompose and 16 of each of slicing,
+# flash and flash_direct that divide the case, as many as the table counts, plus 2 references.
+"$FOBENCH" report "$scratch/tune.h5" --format csv > "$scratch/all.csv" || fail "report exited"
+rows=$(grep -vc '^#' "$scratch/all.csv")
+[ "$rows" = $(($(field candidates) + 3)) ] ||
+  fail "the file holds $((rows - 1)) cases, the table counted $(field candidates) + 2 references"
+grep -q '^flash:7,' "$scratch/all.csv" || grep -q ',flash:7,' "$scratch/all.csv" ||
+  fail "the file lacks flash:7"
+echo "ok: -o kept $((rows - 1)) cases"
+
+# The markdown and json forms name the same choice.
+"$FOBENCH" sim --tune --machine "$scratch/pipe.yaml" "${shape[@]}" > "$scratch/tune.md" ||
+  fail "md exited"
+grep -q "SIMULATED" "$scratch/tune.md" || fail "the md table does not say it is simulated"
+grep -q "| $(field best) | 198.705 |" "$scratch/tune.md" || fail "md names another best"
+"$FOBENCH" sim --tune --machine "$scratch/pipe.yaml" "${shape[@]}" --format json \
+  > "$scratch/tune.json" || fail "json exited"
+"$FOB_PYTHON" - "$scratch/tune.json" "$(field best)" <<'PY' || fail "json disagrees"
+import json, sys
+doc = json.load(open(sys.argv[1]))
+row = doc["rows"][0]
+assert row["best"] == sys.argv[2] and abs(row["t_ms"] - 198.705) < 1e-9, row
+assert doc["timer"].startswith("simulated"), doc["timer"]
+PY
+echo "ok: md and json agree"
+
+expect_input_error tune_latex "not a --tune format" sim --tune --machine "$scratch/pipe.yaml" \
+  "${shape[@]}" --format latex -o "$scratch/latex.h5"
+if [ -e "$scratch/latex.h5" ] || [ -e "$scratch/latex.h5.partial" ]; then
+  fail "a rejected --tune wrote a file"
+fi
+echo "PASS"
