@@ -257,7 +257,8 @@ Machine calibrate(const std::vector<ResultFile>& files, const std::string& name,
     throw InputError(
         "calibrate: no GEMM timings to fit in " + std::to_string(files.size()) + " file(s), " +
         std::to_string(cases) +
-        " case(s): need a compute_only case (or GEMMs that ran with no transfer in flight)");
+        " case(s): need a compute_only case (or GEMMs that ran with no transfer in flight)" +
+        (used == 0 && !notes.empty() ? "; " + notes.front() : std::string()));
   }
   if (data.gemm.reference.empty()) {
     notes.push_back(

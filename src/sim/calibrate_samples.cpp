@@ -29,6 +29,11 @@ std::string regenerate(CaseView& v) {
     v.plans.clear();
     return e.what();
   }
+  if (c.ranks() < c.world) {
+    v.plans.clear();
+    return "it holds " + std::to_string(c.ranks()) + " of its " + std::to_string(c.world) +
+           " ranks (a simulated ring, stored_ranks), not a measurement of each";
+  }
   for (int r = 0; r < c.world; ++r) {
     const Plan& p = v.plans[static_cast<size_t>(r)];
     if (static_cast<int32_t>(p.tasks.size()) > c.max_tasks) {

@@ -75,6 +75,10 @@ rows=$(grep -vc '^#' "$scratch/all.csv")
 grep -q '^flash:7,' "$scratch/all.csv" || grep -q ',flash:7,' "$scratch/all.csv" ||
   fail "the file lacks flash:7"
 echo "ok: -o kept $((rows - 1)) cases"
+# The file holds one period of the ring (1 rank of 4 on these uniform machines): calibrate,
+# which fits measurements of each rank, refuses it and says why.
+expect_input_error calibrate_quotient "stored_ranks" calibrate "$scratch/tune.h5" \
+  -o "$scratch/fit.yaml"
 
 # The markdown and json forms name the same choice.
 "$FOBENCH" sim --tune --machine "$scratch/pipe.yaml" "${shape[@]}" > "$scratch/tune.md" ||
