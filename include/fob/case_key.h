@@ -32,6 +32,8 @@ struct CaseKey {
   const Strategy* definition() const;
   StrategyRole role() const;
   bool has_role(StrategyRole r) const { return role() == r; }
+  // A reference mode (compute_only, comm_only): a bound the strategies are measured against.
+  bool is_reference() const;
   // The same shape measured by another strategy: where a case finds its references.
   CaseKey with_strategy(const std::string& other) const;
   // The case this key names, to build its plans again. InputError when a name is not one this

@@ -182,7 +182,7 @@ std::vector<TuneRow> tune_rows(const std::vector<Summary>& all) {
     return !b || (std::isfinite(a->t_median) && !(a->t_median >= b->t_median));
   };
   for (const Summary& s : all) {
-    if (s.definition() && s.definition()->is_reference()) continue;
+    if (s.is_reference()) continue;
     const CaseKey shape = s.key().with_strategy("");
     auto [it, added] = index.emplace(shape, rows.size());
     if (added) rows.push_back({nullptr, nullptr, kNaN, kNaN, 0});
@@ -191,7 +191,7 @@ std::vector<TuneRow> tune_rows(const std::vector<Summary>& all) {
     if (better(&s, row.best)) row.best = &s;
   }
   for (const Summary& s : all) {
-    if (s.definition() && s.definition()->is_reference()) continue;
+    if (s.is_reference()) continue;
     TuneRow& row = rows[index.at(s.key().with_strategy(""))];
     row.t_baseline = s.has_role(StrategyRole::serial_baseline) ? s.t_median : row.t_baseline;
     row.t_lb = s.t_lb;

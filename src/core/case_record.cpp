@@ -43,6 +43,11 @@ StrategyRole CaseKey::role() const {
   return strategy_role(strategy);
 }
 
+bool CaseKey::is_reference() const {
+  const Strategy* s = definition();
+  return s != nullptr && s->is_reference();
+}
+
 CaseKey CaseKey::with_strategy(const std::string& other) const {
   CaseKey key = *this;
   key.strategy = other;

@@ -149,12 +149,11 @@ Samples metric_samples(const CaseResult& c, CompareMetric metric, const CaseInde
 
 // Why a matched pair is outside the metric's scope, or empty when it is inside.
 std::string out_of_scope(CompareMetric metric, const std::string& strategy) {
-  const StrategyRole role = strategy_role(strategy);
-  if (metric == CompareMetric::exposed_comm &&
-      (role == StrategyRole::compute_reference || role == StrategyRole::comm_reference)) {
+  const Strategy* s = find_strategy(strategy);
+  if (metric == CompareMetric::exposed_comm && s != nullptr && s->is_reference()) {
     return "compute_only and comm_only are the bounds exposed_comm is measured against";
   }
-  if (metric == CompareMetric::busbw && role != StrategyRole::comm_reference) {
+  if (metric == CompareMetric::busbw && strategy_role(strategy) != StrategyRole::comm_reference) {
     return "busbw is measured on comm_only cases only";
   }
   return {};

@@ -51,7 +51,7 @@ const CaseResult& find_case(const ResultFile& file, const std::string& id) {
   if (file.cases.empty()) throw InputError("the results file holds no cases");
   if (id.empty()) {
     for (const CaseResult& c : file.cases) {
-      if (!pictures::is_reference_mode(c)) return c;
+      if (!c.is_reference()) return c;
     }
     return file.cases.front();
   }

@@ -310,7 +310,7 @@ Chart busbw_chart(const ResultFile& file, const std::vector<Summary>& all) {
 Chart speedup_chart(const std::vector<Summary>& all) {
   std::vector<const Summary*> shown;
   for (const Summary& s : all) {
-    if (!pictures::is_reference_mode(s)) shown.push_back(&s);
+    if (!s.is_reference()) shown.push_back(&s);
   }
   const char* const fields[] = {"world", "tokens", "seq", "batch", "hidden", "ffn", "heads"};
   std::vector<std::string> varying;

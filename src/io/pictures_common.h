@@ -1,5 +1,4 @@
-// What the three pictures say the same way: which strategies are references, how a shape and an
-// emulated link are described.
+// What the three pictures say the same way: how a shape and an emulated link are described.
 #pragma once
 
 #include <string>
@@ -9,11 +8,6 @@
 #include "fob/workload.h"
 
 namespace fob::pictures {
-
-inline bool is_reference_mode(const CaseKey& c) {
-  const Strategy* s = c.definition();
-  return s != nullptr && s->is_reference();
-}
 
 // A run over an emulated link measures the emulation, not the machine's network; every picture
 // says so where it cannot be missed.
