@@ -60,6 +60,10 @@ const char* to_string(Workload workload);
 Workload parse_workload(const std::string& text);
 std::string workload_choices();  // every workload, comma separated
 
+// The most elements any one tensor of a shape may have, 2^50 (8 PiB in fp64, far beyond any
+// machine): shapes past it are refused up front, so that no byte count (an int64_t) can wrap.
+inline constexpr long double kMaxTensorElements = 1125899906842624.0L;
+
 // Problem shape. Tokens M = batch * seq; the FFN width defaults to 4 * hidden. Rows of every
 // [M, .] tensor are batch-major: token t of sequence b is row b * seq + t.
 struct Shape {
@@ -73,5 +77,10 @@ struct Shape {
   // Llama, GPT-3 and Megatron's defaults all use 128-wide heads.
   static constexpr int64_t kDefaultHeadDim = 128;
 };
+
+// The 64-bit FNV-1a hash of `text`: stable across ranks, machines and builds, for what must
+// agree between them (input values per tensor, the config fingerprint ranks compare, the plan
+// fingerprints tests pin).
+uint64_t fnv1a(const std::string& text);
 
 }  // namespace fob

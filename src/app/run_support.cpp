@@ -190,12 +190,6 @@ std::string tune_slices(Executor& executor, CaseSpec& spec, const ExecOptions& b
   return record + "; chose " + spec.strategy.text;
 }
 
-uint64_t fnv1a(const std::string& text) {
-  uint64_t h = 1469598103934665603ULL;
-  for (char ch : text) h = (h ^ static_cast<unsigned char>(ch)) * 1099511628211ULL;
-  return h;
-}
-
 // The cuda backend as this machine finds it: its versions and devices, or why it cannot run.
 std::string cuda_version_line() {
   if (!cuda_backend_built()) {

@@ -42,6 +42,4 @@ bool finished(const CaseResult& c, const CaseSpec& spec, int iters);
 // returns what was measured ("" when the strategy has no slice count). Collective.
 std::string tune_slices(Executor& executor, CaseSpec& spec, const ExecOptions& base, int rank);
 
-uint64_t fnv1a(const std::string& text);
-
 }  // namespace fob

@@ -263,7 +263,6 @@ void check_range(const char* key, double value, double low, double high, const c
 // dimension past 2^31 - 1, or a tensor past 2^50 elements (8 PiB in fp64, far beyond any
 // machine), is refused here, so that no later product can wrap around.
 constexpr int64_t kMaxDimension = std::numeric_limits<int32_t>::max();
-constexpr long double kMaxElements = 1125899906842624.0L;  // 2^50
 
 void check_shape_size(const Shape& s) {
   for (auto [key, value] : {std::pair<const char*, int64_t>{"batch", s.batch},
@@ -284,7 +283,7 @@ void check_shape_size(const Shape& s) {
       {"hidden x ffn", s.hidden * ffn},
   };
   for (const auto& [what, elements] : tensors) {
-    if (elements > kMaxElements) {
+    if (elements > kMaxTensorElements) {
       char text[200];
       std::snprintf(text, sizeof text,
                     "shape: %s = %.3Lg elements is too large for any machine; at most 2^50", what,

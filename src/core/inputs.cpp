@@ -1,5 +1,7 @@
 #include "fob/inputs.h"
 
+#include "fob/types.h"
+
 namespace fob {
 namespace {
 
@@ -11,17 +13,11 @@ uint64_t mix(uint64_t x) {
   return x ^ (x >> 31);
 }
 
-uint64_t tensor_key(const std::string& tensor) {
-  uint64_t h = 1469598103934665603ULL;
-  for (char c : tensor) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
-  return h;
-}
-
 }  // namespace
 
 std::pair<int64_t, double> selection_entry(uint64_t seed, const std::string& tensor, int64_t col,
                                            int64_t select_from) {
-  const uint64_t h = mix(mix(seed ^ tensor_key(tensor)) ^ (static_cast<uint64_t>(col) << 1));
+  const uint64_t h = mix(mix(seed ^ fnv1a(tensor)) ^ (static_cast<uint64_t>(col) << 1));
   return {static_cast<int64_t>((h >> 1) % static_cast<uint64_t>(select_from)),
           (h & 1) ? 1.0 : -1.0};
 }
@@ -38,7 +34,7 @@ double input_value(uint64_t seed, const std::string& tensor, int64_t row, int64_
     const auto [pick, sign] = selection_entry(seed, tensor, col, select_from);
     return row == pick ? sign : 0.0;
   }
-  uint64_t h = mix(seed ^ tensor_key(tensor));
+  uint64_t h = mix(seed ^ fnv1a(tensor));
   h = mix(h ^ static_cast<uint64_t>(row));
   h = mix(h ^ (static_cast<uint64_t>(col) << 1));
   return static_cast<double>(static_cast<int>(h % 3) - 1);

@@ -85,4 +85,10 @@ Workload parse_workload(const std::string& text) {
   throw InputError("workload: '" + text + "' is not a workload; valid: " + workload_choices());
 }
 
+uint64_t fnv1a(const std::string& text) {
+  uint64_t h = 1469598103934665603ULL;
+  for (char ch : text) h = (h ^ static_cast<unsigned char>(ch)) * 1099511628211ULL;
+  return h;
+}
+
 }  // namespace fob

@@ -139,7 +139,7 @@ void validate_case(const CaseSpec& spec) {
     // A sequence's scores, seq x seq per head, are one buffer: past 2^50 elements its byte
     // count would wrap (config.cpp bounds the other tensors the same way).
     const long double scores = static_cast<long double>(g.heads) * s.seq * s.seq;
-    if (scores > 1125899906842624.0L) {
+    if (scores > kMaxTensorElements) {
       char text[160];
       std::snprintf(text, sizeof text,
                     "shape: heads x seq x seq (attention scores) = %.3Lg elements is too large "

@@ -65,12 +65,6 @@ std::string serialize(const Plan& plan) {
   return out.str();
 }
 
-uint64_t fnv1a(const std::string& text) {
-  uint64_t h = 1469598103934665603ULL;
-  for (char ch : text) h = (h ^ static_cast<unsigned char>(ch)) * 1099511628211ULL;
-  return h;
-}
-
 // One line per case: its name, and the fingerprint of each rank's plan (or why it is invalid).
 std::string fingerprints() {
   // 840 divides by 1..8; attn gets 840 heads of 2 columns, so every N splits the heads too.
