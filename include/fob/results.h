@@ -15,7 +15,12 @@ namespace fob {
 class OutputLock;
 
 inline constexpr const char* kSchema = "fobench/1";
-inline constexpr int kSchemaVersion = 1;
+// The newest schema version this fobench reads and writes. 2: a case may hold one period of a
+// simulated ring (CaseResult::stored, attribute stored_ranks); only a file holding such a case
+// says 2, so that every other file stays readable by a fobench that knows version 1 only, and
+// one that knows only 1 refuses a file it would misread, saying the version is newer.
+inline constexpr int kSchemaVersion = 2;
+inline constexpr int kSchemaVersionAllRanks = 1;
 // SystemInfo::timer as read from a file written before /system had a `timer` attribute.
 inline constexpr const char* kTimerUnknown = "unknown (file predates the timer attribute)";
 
@@ -129,6 +134,9 @@ struct SystemInfo {
 
 struct RunInfo {
   std::string git_commit, created_utc, command_line, config_yaml;
+  // `fobench sim --tune`: the file holds every parameter of each strategy side by side, and the
+  // speedup picture draws each strategy at its fastest (root attribute `tuned`).
+  bool tuned = false;
 };
 
 // What a case's summary row takes from that case alone (metrics.h, case_stats).

@@ -14,6 +14,9 @@
 
 namespace fob {
 
+// The most ranks a case may have, in simulation as on the command line (--world).
+inline constexpr int kMaxWorld = 1 << 16;
+
 class CostModel {
  public:
   virtual ~CostModel() = default;
@@ -101,8 +104,10 @@ CaseResult simulate_case(const std::vector<Plan>& plans, int world, const CostMo
 // Whether `plan` is `base` with every peer moved by plan.rank - base.rank around the ring: the
 // same tasks, streams, dependencies, shapes, bytes, flops and tags (all the simulator reads).
 bool is_rotation_of(const Plan& plan, const Plan& base);
-// The plans simulate_case needs for `spec`: ranks 0..d-1 for d = cost.rotation_period(world)
-// when ranks d and world - 1 are rotations of theirs, else every rank's.
+// The plans simulate_case needs for `spec`: ranks 0..d-1 for d the least common multiple of
+// cost.rotation_period(world) and plan_rotation_period(spec), else every rank's. Ranks d and
+// world - 1 are checked to be rotations of theirs (a guard, not a proof: that every rank is,
+// for every strategy and workload, is what test_sim_rotation.cpp checks).
 std::vector<Plan> plans_to_simulate(const CaseSpec& spec, const CostModel& cost);
 // simulate_case(plans_to_simulate(spec, cost), spec.world, cost, case_id).
 CaseResult simulate_spec(const CaseSpec& spec, const CostModel& cost, const std::string& case_id);

@@ -31,7 +31,7 @@ std::vector<int> parse_worlds(const std::string& text) {
   for (const std::string& item : split_list(text)) {
     char* end = nullptr;
     const long n = std::strtol(item.c_str(), &end, 10);
-    if (item.empty() || *end != '\0' || n < 1 || n > 1 << 16) {
+    if (item.empty() || *end != '\0' || n < 1 || n > kMaxWorld) {
       throw InputError("--world: '" + item +
                        "' is not a world size; valid: 1..65536, as in 4,8,64");
     }
@@ -127,6 +127,14 @@ int sim_command(const SimArgs& args) {
       }
       machine.ranks_per_node = *args.ranks_per_node;
     }
+    if (args.worlds.empty() && machine.ranks_per_node > kMaxWorld) {
+      // One node is the default world.
+      throw InputError(
+          std::string(args.ranks_per_node ? "--ranks-per-node" : "topology.ranks_per_node") + ": " +
+          std::to_string(machine.ranks_per_node) + " ranks is past the simulator's " +
+          std::to_string(kMaxWorld) + " (the default --world is one node); valid: 1.." +
+          std::to_string(kMaxWorld));
+    }
     const std::vector<int> worlds =
         args.worlds.empty() ? std::vector<int>{machine.ranks_per_node} : parse_worlds(args.worlds);
     const ReportFormat format = parse_report_format(args.format);
@@ -159,6 +167,7 @@ int sim_command(const SimArgs& args) {
     file.run.created_utc = utc_now("%Y-%m-%dT%H:%M:%SZ");
     file.run.command_line = args.run.command_line;
     file.run.config_yaml = config.to_yaml();
+    file.run.tuned = args.tune;
     file.system.backend = "sim";
     file.system.transport = "sim";
     file.system.world_size = *std::max_element(worlds.begin(), worlds.end());

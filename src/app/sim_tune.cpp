@@ -167,7 +167,7 @@ std::vector<CaseSpec> tune_cases(const Config& point, int world) {
       try {
         validate_case(spec);
       } catch (const InputError&) {
-        continue;  // this parameter does not divide the case: not a candidate
+        continue;  // a parameter the case does not take: not a candidate
       }
       specs.push_back(spec);
     }

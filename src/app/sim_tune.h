@@ -14,7 +14,7 @@
 namespace fob {
 
 // The parameters --tune tries for a strategy that takes one (slicing's C, flash's m): 1..16,
-// those that divide the case (validate_case).
+// every one the case takes (validate_case: at most the rows a rank owns).
 inline constexpr int kTuneMaxParam = 16;
 
 // The cases --tune simulates at one config point and world: the reference modes, baseline,

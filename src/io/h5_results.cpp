@@ -244,7 +244,8 @@ void write_system(hid_t file, const SystemInfo& sys, const std::string& path) {
 void write_header(hid_t file, const RunInfo& run, const SystemInfo& sys, const std::string& path) {
   Where w{path, "/"};
   write_attr_str(file, "schema", kSchema, w);
-  write_attr_i32(file, "version", kSchemaVersion, w);
+  write_attr_i32(file, "version", kSchemaVersionAllRanks, w);
+  if (run.tuned) write_attr_i32(file, "tuned", 1, w);
   write_attr_str(file, "git_commit", run.git_commit, w);
   write_attr_str(file, "created_utc", run.created_utc, w);
   write_attr_str(file, "command_line", run.command_line, w);
@@ -287,8 +288,13 @@ void write_case(hid_t cases_group, const CaseResult& c, const std::string& path)
   write_attr_str(group, "dtype", c.dtype, w);
   write_attr_i32(group, "world", c.world, w);
   write_attr_i32(group, "warmup", c.warmup, w);
-  // Only a case that holds fewer ranks than its world says so (h5_schema.h).
-  if (c.stored > 0) write_attr_i32(group, "stored_ranks", c.stored, w);
+  // Only a case that holds fewer ranks than its world says so, and makes the file version 2
+  // (kSchemaVersion).
+  if (c.stored > 0) {
+    write_attr_i32(group, "stored_ranks", c.stored, w);
+    H5Id file(check_id(H5Iget_file_id(cases_group), w, "finding the file"), H5Fclose);
+    write_attr_i32(file, "version", kSchemaVersion, Where{path, "/"});
+  }
   write_case_attrs(group, c, w);
 
   const hsize_t world = static_cast<hsize_t>(c.ranks());
@@ -489,6 +495,7 @@ ResultFile read_results_unchecked(const std::string& path) {
   out.run.created_utc = opt_str(file, "created_utc", w);
   out.run.command_line = opt_str(file, "command_line", w);
   out.run.config_yaml = opt_str(file, "config_yaml", w);
+  out.run.tuned = has_attr(file, "tuned") && read_attr_i64(file, "tuned", w) != 0;
 
   if (H5Lexists(file, "system", H5P_DEFAULT) > 0) {
     Where ws{path, "/system"};

@@ -12,10 +12,13 @@
 
 namespace fob::h5io {
 
-// The root attributes, /system and an empty /cases.
+// The root attributes (`tuned` = 1 only for `fobench sim --tune`), /system and an empty /cases.
 void write_header(hid_t file, const RunInfo& run, const SystemInfo& sys, const std::string& path);
 
-// One case as /cases/<id>; `path` names the file in error messages.
+// One case as /cases/<id>; `path` names the file in error messages. A case that holds one
+// period of a simulated ring (CaseResult::stored > 0) gets the attribute stored_ranks, its
+// [.., world, ..] datasets are [.., stored_ranks, ..], and the file's version becomes
+// kSchemaVersion (2); every other file says kSchemaVersionAllRanks (1).
 void write_case(hid_t cases_group, const CaseResult& c, const std::string& path);
 
 // Adds iterations [from_iter, iters) and rounds [from_round, ...) of a case written before

@@ -307,7 +307,8 @@ Chart busbw_chart(const ResultFile& file, const std::vector<Summary>& all) {
   return chart;
 }
 
-Chart speedup_chart(const std::vector<Summary>& all) {
+// `tuned`: a `fobench sim --tune` file (RunInfo::tuned).
+Chart speedup_chart(const std::vector<Summary>& all, bool tuned) {
   std::vector<const Summary*> shown;
   for (const Summary& s : all) {
     if (!s.is_reference()) shown.push_back(&s);
@@ -333,7 +334,8 @@ Chart speedup_chart(const std::vector<Summary>& all) {
   }
 
   // A --tune file holds every parameter of a strategy at each x: its line is the fastest of
-  // them at each x (the parameter the tooltip names), the choice a user would make there.
+  // them at each x (the parameter the tooltip names), the choice a user would make there. Any
+  // other file keeps every strategy as given, whose parameters the user chose to compare.
   auto line_of = [&](const Summary& s) {
     std::string rest;
     for (const std::string& f : varying) {
@@ -345,25 +347,24 @@ Chart speedup_chart(const std::vector<Summary>& all) {
     if (dtypes.size() > 1) rest += " " + s.dtype;
     return rest;
   };
-  bool tuned = false;
-  if (!x_field.empty()) {
+  tuned = tuned && !x_field.empty();
+  if (tuned) {
     std::map<std::pair<std::string, int64_t>, const Summary*> fastest;
     for (const Summary* s : shown) {
       const std::string family = s->strategy.substr(0, s->strategy.find(':'));
       auto [it, added] =
           fastest.emplace(std::make_pair(family + line_of(*s), field_value(*s, x_field)), s);
-      if (added) continue;
-      tuned = true;
-      if (s->t_median < it->second->t_median) it->second = s;
-    }
-    if (tuned) {
-      std::vector<const Summary*> kept;
-      for (const Summary* s : shown) {
-        const std::string family = s->strategy.substr(0, s->strategy.find(':'));
-        if (fastest.at({family + line_of(*s), field_value(*s, x_field)}) == s) kept.push_back(s);
+      // A time that is NaN (not simulated to the end) never hides a finite one.
+      if (!added && (std::isnan(it->second->t_median) || s->t_median < it->second->t_median)) {
+        it->second = s;
       }
-      shown = std::move(kept);
     }
+    std::vector<const Summary*> kept;
+    for (const Summary* s : shown) {
+      const std::string family = s->strategy.substr(0, s->strategy.find(':'));
+      if (fastest.at({family + line_of(*s), field_value(*s, x_field)}) == s) kept.push_back(s);
+    }
+    shown = std::move(kept);
   }
 
   Chart chart;
@@ -413,7 +414,7 @@ void write_speedup_svg(std::ostream& out, const ResultFile& file) {
   const bool only_comm = !all.empty() && std::all_of(all.begin(), all.end(), [](const Summary& s) {
     return s.has_role(StrategyRole::comm_reference);
   });
-  const Chart chart = only_comm ? busbw_chart(file, all) : speedup_chart(all);
+  const Chart chart = only_comm ? busbw_chart(file, all) : speedup_chart(all, file.run.tuned);
 
   // Ranges over everything drawn; flat series take the x range of the others.
   double x_lo = INFINITY, x_hi = -INFINITY, y_lo = only_comm ? 0 : 1, y_hi = 1;

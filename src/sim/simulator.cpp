@@ -19,6 +19,17 @@ Simulation::Simulation(const std::vector<Plan>& plans, int world, const CostMode
     throw std::runtime_error("simulate_case: " + std::to_string(n) + " plans cannot stand for " +
                              std::to_string(world) + " ranks");
   }
+  // Messages are matched on 16-bit ranks and offsets (pair_transfers).
+  if (world > kMaxWorld) {
+    throw std::runtime_error("simulate_case: " + std::to_string(world) +
+                             " ranks is past the simulator's " + std::to_string(kMaxWorld));
+  }
+  const int period = cost.rotation_period(world);
+  if (held_ < world && (period < 1 || held_ % period != 0)) {
+    throw std::runtime_error("simulate_case: " + std::to_string(n) + " plans cannot stand for " +
+                             std::to_string(world) + " ranks: the cost model repeats every " +
+                             std::to_string(period) + " ranks");
+  }
   // Every rank's tasks live in flat arrays, rank after rank: a simulation touches hundreds
   // of thousands of tasks, and one allocation per task would cost more than the events.
   base_.resize(n + 1, 0);

@@ -67,7 +67,7 @@ runner=$(field runner_up)
 echo "ok: pipeline machine: $(field best) at $(field t_ms) ms, runner-up $runner"
 
 # -o keeps every candidate: the references, baseline, decompose and 16 of each of slicing,
-# flash and flash_direct that divide the case, as many as the table counts, plus 2 references.
+# flash and flash_direct the case takes, as many as the table counts, plus 2 references.
 "$FOBENCH" report "$scratch/tune.h5" --format csv > "$scratch/all.csv" || fail "report exited"
 rows=$(grep -vc '^#' "$scratch/all.csv")
 [ "$rows" = $(($(field candidates) + 3)) ] ||
@@ -75,6 +75,23 @@ rows=$(grep -vc '^#' "$scratch/all.csv")
 grep -q '^flash:7,' "$scratch/all.csv" || grep -q ',flash:7,' "$scratch/all.csv" ||
   fail "the file lacks flash:7"
 echo "ok: -o kept $((rows - 1)) cases"
+# A tune file says so (the picture draws each strategy's fastest parameter from it), and a
+# file holding one period of a ring is schema version 2, which a fobench that reads 1 refuses.
+"$FOB_PYTHON" - "$scratch/tune.h5" <<'PY' || fail "the tune file's root attributes"
+import sys, h5py
+f = h5py.File(sys.argv[1], "r")
+assert f.attrs["tuned"] == 1 and f.attrs["version"] == 2, dict(f.attrs)
+assert f["cases/0000"].attrs["stored_ranks"] == 1, dict(f["cases/0000"].attrs)
+assert f["cases/0000/step_seconds"].shape == (1, 1)
+PY
+"$FOBENCH" sim --machine "$scratch/pipe.yaml" --workload ag_gemm --batch 1 --seq 1024 \
+  --hidden 256 --ffn 1024 --dtype fp32 --world 1 --strategies baseline -o "$scratch/one.h5" \
+  > /dev/null || fail "sim --world 1 exited"
+"$FOB_PYTHON" - "$scratch/one.h5" <<'PY' || fail "an all-rank sim file is not version 1"
+import sys, h5py
+f = h5py.File(sys.argv[1], "r")
+assert f.attrs["version"] == 1 and "tuned" not in f.attrs, dict(f.attrs)
+PY
 # The file holds one period of the ring (1 rank of 4 on these uniform machines): calibrate,
 # which fits measurements of each rank, refuses it and says why.
 expect_input_error calibrate_quotient "stored_ranks" calibrate "$scratch/tune.h5" \
@@ -101,4 +118,8 @@ expect_input_error tune_latex "not a --tune format" sim --tune --machine "$scrat
 if [ -e "$scratch/latex.h5" ] || [ -e "$scratch/latex.h5.partial" ]; then
   fail "a rejected --tune wrote a file"
 fi
+# One node is the default world, and no world passes the simulator's 65536 ranks.
+expect_input_error rpn_past_max "ranks-per-node: 70000" sim --machine "$scratch/pipe.yaml" \
+  --ranks-per-node 70000 --workload ag_gemm --dtype fp32 -o "$scratch/big.h5"
+[ ! -e "$scratch/big.h5.partial" ] || fail "a rejected sim wrote a file"
 echo "PASS"

@@ -297,7 +297,8 @@ TEST(PicturesSpeedup, SliceCountsOfOneShapeAreTheXAxis) {
 }
 
 // A `sim --tune` file holds every parameter at each world: each strategy's line is its fastest
-// one there. World 4's cases store 2 of their ranks (a simulated ring's period), read alike.
+// one there; any other file keeps every strategy it holds. World 4's cases store 2 of their ranks
+// (a simulated ring's period), read alike.
 TEST(PicturesSpeedup, ATuneFileDrawsEachStrategysFastestParameter) {
   ResultFile f;
   for (int world : {2, 4}) {
@@ -312,6 +313,13 @@ TEST(PicturesSpeedup, ATuneFileDrawsEachStrategysFastestParameter) {
       f.cases.push_back(std::move(c));
     }
   }
+  // A sweep the user asked for with both parameters keeps both.
+  std::ostringstream plain;
+  write_speedup_svg(plain, f);
+  EXPECT_EQ(count(plain.str(), "class=\"series"), 3u);  // baseline, flash:1, flash:2
+  EXPECT_EQ(count(plain.str(), "class=\"marker\""), 6u);
+
+  f.run.tuned = true;
   std::ostringstream out;
   write_speedup_svg(out, f);
   const std::string svg = out.str();

@@ -364,7 +364,7 @@ TEST(ResultFile, RejectsNewerSchemaVersion) {
     read_results(path);
     FAIL() << "read a newer schema";
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("schema version 99 is newer than this fobench reads (1)"),
+    EXPECT_NE(std::string(e.what()).find("schema version 99 is newer than this fobench reads (2)"),
               std::string::npos)
         << e.what();
   }

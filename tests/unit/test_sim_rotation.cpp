@@ -27,6 +27,30 @@
 namespace fob {
 namespace {
 
+// Rank r of `full` (every rank simulated) against rank r % d of `quotient`, exactly.
+void expect_same_times(const CaseResult& full, const CaseResult& quotient,
+                       const std::string& what) {
+  ASSERT_EQ(full.world, quotient.world) << what;
+  const int d = quotient.ranks();
+  ASSERT_EQ(full.ranks(), full.world) << what;
+  ASSERT_EQ(full.max_tasks, quotient.max_tasks) << what;
+  EXPECT_EQ(full.step(0), quotient.step(0)) << what;
+  for (int r = 0; r < full.world; ++r) {
+    ASSERT_EQ(full.step_seconds[static_cast<size_t>(r)],
+              quotient.step_seconds[static_cast<size_t>(r % d)])
+        << what << " rank " << r;
+    for (int t = 0; t < full.max_tasks; ++t) {
+      // Bit for bit: == on doubles, NaN padding on both sides alike.
+      const double fs = full.start(0, r, t), qs = quotient.start(0, r % d, t);
+      const double fe = full.end(0, r, t), qe = quotient.end(0, r % d, t);
+      ASSERT_TRUE(fs == qs || (std::isnan(fs) && std::isnan(qs)))
+          << what << " rank " << r << " task " << t;
+      ASSERT_TRUE(fe == qe || (std::isnan(fe) && std::isnan(qe)))
+          << what << " rank " << r << " task " << t;
+    }
+  }
+}
+
 // Every rank's plan is rank (r % p)'s rotated, p = plan_rotation_period, for every workload and
 // strategy at worlds that are not powers of two too; and p is 1 wherever attention's sequences
 // do not cross the ranks' blocks.
@@ -60,6 +84,49 @@ TEST(SimRotation, EveryPlanIsARotationWithinItsPeriod) {
   EXPECT_FALSE(is_rotation_of(make_plan(straddling, 1), make_plan(straddling, 0)));
 }
 
+// Attention at b8 s96 (M = 768 tokens): a rank's block of 128 rows at N = 6, or 64 at N = 12,
+// starts 0, 32 or 64 rows into a 96-token sequence, every 3 ranks again. The query split sees
+// it, so the plans repeat every 3 ranks: with uniform rates N = 6 is simulated through 3 ranks,
+// and on 2 ranks a node N = 12 through lcm(3, 2) = 6; every time as the simulation of all.
+TEST(SimRotation, AttentionPeriodsBetweenOneAndTheWorld) {
+  Machine two = golden_machines().front();
+  two.ranks_per_node = 2;
+  const MachineCost by_node(two);
+  const UniformCost uniform(1e14, 1e12, 5e-6, 5e10, 1.2);
+  int simulated = 0;
+  for (Workload w : {Workload::attn, Workload::ulysses}) {
+    for (const std::string& s : strategies_for(w)) {
+      for (int world : {6, 12}) {
+        CaseSpec spec = test_case(w, s, world, DType::fp32);
+        spec.shape.batch = 8;
+        try {
+          validate_case(spec);
+        } catch (const InputError&) {
+          continue;
+        }
+        const int period = plan_rotation_period(spec);
+        EXPECT_EQ(period, w == Workload::attn ? 3 : 1) << s << " N=" << world;
+        const std::vector<Plan> plans = make_plans(spec);
+        for (const Plan& p : plans) {
+          ASSERT_TRUE(is_rotation_of(p, plans[static_cast<size_t>(p.rank % period)]))
+              << to_string(w) << " " << s << " N=" << world << " rank " << p.rank;
+        }
+        const CostModel& cost = world == 6 ? static_cast<const CostModel&>(uniform) : by_node;
+        const CaseResult quotient = simulate_spec(spec, cost, "q");
+        EXPECT_EQ(quotient.ranks(), (world == 6 ? 1 : 2) * (w == Workload::attn ? 3 : 1));
+        expect_same_times(simulate_case(plans, cost, "f"), quotient,
+                          std::string(to_string(w)) + " " + s + " N=" + std::to_string(world));
+        ++simulated;
+      }
+    }
+  }
+  EXPECT_GE(simulated, 30);
+  // The query split is where the blocks' positions show: its ranks 0 and 1 differ.
+  CaseSpec qs = test_case(Workload::attn, "flash_qs", 6, DType::fp32);
+  qs.shape.batch = 8;
+  EXPECT_FALSE(is_rotation_of(make_plan(qs, 1), make_plan(qs, 0)));
+}
+
 // A plan that is not a rotation is seen as one: a peer, a tag or a shape differing.
 TEST(SimRotation, DifferencesAreNotRotations) {
   const CaseSpec spec = test_case(Workload::mlp, "flash:2", 4, DType::fp32);
@@ -76,30 +143,6 @@ TEST(SimRotation, DifferencesAreNotRotations) {
   moved = make_plan(spec, 1);
   moved.tasks.back().m += 1;
   EXPECT_FALSE(is_rotation_of(moved, base));
-}
-
-// Rank r of `full` (every rank simulated) against rank r % d of `quotient`, exactly.
-void expect_same_times(const CaseResult& full, const CaseResult& quotient,
-                       const std::string& what) {
-  ASSERT_EQ(full.world, quotient.world) << what;
-  const int d = quotient.ranks();
-  ASSERT_EQ(full.ranks(), full.world) << what;
-  ASSERT_EQ(full.max_tasks, quotient.max_tasks) << what;
-  EXPECT_EQ(full.step(0), quotient.step(0)) << what;
-  for (int r = 0; r < full.world; ++r) {
-    ASSERT_EQ(full.step_seconds[static_cast<size_t>(r)],
-              quotient.step_seconds[static_cast<size_t>(r % d)])
-        << what << " rank " << r;
-    for (int t = 0; t < full.max_tasks; ++t) {
-      // Bit for bit: == on doubles, NaN padding on both sides alike.
-      const double fs = full.start(0, r, t), qs = quotient.start(0, r % d, t);
-      const double fe = full.end(0, r, t), qe = quotient.end(0, r % d, t);
-      ASSERT_TRUE(fs == qs || (std::isnan(fs) && std::isnan(qs)))
-          << what << " rank " << r << " task " << t;
-      ASSERT_TRUE(fe == qe || (std::isnan(fe) && std::isnan(qe)))
-          << what << " rank " << r << " task " << t;
-    }
-  }
 }
 
 // Every case of every shipped config at every world of 2, 4, 8 and 16 its shapes divide by, on
