@@ -105,7 +105,7 @@ struct CollectiveLink {
 // during the steps that cross nodes.
 struct Flow {
   TaskRef from, to;                 // message: sender and receiver halves (simulated ranks)
-  int to_rank = -1;                 // message: the receiver as the sender names it
+  double bytes_per_second = 0;      // message: its link's, between the ranks it joins
   int collective = -1;              // the collective's index k, or -1 for a message
   int out_port = -1, in_port = -1;  // message: on the sender and on the receiver
   bool flowing = false, scheduled = false;

@@ -21,14 +21,15 @@ int Simulation::port(int rank, int cls) {
 void Simulation::start_message(TaskRef from, TaskRef to) {
   ++in_flight_[static_cast<size_t>(from.rank)];
   ++in_flight_[static_cast<size_t>(to.rank)];
-  // The link is priced between the sender and the receiver it names, which `to` stands for.
+  // The link is priced between the sender and the receiver it names, which `to` stands for,
+  // once: its rate is read at every refresh.
   const int to_rank = task(from).send_peer;
   const int cls = cost_.link_class(from.rank, to_rank);
   const int id = static_cast<int>(flows_.size());
   Flow f;
   f.from = from;
   f.to = to;
-  f.to_rank = to_rank;
+  f.bytes_per_second = cost_.bytes_per_second(from.rank, to_rank);
   f.out_port = port(from.rank, cls);
   f.in_port = port(to.rank, cls);
   f.remaining = static_cast<double>(task(from).bytes);
@@ -198,7 +199,7 @@ void Simulation::refresh(int id) {
   Flow& f = flow(id);
   double rate = 0, period = 0;
   if (f.collective < 0) {
-    const double bw = cost_.bytes_per_second(f.from.rank, f.to_rank);
+    const double bw = f.bytes_per_second;
     const size_t s = share(f.from.rank, f.out_port, f.to.rank, f.in_port);
     rate = s == 1 ? bw : bw / static_cast<double>(s);
     if (computing(f.from.rank) || computing(f.to.rank)) rate /= transfer_slowdown_;
