@@ -86,6 +86,10 @@ struct CaseResult : CaseKey {
 
   // How many ranks the arrays hold: `stored`, or `world` when 0.
   int ranks() const { return stored > 0 ? stored : world; }
+  // Whether `stored` is 0 or a period of the world (it divides it).
+  bool stored_fits() const {
+    return stored == 0 || (stored > 0 && world > 0 && world % stored == 0);
+  }
   // Where (rank, task) is in `tasks`, and (iter, rank, task) in task_start and task_end.
   size_t task_index(int rank, int task) const {
     return static_cast<size_t>(rank) * static_cast<size_t>(max_tasks) + static_cast<size_t>(task);

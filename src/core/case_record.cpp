@@ -153,7 +153,7 @@ RoundTimes empty_round(const CaseResult& result, int iters) {
 }
 
 bool CaseResult::arrays_match() const {
-  if (stored < 0 || (stored > 0 && (world <= 0 || world % stored != 0))) return false;
+  if (!stored_fits()) return false;
   const size_t w = static_cast<size_t>(std::max(ranks(), 0));
   const size_t t = static_cast<size_t>(std::max(max_tasks, 0));
   const size_t i = static_cast<size_t>(std::max(iters, 0));

@@ -196,7 +196,7 @@ void check_case_shapes(const CaseResult& c, const std::string& file) {
     throw RuntimeFault("cannot write case '" + c.id + "' to '" + file +
                        "': negative world, iters or max_tasks");
   }
-  if (c.stored < 0 || (c.stored > 0 && c.world % c.stored != 0)) {
+  if (!c.stored_fits()) {
     throw RuntimeFault("cannot write case '" + c.id + "' to '" + file +
                        "': " + std::to_string(c.stored) + " stored ranks do not divide its world " +
                        std::to_string(c.world));
@@ -391,7 +391,7 @@ CaseResult read_case(hid_t cases_group, const std::string& id, const std::string
   if (c.world < 0 || c.iters < 0) {
     throw InputError("'" + path + "': " + w.what + " has negative world or iters");
   }
-  if (c.stored < 0 || (c.stored > 0 && c.world % c.stored != 0)) {
+  if (!c.stored_fits()) {
     throw InputError("'" + path + "': " + w.what + " has stored_ranks " + std::to_string(c.stored) +
                      ", which does not divide its world " + std::to_string(c.world));
   }
