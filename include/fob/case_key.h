@@ -32,6 +32,9 @@ struct CaseKey {
   const Strategy* definition() const;
   StrategyRole role() const;
   bool has_role(StrategyRole r) const { return role() == r; }
+  // The strategy's name without its parameter ("flash" of "flash:4"), known to this version or
+  // not.
+  std::string strategy_name() const { return strategy.substr(0, strategy.find(':')); }
   // A reference mode (compute_only, comm_only): a bound the strategies are measured against.
   bool is_reference() const;
   // The same shape measured by another strategy: where a case finds its references.

@@ -15,10 +15,6 @@
 namespace fob {
 namespace {
 
-std::string family(const std::string& strategy) {
-  return strategy.substr(0, strategy.find(':'));
-}
-
 std::string shape_text(const Summary& s) {
   char text[160];
   std::snprintf(text, sizeof text, "b%lld s%lld d%lld f%lld", static_cast<long long>(s.batch),
@@ -49,21 +45,26 @@ double over(double a, double b) {
   return std::isfinite(a) && std::isfinite(b) && b > 0 ? a / b : kNaN;
 }
 
-// One table row's cells, in the order of kColumns: md, csv and json all read them.
-constexpr const char* kColumns[] = {"workload",
-                                    "shape",
-                                    "dtype",
-                                    "world",
-                                    "best",
-                                    "t_ms",
-                                    "speedup",
-                                    "t_over_t_lb",
-                                    "runner_up",
-                                    "runner_up_t_ms",
-                                    "runner_up_speedup",
-                                    "t_baseline_ms",
-                                    "t_lb_ms",
-                                    "candidates"};
+// The table's columns, in the order cells() fills them: JSON strings where `text`, else
+// numbers.
+struct Column {
+  const char* name;
+  bool text;
+};
+constexpr Column kColumns[] = {{"workload", true},
+                               {"shape", true},
+                               {"dtype", true},
+                               {"world", false},
+                               {"best", true},
+                               {"t_ms", false},
+                               {"speedup", false},
+                               {"t_over_t_lb", false},
+                               {"runner_up", true},
+                               {"runner_up_t_ms", false},
+                               {"runner_up_speedup", false},
+                               {"t_baseline_ms", false},
+                               {"t_lb_ms", false},
+                               {"candidates", false}};
 
 std::vector<std::string> cells(const TuneRow& r) {
   const Summary& b = *r.best;
@@ -107,8 +108,8 @@ void write_csv(std::ostream& out, const ResultFile& file, const std::vector<Tune
   out << "# timer: " << file.system.timer << "\n";
   out << "# command_line: " << file.run.command_line << "\n";
   bool first = true;
-  for (const char* c : kColumns) {
-    out << (first ? "" : ",") << c;
+  for (const Column& c : kColumns) {
+    out << (first ? "" : ",") << c.name;
     first = false;
   }
   out << "\n";
@@ -122,12 +123,10 @@ void write_csv(std::ostream& out, const ResultFile& file, const std::vector<Tune
   }
 }
 
-std::string json_value(const char* column, const std::string& cell) {
-  const std::string name = column;
-  const bool text = name == "workload" || name == "shape" || name == "dtype" || name == "best" ||
-                    name == "runner_up";
-  if (text) return cell == "-" && name == "runner_up" ? "null" : json_string(cell);
-  return cell == "-" ? "null" : cell;
+// "-" marks an absent value: a time without its reference, no runner-up.
+std::string json_value(const Column& column, const std::string& cell) {
+  if (cell == "-") return "null";
+  return column.text ? json_string(cell) : cell;
 }
 
 void write_json(std::ostream& out, const ResultFile& file, const std::vector<TuneRow>& rows) {
@@ -138,7 +137,8 @@ void write_json(std::ostream& out, const ResultFile& file, const std::vector<Tun
     const std::vector<std::string> c = cells(rows[i]);
     out << (i ? ",\n    {" : "\n    {");
     for (size_t k = 0; k < c.size(); ++k) {
-      out << (k ? ", " : "") << json_string(kColumns[k]) << ": " << json_value(kColumns[k], c[k]);
+      out << (k ? ", " : "") << json_string(kColumns[k].name) << ": "
+          << json_value(kColumns[k], c[k]);
     }
     out << "}";
   }
@@ -193,9 +193,9 @@ std::vector<TuneRow> tune_rows(const std::vector<Summary>& all) {
   for (const Summary& s : all) {
     if (s.is_reference()) continue;
     TuneRow& row = rows[index.at(s.key().with_strategy(""))];
-    row.t_baseline = s.has_role(StrategyRole::serial_baseline) ? s.t_median : row.t_baseline;
-    row.t_lb = s.t_lb;
-    if (family(s.strategy) != family(row.best->strategy) && better(&s, row.runner_up)) {
+    if (s.has_role(StrategyRole::serial_baseline)) row.t_baseline = s.t_median;
+    row.t_lb = s.t_lb;  // the shape's, the same on every row
+    if (s.strategy_name() != row.best->strategy_name() && better(&s, row.runner_up)) {
       row.runner_up = &s;
     }
   }

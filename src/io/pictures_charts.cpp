@@ -349,22 +349,19 @@ Chart speedup_chart(const std::vector<Summary>& all, bool tuned) {
   };
   tuned = tuned && !x_field.empty();
   if (tuned) {
+    // A strategy's point: its name (no parameter), its line and its x.
+    auto point_of = [&](const Summary& s) {
+      return std::make_pair(s.strategy_name() + line_of(s), field_value(s, x_field));
+    };
     std::map<std::pair<std::string, int64_t>, const Summary*> fastest;
     for (const Summary* s : shown) {
-      const std::string family = s->strategy.substr(0, s->strategy.find(':'));
-      auto [it, added] =
-          fastest.emplace(std::make_pair(family + line_of(*s), field_value(*s, x_field)), s);
+      auto [it, added] = fastest.emplace(point_of(*s), s);
       // A time that is NaN (not simulated to the end) never hides a finite one.
       if (!added && (std::isnan(it->second->t_median) || s->t_median < it->second->t_median)) {
         it->second = s;
       }
     }
-    std::vector<const Summary*> kept;
-    for (const Summary* s : shown) {
-      const std::string family = s->strategy.substr(0, s->strategy.find(':'));
-      if (fastest.at({family + line_of(*s), field_value(*s, x_field)}) == s) kept.push_back(s);
-    }
-    shown = std::move(kept);
+    std::erase_if(shown, [&](const Summary* s) { return fastest.at(point_of(*s)) != s; });
   }
 
   Chart chart;
@@ -380,7 +377,7 @@ Chart speedup_chart(const std::vector<Summary>& all, bool tuned) {
     // Fields other than x that vary keep their cases apart: one line per value.
     const std::string rest = line_of(*s);
     const bool baseline = s->has_role(StrategyRole::serial_baseline);
-    const std::string family = s->strategy.substr(0, s->strategy.find(':'));
+    const std::string family = s->strategy_name();
     const int param = strategy_param(s->strategy);
     const bool flat = x_field.empty() && param == 0;
     const Strategy* def = s->definition();
