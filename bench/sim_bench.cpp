@@ -18,6 +18,17 @@
 
 namespace {
 
+fob::CaseSpec bf16_case(fob::Workload workload, const fob::Shape& shape, int world,
+                        const char* strategy) {
+  fob::CaseSpec spec;
+  spec.workload = workload;
+  spec.shape = shape;
+  spec.dtype = fob::DType::bf16;
+  spec.world = world;
+  spec.strategy = fob::parse_strategy(strategy);
+  return spec;
+}
+
 const fob::Machine& h100() {
   static const fob::Machine machine = fob::load_machine(
       std::string(FOB_SOURCE_DIR) + "/bench_configs/machines/h100_nvlink_ib.yaml");
@@ -47,12 +58,7 @@ void BM_SimulateSweep(benchmark::State& state, const Sweep& sweep, bool every_ra
   for (auto _ : state) {  // NOLINT(clang-analyzer-deadcode.DeadStores): the benchmark idiom
     tasks = ranks = 0;
     for (const char* strategy : sweep.strategies) {
-      fob::CaseSpec spec;
-      spec.workload = sweep.workload;
-      spec.shape = sweep.shape;
-      spec.dtype = fob::DType::bf16;
-      spec.world = sweep.world;
-      spec.strategy = fob::parse_strategy(strategy);
+      const fob::CaseSpec spec = bf16_case(sweep.workload, sweep.shape, sweep.world, strategy);
       const std::vector<fob::Plan> plans =
           every_rank ? fob::make_plans(spec) : fob::plans_to_simulate(spec, cost);
       const fob::CaseResult result = fob::simulate_case(plans, spec.world, cost, "0000");
@@ -79,15 +85,10 @@ BENCHMARK_CAPTURE(BM_SimulateSweep, dp256_gemm_rs_grad_one_period, kDp256, false
     ->Unit(benchmark::kMillisecond);
 
 fob::CaseSpec tp64_case(const char* strategy, fob::Workload workload = fob::Workload::mlp) {
-  fob::CaseSpec spec;
-  spec.workload = workload;
-  spec.shape = {16, 1024, 1024, 4096};
+  fob::Shape shape = {16, 1024, 1024, 4096};
   // ulysses splits the heads across the 64 ranks as well as the sequence.
-  if (workload == fob::Workload::ulysses) spec.shape.heads = 64;
-  spec.dtype = fob::DType::bf16;
-  spec.world = 64;
-  spec.strategy = fob::parse_strategy(strategy);
-  return spec;
+  if (workload == fob::Workload::ulysses) shape.heads = 64;
+  return bf16_case(workload, shape, 64, strategy);
 }
 
 void BM_BuildPlans(benchmark::State& state, const char* strategy) {
