@@ -153,7 +153,7 @@ std::string out_of_scope(CompareMetric metric, const std::string& strategy) {
   if (metric == CompareMetric::exposed_comm && s != nullptr && s->is_reference()) {
     return "compute_only and comm_only are the bounds exposed_comm is measured against";
   }
-  if (metric == CompareMetric::busbw && strategy_role(strategy) != StrategyRole::comm_reference) {
+  if (metric == CompareMetric::busbw && (s == nullptr || s->role != StrategyRole::comm_reference)) {
     return "busbw is measured on comm_only cases only";
   }
   return {};
