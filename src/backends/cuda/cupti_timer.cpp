@@ -40,7 +40,6 @@ std::string g_load_error;
 std::mutex g_mu;
 std::unordered_map<uint32_t, uint64_t> g_external;                // correlation id -> external id
 std::unordered_map<uint32_t, CuptiTimer::Span> g_by_correlation;  // correlation id -> work
-size_t g_dropped = 0;
 // CUDA graphs: a replayed kernel's record names its graph node, not the API call that was
 // captured, so each node is tagged when the capture creates it (the task being launched) and
 // the tag follows the node into every clone (instantiation).
@@ -109,18 +108,20 @@ void CUPTIAPI on_graph_node(void*, CUpti_CallbackDomain domain, CUpti_CallbackId
   const auto* resource = static_cast<const CUpti_ResourceData*>(data);
   const auto* graph = static_cast<const CUpti_GraphData*>(resource->resourceDescriptor);
   if (!graph) return;
+  // CUPTI is asked for the node ids before g_mu is taken: CUPTI may hold its own locks while
+  // its worker thread waits for g_mu in buffer_completed, and the two orders would deadlock.
   uint64_t node = 0, original = 0;
-  std::lock_guard<std::mutex> lock(g_mu);
   if (id == CUPTI_CBID_RESOURCE_GRAPHNODE_CREATED) {
     const uint32_t task = g_current_task.load();
-    if (task != 0 && g_api.graph_node_id(graph->node, &node) == CUPTI_SUCCESS) {
-      g_node_task[node] = task;
-    }
+    if (task == 0 || g_api.graph_node_id(graph->node, &node) != CUPTI_SUCCESS) return;
+    std::lock_guard<std::mutex> lock(g_mu);
+    g_node_task[node] = task;
   } else if (id == CUPTI_CBID_RESOURCE_GRAPHNODE_CLONED) {
     if (g_api.graph_node_id(graph->originalNode, &original) != CUPTI_SUCCESS ||
         g_api.graph_node_id(graph->node, &node) != CUPTI_SUCCESS) {
       return;
     }
+    std::lock_guard<std::mutex> lock(g_mu);
     auto tagged = g_node_task.find(original);
     if (tagged != g_node_task.end()) g_node_task[node] = tagged->second;
   }
@@ -167,8 +168,16 @@ std::string describe(const char* what, CUptiResult r) {
   return std::string(what) + ": " + (text ? text : "CUPTI error " + std::to_string(r));
 }
 
+// CUPTI writes an external-correlation record only in front of an API activity record made
+// while an id is pushed (cupti_activity.h, cuptiActivityPushExternalCorrelationId): without
+// RUNTIME and DRIVER activity no kernel could ever be joined to its task. Both, because cuBLAS
+// and NCCL launch through the driver API (cuLaunchKernel*) and the runtime's own calls
+// (cudaMemsetAsync, cudaMemcpyAsync) are runtime records whose nested driver calls are not.
 const CUpti_ActivityKind kKinds[] = {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
-                                     CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET,
+                                     CUPTI_ACTIVITY_KIND_MEMCPY,
+                                     CUPTI_ACTIVITY_KIND_MEMSET,
+                                     CUPTI_ACTIVITY_KIND_RUNTIME,
+                                     CUPTI_ACTIVITY_KIND_DRIVER,
                                      CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION};
 
 }  // namespace
@@ -265,8 +274,9 @@ std::vector<CuptiTimer::Span> CuptiTimer::collect(uint64_t first_id, size_t coun
   // task, such as filling inputs), so it goes.
   g_external.clear();
   g_by_correlation.clear();
-  g_dropped += lost;
-  *dropped = g_dropped;
+  // CUPTI resets its count on every call: `lost` is this iteration's alone, so one dropped
+  // record costs one iteration its kernel times, not the rest of the run.
+  *dropped = lost;
   return spans;
 }
 

@@ -17,7 +17,8 @@ namespace fob {
 
 class CuptiTimer {
  public:
-  // Loads CUPTI and enables kernel, memcpy and memset activity with external correlation.
+  // Loads CUPTI and enables kernel, memcpy and memset activity, the runtime and driver API
+  // activity that external correlation is recorded against, and external correlation.
   // Returns null with *why set when CUPTI is missing or refuses (a profiler holding it, say).
   static std::unique_ptr<CuptiTimer> start(std::string* why);
   ~CuptiTimer();
@@ -39,7 +40,8 @@ class CuptiTimer {
     int records = 0;
   };
   // Flushes CUPTI's buffers (after the iteration, outside anything timed) and returns the
-  // spans of ids first_id .. first_id + count - 1, and how many records CUPTI dropped.
+  // spans of ids first_id .. first_id + count - 1, and how many records CUPTI dropped since
+  // the previous collect().
   std::vector<Span> collect(uint64_t first_id, size_t count, size_t* dropped);
 
  private:
