@@ -43,6 +43,15 @@ struct IterationTimes {
   // Where start/end come from kernel activity (CUPTI): each task's stream-event bracket too,
   // for checks that the two agree. Empty otherwise.
   std::vector<double> stream_start, stream_end;
+  // With stream_start: kernel-activity times count from a marker that ran within this many
+  // seconds after the stream events' origin, so the two timers agree to within it (and the
+  // events' own resolution, about 0.5 us), and no closer.
+  double origin_lag = 0;
+  // The timer that took start/end in this iteration, where it is not timer() (a cuda iteration
+  // whose kernel activity CUPTI could not deliver falls back to its stream events). Every
+  // iteration's timer is recorded with the case, so no time is labelled by a timer that did
+  // not take it.
+  std::string timer;
 };
 
 class Backend {

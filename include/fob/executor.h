@@ -51,7 +51,8 @@ class Executor {
   // One rank's measurements of one case in the current round, in iteration order.
   struct Samples {
     std::vector<double> steps, starts, ends;
-    std::vector<double> slowest;  // the slowest rank's step, when progress is printed
+    std::vector<std::string> timers;  // the timer that took each iteration's times
+    std::vector<double> slowest;      // the slowest rank's step, when progress is printed
   };
 
   IterationTimes iterate(const Plan& plan, double timeout_s);

@@ -83,6 +83,18 @@ struct CaseResult : CaseKey {
   std::vector<double> step_seconds;  // [iters][ranks()]: each rank's own step time
   std::vector<double> task_start;    // [iters][ranks()][max_tasks], NaN padded
   std::vector<double> task_end;
+  // The timers that took this case's task times, and which one took each rank's iteration
+  // ([iters][ranks()], an index into `timers`): a cuda iteration whose kernel activity CUPTI
+  // could not deliver was timed by its stream events, and says so. Both empty where nothing was
+  // recorded (simulated cases, files from before): /system's timer took every time.
+  std::vector<std::string> timers;
+  std::vector<int8_t> iteration_timer;
+
+  // The case's timer in words: its one timer, or "mixed: A in 37 of 40 rank-iterations, B in
+  // 3"; empty where not recorded.
+  std::string timer_text() const;
+  // Whether timers and iteration_timer agree with each other and with iters and ranks().
+  bool timers_match() const;
 
   // How many ranks the arrays hold: `stored`, or `world` when 0.
   int ranks() const { return stored > 0 ? stored : world; }
@@ -125,8 +137,16 @@ struct SystemInfo {
   std::string mpi_version, nccl_version, cuda_version, blas;
   std::string link_emulation;  // "none" or "emulated: 10 Gbit/s, 5 us latency"
   // How task_start/task_end (and so every task-derived metric) were taken: Backend::timer(),
-  // or "simulated (...)". Times from different timers are not comparable like for like.
+  // or "simulated (...)". Times from different timers are not comparable like for like. In a
+  // file it is what took the cases' times (files_timer()): not the timer the run asked for
+  // where a case's iterations fell back to another.
   std::string timer;
+  // The timer the run asked for (Backend::timer()): what a resumed run must match. Read from a
+  // file without it, the same as `timer`.
+  std::string timer_requested;
+  const std::string& requested_timer() const {
+    return timer_requested.empty() ? timer : timer_requested;
+  }
   std::string env;    // KEY=VALUE lines
   std::string notes;  // caveats about how the numbers were taken, e.g. oversubscription
   // Non-empty for `fobench sim` files: the machine file the times were predicted with.
@@ -201,7 +221,10 @@ class ResultWriter {
   std::unique_ptr<OutputLock> lock_;
   std::vector<CaseResult> cases_;
   std::vector<CaseStats> stats_;  // case_stats() of cases_, kept so /summary costs one case
-  size_t cases_on_disk_ = 0;      // how many cases the .partial holds
+  // The timer the run asked for, and what /system says took the times (files_timer()).
+  std::string requested_timer_, written_timer_;
+  void refresh_timer();
+  size_t cases_on_disk_ = 0;  // how many cases the .partial holds
 };
 
 // The file an interrupted NAME.h5.partial becomes when its run finishes; InputError when the
@@ -226,7 +249,12 @@ void set_task_table(CaseResult& result, const std::vector<const Plan*>& plans);
 struct RoundTimes {
   int iters = 0;
   std::vector<double> step_seconds, task_start, task_end;
+  std::vector<std::string> timers;  // [iters][ranks()]: who took each; empty: not recorded
 };
+
+// What took the times of a file's cases: `requested` where no case recorded another timer, the
+// one other timer where every recorded iteration used it, else "mixed: ..." naming them.
+std::string files_timer(const std::string& requested, const std::vector<CaseResult>& cases);
 // A round of `iters` iterations for `result`'s task table, every time NaN until filled in.
 RoundTimes empty_round(const CaseResult& result, int iters);
 // Appends a round to `result` (its iterations, and round_iters); logic_error when its arrays do

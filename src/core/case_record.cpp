@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "case_timers.h"
 #include "fob/results.h"
 #include "fob/workload.h"
 
@@ -92,6 +93,9 @@ CaseResult described(const CaseResult& c) {
   d.max_abs_err = c.max_abs_err;
   d.auto_slices = c.auto_slices;
   d.round_iters = c.round_iters;
+  // Small ([iters][ranks] bytes), and what the file's /system timer is worked out from.
+  d.timers = c.timers;
+  d.iteration_timer = c.iteration_timer;
   return d;
 }
 
@@ -131,6 +135,7 @@ void append_round(CaseResult& result, const RoundTimes& round) {
       round.task_end.size() != iters * per_iter) {
     throw std::logic_error("case " + result.id + ": a round's timings do not match its task table");
   }
+  append_round_timers(result, round);
   result.step_seconds.insert(result.step_seconds.end(), round.step_seconds.begin(),
                              round.step_seconds.end());
   result.task_start.insert(result.task_start.end(), round.task_start.begin(),

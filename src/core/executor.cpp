@@ -25,6 +25,30 @@ std::vector<char> as_bytes(const std::vector<T>& v) {
   return out;
 }
 
+// Lines (none holding a newline) as one text, and back: for gathering strings.
+std::vector<char> joined_lines(const std::vector<std::string>& lines) {
+  std::vector<char> out;
+  for (const std::string& line : lines) {
+    out.insert(out.end(), line.begin(), line.end());
+    out.push_back('\n');
+  }
+  return out;
+}
+
+std::vector<std::string> split_lines(const std::vector<char>& bytes) {
+  std::vector<std::string> out;
+  std::string line;
+  for (char ch : bytes) {
+    if (ch != '\n') {
+      line += ch;
+      continue;
+    }
+    out.push_back(line);
+    line.clear();
+  }
+  return out;
+}
+
 template <typename T>
 std::vector<T> from_bytes(const std::vector<char>& bytes) {
   std::vector<T> out(bytes.size() / sizeof(T));
@@ -212,6 +236,7 @@ std::vector<CaseResult> Executor::run_cases(const std::vector<const Plan*>& plan
       samples[c].steps.clear();
       samples[c].starts.clear();
       samples[c].ends.clear();
+      samples[c].timers.clear();
       if (after_slot) after_slot(results[c], round, rounds);
     }
   }
@@ -246,6 +271,7 @@ void Executor::time_iterations(const Plan& plan, const ExecOptions& options, int
     samples.steps.push_back(t.step);
     samples.starts.insert(samples.starts.end(), t.start.begin(), t.start.end());
     samples.ends.insert(samples.ends.end(), t.end.begin(), t.end.end());
+    samples.timers.push_back(t.timer.empty() ? backend_.timer() : t.timer);
     if (!options.progress_label.empty()) {
       // Outside the timed interval: the next iteration starts with a barrier anyway.
       double step = t.step;
@@ -272,20 +298,24 @@ void Executor::gather(const Plan& plan, const Samples& samples, CaseResult& resu
   auto all_steps = gather_bytes(comm_, as_bytes(samples.steps));
   auto all_starts = gather_bytes(comm_, as_bytes(samples.starts));
   auto all_ends = gather_bytes(comm_, as_bytes(samples.ends));
+  auto all_timers = gather_bytes(comm_, joined_lines(samples.timers));
   if (rank_ != 0) {
     result.iters += iters;
     result.round_iters.push_back(iters);
     return;
   }
   RoundTimes round = empty_round(result, iters);
+  round.timers.resize(round.step_seconds.size());
   for (int r = 0; r < world_; ++r) {
     const auto s = from_bytes<double>(all_steps[r]);
     const auto st = from_bytes<double>(all_starts[r]);
     const auto en = from_bytes<double>(all_ends[r]);
+    const auto timers = split_lines(all_timers[r]);
     const size_t ran = iters > 0 ? st.size() / static_cast<size_t>(iters) : 0;
     size_t planned = 0;
     for (int t = 0; t < result.max_tasks; ++t) planned += result.task_record(r, t).task >= 0;
-    if (s.size() != static_cast<size_t>(iters) || en.size() != st.size() || ran != planned) {
+    if (s.size() != static_cast<size_t>(iters) || en.size() != st.size() || ran != planned ||
+        timers.size() != s.size()) {
       throw std::logic_error("case " + result.id + ": rank " + std::to_string(r) + " ran " +
                              std::to_string(ran) + " tasks in " + std::to_string(s.size()) +
                              " iterations; its plan, built again from the case, has " +
@@ -294,6 +324,7 @@ void Executor::gather(const Plan& plan, const Samples& samples, CaseResult& resu
     }
     for (int it = 0; it < iters; ++it) {
       round.step_seconds[static_cast<size_t>(it) * world_ + r] = s[it];
+      round.timers[static_cast<size_t>(it) * world_ + r] = timers[it];
       for (size_t t = 0; t < ran; ++t) {
         const size_t at = result.timing_index(it, r, static_cast<int>(t));
         round.task_start[at] = st[it * ran + t];

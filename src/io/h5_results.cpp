@@ -208,6 +208,10 @@ void check_case_shapes(const CaseResult& c, const std::string& file) {
   need("tasks", c.tasks.size(), world * tasks);
   need("task_start", c.task_start.size(), iters * world * tasks);
   need("task_end", c.task_end.size(), iters * world * tasks);
+  if (!c.timers_match()) {
+    throw RuntimeFault("cannot write case '" + c.id + "' to '" + file +
+                       "': its iteration timers do not match its iterations");
+  }
 }
 
 }  // namespace
@@ -234,12 +238,19 @@ void write_system(hid_t file, const SystemInfo& sys, const std::string& path) {
   write_attr_str(group, "blas", sys.blas, w);
   write_attr_str(group, "link_emulation", sys.link_emulation, w);
   write_attr_str(group, "timer", sys.timer.empty() ? "unknown" : sys.timer, w);
+  write_attr_str(group, "timer_requested", sys.requested_timer(), w);
   if (!sys.notes.empty()) write_attr_str(group, "notes", sys.notes, w);
   if (!sys.simulated.empty()) write_attr_str(group, "simulated", sys.simulated, w);
   write_attr_str(group, "env", sys.env, w);
 }
 
 }  // namespace
+
+void write_timer(hid_t file, const std::string& timer, const std::string& path) {
+  Where w{path, "/system"};
+  H5Id group(check_id(H5Gopen2(file, "system", H5P_DEFAULT), w, "opening group"), H5Gclose);
+  write_attr_str(group, "timer", timer, w);
+}
 
 void write_header(hid_t file, const RunInfo& run, const SystemInfo& sys, const std::string& path) {
   Where w{path, "/"};
@@ -319,6 +330,7 @@ void write_case(hid_t cases_group, const CaseResult& c, const std::string& path)
                         {iters, world, tasks}, c.task_start.data(), w);
   write_growing_dataset(group, "task_end", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, {iters, world, tasks},
                         c.task_end.data(), w);
+  write_case_timers(group, c, w);
 }
 
 void append_case(hid_t cases_group, const CaseResult& c, int from_iter, int from_round,
@@ -341,6 +353,7 @@ void append_case(hid_t cases_group, const CaseResult& c, int from_iter, int from
                     iteration_rows(c.task_start, per_iter, from_iter), w);
   append_to_dataset(group, "task_end", H5T_NATIVE_DOUBLE, new_iters,
                     iteration_rows(c.task_end, per_iter, from_iter), w);
+  append_case_timers(group, c, from_iter, w);
 }
 
 void write_summary(hid_t file, const std::vector<CaseResult>& cases,
@@ -447,6 +460,7 @@ CaseResult read_case(hid_t cases_group, const std::string& id, const std::string
     out->resize(iters * world * tasks);
     read_dataset(dset, H5T_NATIVE_DOUBLE, out->data(), out->size(), name, w);
   }
+  read_case_timers(group, c, w);
   return c;
 }
 
@@ -514,6 +528,7 @@ ResultFile read_results_unchecked(const std::string& path) {
     s.blas = opt_str(sys, "blas", ws);
     s.link_emulation = opt_str(sys, "link_emulation", ws);
     s.timer = has_attr(sys, "timer") ? read_attr_str(sys, "timer", ws) : kTimerUnknown;
+    s.timer_requested = opt_str(sys, "timer_requested", ws);
     s.notes = opt_str(sys, "notes", ws);
     s.simulated = opt_str(sys, "simulated", ws);
     s.env = opt_str(sys, "env", ws);

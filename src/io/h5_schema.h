@@ -15,6 +15,9 @@ namespace fob::h5io {
 // The root attributes (`tuned` = 1 only for `fobench sim --tune`), /system and an empty /cases.
 void write_header(hid_t file, const RunInfo& run, const SystemInfo& sys, const std::string& path);
 
+// Replaces /system's `timer` (files_timer() of the cases written so far).
+void write_timer(hid_t file, const std::string& timer, const std::string& path);
+
 // One case as /cases/<id>; `path` names the file in error messages. A case that holds one
 // period of a simulated ring (CaseResult::stored > 0) gets the attribute stored_ranks, its
 // [.., world, ..] datasets are [.., stored_ranks, ..], and the file's version becomes
@@ -26,6 +29,13 @@ void write_case(hid_t cases_group, const CaseResult& c, const std::string& path)
 // appended, never rewritten.
 void append_case(hid_t cases_group, const CaseResult& c, int from_iter, int from_round,
                  const std::string& path);
+
+// A case's per-iteration timers (CaseResult::timers, iteration_timer; h5_timers.cpp), where it
+// recorded them: written with the case, appended with its rounds, read back and checked.
+struct Where;
+void write_case_timers(hid_t group, const CaseResult& c, const Where& w);
+void append_case_timers(hid_t group, const CaseResult& c, int from_iter, const Where& w);
+void read_case_timers(hid_t group, CaseResult& c, const Where& w);
 
 // /summary over every case so far (stats[i] = case_stats(cases[i])), replacing the previous
 // table.

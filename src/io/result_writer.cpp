@@ -118,7 +118,10 @@ void require_not_special(const std::string& path, const std::string& role) {
 
 ResultWriter::ResultWriter(const std::string& path, bool force, const RunInfo& run,
                            const SystemInfo& sys)
-    : path_(path), partial_(path + ".partial") {
+    : path_(path),
+      partial_(path + ".partial"),
+      requested_timer_(sys.requested_timer()),
+      written_timer_(sys.timer) {
   namespace fs = std::filesystem;
   // Named before anything else happens to it: no other run may be writing this file.
   require_not_special(path_, "it");
@@ -169,7 +172,10 @@ ResultWriter::ResultWriter(const std::string& partial_path)
     throw InputError("--resume: '" + path_ + "' already exists; the run it belongs to finished");
   }
   // Reading first checks the schema and gives the cases the summary is computed over.
-  cases_ = read_results(partial_).cases;
+  ResultFile existing = read_results(partial_);
+  cases_ = std::move(existing.cases);
+  requested_timer_ = existing.system.requested_timer();
+  written_timer_ = existing.system.timer;
   for (const CaseResult& c : cases_) stats_.push_back(case_stats(c));
   cases_on_disk_ = cases_.size();
   silence_hdf5();
@@ -231,6 +237,8 @@ void append_tail(CaseResult& kept, const CaseResult& now) {
   tail(kept.step_seconds, now.step_seconds, from * world);
   tail(kept.task_start, now.task_start, from * per_iter);
   tail(kept.task_end, now.task_end, from * per_iter);
+  kept.timers = now.timers;
+  kept.iteration_timer = now.iteration_timer;
   kept.round_iters = now.rounds();
   kept.iters = now.iters;
   kept.verified = now.verified;
@@ -267,6 +275,7 @@ void ResultWriter::add_case(const CaseResult& result) {
     stats_.push_back(case_stats(result));
   }
   write_summary(file, cases_, stats_, partial_);
+  refresh_timer();
   flush("case " + result.id, false);
 }
 
@@ -287,7 +296,15 @@ void ResultWriter::add_cases(const std::vector<CaseResult>& results) {
     stats_.push_back(case_stats(result));
   }
   write_summary(file, cases_, stats_, partial_);
+  refresh_timer();
   flush(std::to_string(results.size()) + " cases", false);
+}
+
+void ResultWriter::refresh_timer() {
+  const std::string timer = files_timer(requested_timer_, cases_);
+  if (timer == written_timer_) return;
+  write_timer(static_cast<hid_t>(file_), timer, partial_);
+  written_timer_ = timer;
 }
 
 void ResultWriter::finish() {

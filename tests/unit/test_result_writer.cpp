@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <string>
 
+#include "../common/small_case.h"
 #include "../common/temp_dir.h"
 #include "fob/results.h"
 #include "fob/types.h"
@@ -27,20 +28,8 @@ SystemInfo system_info() {
 
 // One rank, one task, `iters` timed iterations: a case whose size grows with `iters`.
 CaseResult one_task_case(const std::string& id, int iters) {
-  CaseResult c;
-  c.id = id;
-  c.workload = "ag_gemm";
-  c.strategy = "baseline";
-  c.batch = 2;
-  c.seq = 8;
-  c.hidden = 4;
-  c.ffn = 16;
-  c.dtype = "fp32";
-  c.world = 1;
+  CaseResult c = small_case(id, 1);
   c.iters = iters;
-  c.verified = 1;
-  c.max_tasks = 1;
-  c.tasks = {TaskRecord{0, 0, 0, 0, -1, 0, 1e6, "gemm"}};
   for (int i = 0; i < iters; ++i) {
     c.step_seconds.push_back(1e-3 + i * 1e-6);
     c.task_start.push_back(0);

@@ -89,6 +89,7 @@ CudaBackend::~CudaBackend() {
   if (blas_) cublasDestroy(blas_);
   cudaFree(workspace_);
   cudaFree(origin_);
+  if (origin_end_) cudaEventDestroy(origin_end_);
   cupti_.reset();
   cudaEventDestroy(it0_);
   cudaEventDestroy(fork_);

@@ -45,6 +45,8 @@ class CudaBackend : public Backend {
   std::string name() const override { return "cuda"; }
   std::string transport() const override { return transport_->name(); }
   std::string timer() const override;
+  // timer()'s text for a device timer, with the host timer of host-run transfers.
+  std::string timer_named(const char* device_timer) const;
   std::string device() const override;
   std::string blas() const override;
 
@@ -115,6 +117,8 @@ class CudaBackend : public Backend {
   bool cupti_on_ = false;  // this iteration's tasks are tagged
   uint64_t iteration_seq_ = 0;
   void* origin_ = nullptr;  // one device byte the origin marker sets
+  // Recorded after the origin marker: brackets, on the event clock, when CUPTI's origin ran.
+  cudaEvent_t origin_end_ = nullptr;
   std::string timer_note_;  // why an iteration fell back to the event timer, said once
   // Between begin() and a finish() that returned: an iteration that never finished may have
   // NCCL kernels waiting for a peer, which only aborting the communicator ends.

@@ -12,10 +12,19 @@
 
 namespace fob {
 
-std::string CudaBackend::timer() const {
-  std::string t = cupti_ ? "cupti kernel activity" : "cuda events (stream order)";
+namespace {
+constexpr const char* kCuptiTimer = "cupti kernel activity";
+constexpr const char* kEventTimer = "cuda events (stream order)";
+}  // namespace
+
+std::string CudaBackend::timer_named(const char* device_timer) const {
+  std::string t = device_timer;
   if (const std::string host = transport_->host_timer(); !host.empty()) t += "; " + host;
   return t;
+}
+
+std::string CudaBackend::timer() const {
+  return timer_named(cupti_ ? kCuptiTimer : kEventTimer);
 }
 
 void CudaBackend::start_cupti() {
@@ -36,6 +45,7 @@ void CudaBackend::start_cupti() {
     return;
   }
   check_.cuda(cudaMalloc(&origin_, 1), "allocating the timing origin marker");
+  check_.cuda(cudaEventCreate(&origin_end_), "creating the origin marker's event");
 }
 
 // The iteration's origin on CUPTI's clock: a one-byte memset right after the origin event.
@@ -45,6 +55,7 @@ void CudaBackend::mark_origin() {
   cupti_->push(cupti_id(-1));
   check_.cuda(cudaMemsetAsync(origin_, 0, 1, compute_), "marking the iteration's origin");
   cupti_->pop();
+  check_.cuda(cudaEventRecord(origin_end_, compute_), "bracketing the iteration's origin");
 }
 
 bool CudaBackend::event_times(IterationTimes& times) {
@@ -76,13 +87,20 @@ IterationTimes CudaBackend::read_times() {
   // iteration was tagged (not the one captured as a graph: it ran the graph only at its end).
   size_t dropped = 0;
   const std::vector<CuptiTimer::Span> spans = cupti_->collect(cupti_id(-1), n + 1, &dropped);
+  // An iteration CUPTI did not time (a dropped record, or the one captured as a graph) says
+  // so, and the case records it.
+  times.timer = timer_named(kEventTimer);
   if (cupti_on_) {
     std::string why;
     if (dropped > 0) why = "CUPTI dropped " + std::to_string(dropped) + " activity records";
     if (why.empty() && spans[0].records == 0) why = "CUPTI recorded no origin marker";
     if (why.empty()) {
+      times.timer = timer_named(kCuptiTimer);
       times.stream_start = times.start;
       times.stream_end = times.end;
+      float lag_ms = 0;
+      check_.cuda(cudaEventElapsedTime(&lag_ms, it0_, origin_end_), "reading the origin's lag");
+      times.origin_lag = lag_ms * 1e-3;
       const uint64_t origin = spans[0].start;
       for (size_t i = 0; i < n; ++i) {
         const CuptiTimer::Span& s = spans[i + 1];

@@ -1,0 +1,83 @@
+// A case's per-iteration timers in the results file (DESIGN.md section 5): the attribute
+// `timers` (the timers' names, one a line), the dataset `iteration_timer` ([iters][ranks] int8,
+// an index into `timers`) and, for people reading the file, the attribute `timer`
+// (CaseResult::timer_text()). A case without them was timed by /system's timer throughout.
+#include <string>
+#include <vector>
+
+#include "fob/types.h"
+#include "h5_schema.h"
+#include "h5_util.h"
+
+namespace fob::h5io {
+
+namespace {
+
+std::string joined(const std::vector<std::string>& lines) {
+  std::string out;
+  for (const std::string& line : lines) out += (out.empty() ? "" : "\n") + line;
+  return out;
+}
+
+std::vector<std::string> split(const std::string& text) {
+  std::vector<std::string> out(1);
+  for (char ch : text) {
+    if (ch == '\n') {
+      out.emplace_back();
+    } else {
+      out.back() += ch;
+    }
+  }
+  return out;
+}
+
+void write_case_timer_names(hid_t group, const CaseResult& c, const Where& w) {
+  if (c.timers.empty()) return;
+  write_attr_str(group, "timers", joined(c.timers), w);
+  write_attr_str(group, "timer", c.timer_text(), w);
+}
+
+}  // namespace
+
+void write_case_timers(hid_t group, const CaseResult& c, const Where& w) {
+  if (c.timers.empty()) return;
+  write_case_timer_names(group, c, w);
+  const hsize_t iters = static_cast<hsize_t>(c.iters);
+  const hsize_t ranks = static_cast<hsize_t>(c.ranks());
+  write_growing_dataset(group, "iteration_timer", H5T_STD_I8LE, H5T_NATIVE_INT8, {iters, ranks},
+                        c.iteration_timer.data(), w);
+}
+
+void append_case_timers(hid_t group, const CaseResult& c, int from_iter, const Where& w) {
+  if (c.timers.empty()) return;
+  write_case_timer_names(group, c, w);
+  const size_t ranks = static_cast<size_t>(c.ranks());
+  append_to_dataset(group, "iteration_timer", H5T_NATIVE_INT8,
+                    static_cast<hsize_t>(c.iters - from_iter),
+                    c.iteration_timer.data() + static_cast<size_t>(from_iter) * ranks, w);
+}
+
+void read_case_timers(hid_t group, CaseResult& c, const Where& w) {
+  const bool names = has_attr(group, "timers");
+  const bool table = H5Lexists(group, "iteration_timer", H5P_DEFAULT) > 0;
+  if (!names && !table) return;
+  if (names != table) {
+    throw InputError("'" + w.file + "': " + w.what + " has " +
+                     (names ? "timers but no iteration_timer" : "iteration_timer but no timers"));
+  }
+  c.timers = split(read_attr_str(group, "timers", w));
+  std::vector<hsize_t> dims;
+  H5Id dset = open_dataset(group, "iteration_timer", 2, dims, w);
+  expect_dims(dims, {static_cast<hsize_t>(c.iters), static_cast<hsize_t>(c.ranks())},
+              "iteration_timer", w);
+  c.iteration_timer.resize(dims[0] * dims[1]);
+  read_dataset(dset, H5T_NATIVE_INT8, c.iteration_timer.data(), c.iteration_timer.size(),
+               "iteration_timer", w);
+  if (!c.timers_match()) {
+    throw InputError("'" + w.file + "': " + w.what +
+                     "'s iteration_timer names a timer beyond its " +
+                     std::to_string(c.timers.size()) + " timers");
+  }
+}
+
+}  // namespace fob::h5io

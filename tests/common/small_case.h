@@ -1,0 +1,28 @@
+// The smallest case a results file holds: ag_gemm baseline, one GEMM task per rank, no
+// iterations yet. Tests of the file format add the timings they need.
+#pragma once
+
+#include <string>
+
+#include "fob/results.h"
+
+namespace fob {
+
+inline CaseResult small_case(const std::string& id, int world) {
+  CaseResult c;
+  c.id = id;
+  c.workload = "ag_gemm";
+  c.strategy = "baseline";
+  c.batch = 2;
+  c.seq = 8;
+  c.hidden = 4;
+  c.ffn = 16;
+  c.dtype = "fp32";
+  c.world = world;
+  c.verified = 1;
+  c.max_tasks = 1;
+  for (int r = 0; r < world; ++r) c.tasks.push_back(TaskRecord{r, 0, 0, 0, -1, 0, 1e6, "gemm"});
+  return c;
+}
+
+}  // namespace fob
