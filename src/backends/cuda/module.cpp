@@ -1,6 +1,9 @@
 // The cuda backend module's entry point (src/backends/cuda_module.h): what fobench calls after
-// dlopen, and the checks of the cuBLAS and NCCL this process found.
+// dlopen, the checks of the cuBLAS and NCCL this process found, and why the CUDA driver cannot
+// be used when it cannot.
+#include <cuda.h>
 #include <dlfcn.h>
+#include <link.h>
 
 #include <cstdio>
 #include <string>
@@ -48,7 +51,83 @@ std::string check_libraries() {
   return "";
 }
 
+// The CUDA driver (libcuda.so.1) this process loads, asked directly: the runtime reports a
+// missing driver as "insufficient", and a stub library only by its error code.
+struct Driver {
+  std::string path;     // the file the loader found, "" when none
+  int version = 0;      // cuDriverGetVersion, 0 when unknown
+  bool stub = false;    // the CUDA toolkit's stub libcuda (cuInit: CUDA_ERROR_STUB_LIBRARY)
+  std::string problem;  // why no GPU can be used through it, "" when cuInit succeeds
+};
+
+std::string cuda_version_text(int code) {
+  return std::to_string(code / 1000) + "." + std::to_string((code % 1000) / 10);
+}
+
+Driver probe_driver() {
+  Driver d;
+  // Already loaded by the runtime when it could be; this only takes another reference.
+  void* lib = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL);
+  if (!lib) {
+    const char* why = dlerror();
+    d.problem = std::string("no CUDA driver: libcuda.so.1, which comes with the NVIDIA driver, ") +
+                "is not on the library path (" + (why ? why : "not found") + ")";
+    return d;
+  }
+  link_map* map = nullptr;
+  d.path = dlinfo(lib, RTLD_DI_LINKMAP, &map) == 0 && map && map->l_name ? map->l_name : "";
+  using InitFn = CUresult (*)(unsigned);
+  using VersionFn = CUresult (*)(int*);
+  using NameFn = CUresult (*)(CUresult, const char**);
+  auto init = reinterpret_cast<InitFn>(dlsym(lib, "cuInit"));
+  auto get_version = reinterpret_cast<VersionFn>(dlsym(lib, "cuDriverGetVersion"));
+  auto name = reinterpret_cast<NameFn>(dlsym(lib, "cuGetErrorName"));
+  if (!init) {
+    d.problem = "the file found as libcuda.so.1 (" + d.path + ") is not a CUDA driver (no cuInit)";
+    return d;
+  }
+  const CUresult rc = init(0);
+  if (get_version && get_version(&d.version) != CUDA_SUCCESS) d.version = 0;
+  const std::string which = d.version ? " (CUDA " + cuda_version_text(d.version) + ")" : "";
+  if (rc == CUDA_SUCCESS) {
+    // The runtime linked into this module needs a driver of its CUDA version or newer.
+    if (d.version && d.version < CUDART_VERSION) {
+      d.problem = "the CUDA driver at " + d.path + which + " is older than the CUDA " +
+                  cuda_version_text(CUDART_VERSION) + " runtime of this build";
+    }
+    return d;
+  }
+  const char* rc_name = nullptr;
+  if (!name || name(rc, &rc_name) != CUDA_SUCCESS) rc_name = nullptr;
+  // The stub answers every call, cuGetErrorName too, with CUDA_ERROR_STUB_LIBRARY.
+  if (!rc_name && rc == CUDA_ERROR_STUB_LIBRARY) rc_name = "CUDA_ERROR_STUB_LIBRARY";
+  const std::string result =
+      "cuInit: " + (rc_name ? std::string(rc_name) : "error " + std::to_string(rc));
+  if (rc == CUDA_ERROR_STUB_LIBRARY) {
+    d.stub = true;
+    d.problem = "the CUDA driver found at " + d.path +
+                " is the CUDA toolkit's stub library, not a real driver (" + result +
+                "): no GPU can be used";
+  } else if (rc == CUDA_ERROR_NO_DEVICE) {
+    d.problem = "the CUDA driver at " + d.path + which + " sees no GPU (" + result + ")";
+  } else {
+    d.problem = "the CUDA driver at " + d.path + which + " cannot be used (" + result + ")";
+  }
+  return d;
+}
+
+const Driver& driver() {
+  static const Driver probed = probe_driver();
+  return probed;
+}
+
 int device_count(std::string* error) {
+  // The driver's own verdict names the cause; the runtime's would call a missing driver
+  // "insufficient" and a stub only "a stub library", without saying which file.
+  if (!driver().problem.empty()) {
+    if (error) *error = driver().problem;
+    return 0;
+  }
   int count = 0;
   const cudaError_t e = cudaGetDeviceCount(&count);
   if (e != cudaSuccess) {
@@ -70,18 +149,18 @@ std::string nccl_version() {
 }
 
 std::string versions() {
-  int runtime = 0, driver = 0, blas_major = 0, blas_minor = 0, blas_patch = 0;
+  int runtime = 0, blas_major = 0, blas_minor = 0, blas_patch = 0;
   cudaRuntimeGetVersion(&runtime);
-  cudaDriverGetVersion(&driver);
   cublasGetProperty(MAJOR_VERSION, &blas_major);
   cublasGetProperty(MINOR_VERSION, &blas_minor);
   cublasGetProperty(PATCH_LEVEL, &blas_patch);
-  const std::string driver_text =
-      driver ? std::to_string(driver / 1000) + "." + std::to_string((driver % 1000) / 10)
-             : "none (no GPU driver on this machine)";
-  return "CUDA runtime " + std::to_string(runtime / 1000) + "." +
-         std::to_string((runtime % 1000) / 10) + " (static), driver " + driver_text + ", cuBLAS " +
-         std::to_string(blas_major) + "." + std::to_string(blas_minor) + "." +
+  // What the driver is; why it cannot be used is device_count's error, said once.
+  const Driver& d = driver();
+  std::string driver_text = d.path.empty() ? "none found" : d.stub ? "stub" : "unknown version";
+  if (d.version && !d.stub) driver_text = cuda_version_text(d.version);
+  if (!d.path.empty()) driver_text += " (" + d.path + ")";
+  return "CUDA runtime " + cuda_version_text(runtime) + " (static), driver " + driver_text +
+         ", cuBLAS " + std::to_string(blas_major) + "." + std::to_string(blas_minor) + "." +
          std::to_string(blas_patch) + " (" +
          library_of(reinterpret_cast<const void*>(&cublasCreate_v2)) + "), NCCL " + nccl_version();
 }
