@@ -58,7 +58,8 @@ CudaBackend::CudaBackend(const BackendOptions& options) : options_(options), che
     transport_ = std::make_unique<NcclTransport>(options_.comm, rank_, world_, comm_sms_,
                                                  options_.loopback, mem_pitch_, check_);
   } else {
-    transport_ = std::make_unique<StagedMpiTransport>(options_, device_, greatest, check_);
+    transport_ = std::make_unique<StagedMpiTransport>(options_, device_, greatest, mem_pitch_,
+                                                      check_);
   }
   start_cupti();
   if (const char* c = std::getenv("CUDA_DEVICE_MAX_CONNECTIONS");

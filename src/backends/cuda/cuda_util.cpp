@@ -73,6 +73,22 @@ double element_as_double(DType d, const void* data, int64_t i) {
   return 0;
 }
 
+void copy_blocks(const Checker& check, size_t max_pitch, const Blocks& b, cudaMemcpyKind kind,
+                 cudaStream_t stream, const char* what) {
+  if (b.dst_pitch <= max_pitch && b.src_pitch <= max_pitch) {
+    check.cuda(
+        cudaMemcpy2DAsync(b.dst, b.dst_pitch, b.src, b.src_pitch, b.width, b.count, kind, stream),
+        what);
+    return;
+  }
+  for (size_t i = 0; i < b.count; ++i) {
+    check.cuda(
+        cudaMemcpyAsync(static_cast<char*>(b.dst) + i * b.dst_pitch,
+                        static_cast<const char*>(b.src) + i * b.src_pitch, b.width, kind, stream),
+        what);
+  }
+}
+
 double now_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }

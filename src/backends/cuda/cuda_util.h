@@ -39,6 +39,21 @@ ncclDataType_t nccl_type(DType d);
 void to_device_type(DType d, const double* in, int64_t n, void* out);
 double element_as_double(DType d, const void* data, int64_t i);
 
+// `count` blocks of `width` bytes, `src_pitch` bytes apart in src and `dst_pitch` apart in dst.
+struct Blocks {
+  void* dst = nullptr;
+  size_t dst_pitch = 0;
+  const void* src = nullptr;
+  size_t src_pitch = 0;
+  size_t width = 0;
+  size_t count = 0;
+};
+// Queues the copy of `b` on `stream`: one cudaMemcpy2DAsync where both pitches are within
+// `max_pitch` (cudaDeviceProp::memPitch, which the 2-D copies refuse to pass: blocks more than
+// 2 GiB apart), else one copy per block.
+void copy_blocks(const Checker& check, size_t max_pitch, const Blocks& b, cudaMemcpyKind kind,
+                 cudaStream_t stream, const char* what);
+
 double now_seconds();
 std::string hostname();
 

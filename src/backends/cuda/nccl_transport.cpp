@@ -187,19 +187,9 @@ void NcclTransport::all_to_all(const Task& t, cudaStream_t stream) {
 
 void NcclTransport::copy_blocks(void* dst, size_t dst_pitch, const void* src, size_t src_pitch,
                                 size_t width, int count, cudaStream_t stream, const char* what) {
-  if (dst_pitch <= mem_pitch_ && src_pitch <= mem_pitch_) {
-    check_.cuda(cudaMemcpy2DAsync(dst, dst_pitch, src, src_pitch, width, static_cast<size_t>(count),
-                                  cudaMemcpyDeviceToDevice, stream),
-                what);
-    return;
-  }
-  // A pitch past the device's limit (blocks over 2 GiB apart): one copy per block.
-  for (int i = 0; i < count; ++i) {
-    check_.cuda(cudaMemcpyAsync(static_cast<char*>(dst) + i * dst_pitch,
-                                static_cast<const char*>(src) + i * src_pitch, width,
-                                cudaMemcpyDeviceToDevice, stream),
-                what);
-  }
+  fob::copy_blocks(check_, mem_pitch_,
+                   {dst, dst_pitch, src, src_pitch, width, static_cast<size_t>(count)},
+                   cudaMemcpyDeviceToDevice, stream, what);
 }
 
 }  // namespace fob

@@ -12,8 +12,8 @@
 namespace fob {
 
 StagedMpiTransport::StagedMpiTransport(const BackendOptions& options, int device,
-                                       int stream_priority, const Checker& check)
-    : check_(check) {
+                                       int stream_priority, size_t mem_pitch, const Checker& check)
+    : check_(check), mem_pitch_(mem_pitch) {
   check_.cuda(cudaStreamCreateWithPriority(&copy_, cudaStreamNonBlocking, stream_priority),
               "creating the staging stream");
   link_ = std::make_unique<Link>(options.comm, options.link, abort_, options.loopback);
@@ -246,9 +246,10 @@ void StagedMpiTransport::stage_blocks(const View& v, int64_t stride, int batch, 
     const View b = shifted(v, j * stride);
     void* host = at_.host_at(b);
     void* device = at_.device_at(b);
-    check_.cuda(cudaMemcpy2DAsync(to_host ? host : device, pitch, to_host ? device : host, pitch,
-                                  chunk, static_cast<size_t>(batch), kind, copy_),
-                what);
+    copy_blocks(check_, mem_pitch_,
+                {to_host ? host : device, pitch, to_host ? device : host, pitch, chunk,
+                 static_cast<size_t>(batch)},
+                kind, copy_, what);
   }
   check_.cuda(cudaStreamSynchronize(copy_), what);
 }

@@ -26,9 +26,10 @@ namespace fob {
 class StagedMpiTransport : public Transport {
  public:
   // Collective over options.comm (the link's clocks). Copies run on a stream of
-  // `stream_priority` on `device`, which the host thread works on.
+  // `stream_priority` on `device`, which the host thread works on; `mem_pitch` is the largest
+  // pitch cudaMemcpy2DAsync takes.
   StagedMpiTransport(const BackendOptions& options, int device, int stream_priority,
-                     const Checker& check);
+                     size_t mem_pitch, const Checker& check);
   ~StagedMpiTransport() override;
 
   std::string name() const override { return "mpi"; }
@@ -67,6 +68,7 @@ class StagedMpiTransport : public Transport {
   void stage_blocks(const View& v, int64_t stride, int batch, int64_t step, cudaMemcpyKind kind);
 
   Checker check_;
+  size_t mem_pitch_ = 0;  // the largest pitch cudaMemcpy2DAsync takes
   cudaStream_t copy_ = nullptr;
   std::atomic<bool> abort_{false};
   std::unique_ptr<Link> link_;
