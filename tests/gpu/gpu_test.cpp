@@ -180,6 +180,8 @@ TEST_F(Gpu, CuptiKernelTimesLieInsideTheirStreamBrackets) {
     CaseResult r = executor.run_case(p, options(), "cupti");
     EXPECT_EQ(r.verified, 1);
     ASSERT_FALSE(b.kept.empty());
+    // Every timed iteration was CUPTI's, and the case says so; a fallback would say "mixed".
+    EXPECT_EQ(r.timer_text(), inner->timer()) << (graphs ? "graphs" : "eager");
     // The two timers share no origin: CUPTI's is the marker, which ran at most origin_lag
     // after the events' (measured each iteration), so a CUPTI time may read up to that much
     // earlier than the same instant on the event clock, never later; and elapsed times between
