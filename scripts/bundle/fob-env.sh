@@ -23,17 +23,22 @@ fob_say() {
 
 # --- the libraries the bundle needs from the machine ------------------------------------------
 
-# fob_needs [NAME]: the sonames of lib/cuda-needs.txt (written when the bundle was made: every
-# CUDA library a carried file needs), one a line, without repeats. With NAME, only those that
-# libexec/NAME needs directly: without them it cannot even start. Without NAME, libcuda.so.1
-# (the driver) first, then all of them.
+# fob_needs [NAME|--required]: the sonames of lib/cuda-needs.txt (written when the bundle was
+# made: every CUDA library a carried file needs, and the optional ones a module loads itself
+# when it can), one a line, without repeats. With NAME, only those that libexec/NAME needs
+# directly: without them it cannot even start. Without NAME, libcuda.so.1 (the driver) first,
+# then all of them; --required leaves the optional ones out.
 fob_needs() {
   _fob_list=''
-  if [ $# -eq 0 ]; then _fob_list="libcuda.so.1$fob_nl"; fi
+  if [ $# -eq 0 ] || [ "$1" = --required ]; then _fob_list="libcuda.so.1$fob_nl"; fi
   if [ -f "$FOB_ROOT/lib/cuda-needs.txt" ]; then
     while read -r _fob_file _fob_soname; do
       case $_fob_file in '' | '#'*) continue ;; esac
-      if [ $# -gt 0 ] && [ "$_fob_file" != "libexec/$1" ]; then continue; fi
+      case ${1:-} in
+        '') ;;
+        --required) if [ "$_fob_file" = optional ]; then continue; fi ;;
+        *) if [ "$_fob_file" != "libexec/$1" ]; then continue; fi ;;
+      esac
       case "$fob_nl$_fob_list" in
         *"$fob_nl$_fob_soname$fob_nl"*) ;;
         *) _fob_list="$_fob_list$_fob_soname$fob_nl" ;;
@@ -41,6 +46,12 @@ fob_needs() {
     done <"$FOB_ROOT/lib/cuda-needs.txt"
   fi
   printf '%s' "$_fob_list"
+}
+
+# fob_is_optional SONAME: true when lib/cuda-needs.txt lists SONAME as optional.
+fob_is_optional() {
+  case "$fob_nl$(fob_needs --required)$fob_nl" in *"$fob_nl$1$fob_nl"*) return 1 ;; esac
+  return 0
 }
 
 # fob_add_dir LABEL DIR: appends DIR (when it exists and is not listed yet) to the candidates.
@@ -76,12 +87,87 @@ dirs += [p for p in sys.path if p.endswith(("site-packages", "dist-packages"))]
 print("\n".join(dirs))' 2>/dev/null || true
 }
 
+# fob_glob_sites: site-packages directories that hold nvidia-* wheels in the usual places,
+# for machines where the python3 that has them is not on PATH: the active venv or conda
+# environment, venvs and conda environments up to three levels under /opt (/opt/torch/.venv,
+# /opt/conda/envs/NAME), one level under /usr/local, two under the home directories, the
+# system's own (/usr: only its own, it has tens of thousands of directories below).
+fob_glob_sites() {
+  _fob_sys=${FOB_LIBS_SYSROOT:-}
+  fob_glob_under "${VIRTUAL_ENV:-}" 0
+  fob_glob_under "${CONDA_PREFIX:-}" 0
+  fob_glob_under "$_fob_sys/opt" 3
+  fob_glob_under "$_fob_sys/usr/local" 1
+  fob_glob_under "${HOME:-}" 2
+  fob_glob_under "$_fob_sys/root" 2
+  fob_glob_under "$_fob_sys/usr" 0
+}
+
+# fob_glob_under PREFIX DEPTH: fob_sites_in PREFIX and every directory up to DEPTH (at most 3)
+# levels below it, hidden ones such as .venv too (at the last level only visible ones).
+fob_glob_under() {
+  if [ -z "$1" ] || [ ! -d "$1" ]; then return 0; fi
+  fob_sites_in "$1"
+  if [ "$2" -lt 1 ]; then return 0; fi
+  for _fob_a in "$1"/* "$1"/.[!.]*; do
+    if [ ! -d "$_fob_a" ]; then continue; fi
+    fob_sites_in "$_fob_a"
+    if [ "$2" -lt 2 ]; then continue; fi
+    for _fob_b in "$_fob_a"/* "$_fob_a"/.[!.]*; do
+      if [ ! -d "$_fob_b" ]; then continue; fi
+      fob_sites_in "$_fob_b"
+      if [ "$2" -lt 3 ]; then continue; fi
+      for _fob_c in "$_fob_b"/*; do
+        if [ -d "$_fob_c" ]; then fob_sites_in "$_fob_c"; fi
+      done
+    done
+  done
+  return 0
+}
+
+# fob_sites_in DIR: DIR/lib/python3*/{site,dist}-packages that have an nvidia/ folder.
+fob_sites_in() {
+  for _fob_d in "$1"/lib/python3*/*-packages; do
+    if [ -d "$_fob_d/nvidia" ]; then printf '%s\n' "$_fob_d"; fi
+  done
+  return 0
+}
+
+# fob_add_wheels: the lib directories of every site-packages' nvidia-* wheels, CUDA 13 ones
+# first: nvidia/cu13/lib (the CUDA 13 wheels share it), then NCCL where its wheel is the cu13
+# one, then every other nvidia/*/lib (older wheels, NCCL of unknown CUDA version), so that a
+# PyPI NCCL built for another CUDA major version (PyTorch's) comes after a CUDA 13 one.
+fob_add_wheels() {
+  _fob_sites=$(fob_site_dirs)
+  _fob_all="$_fob_sites$fob_nl$(fob_glob_sites)"
+  _fob_ifs=$IFS
+  IFS=$fob_nl
+  for _fob_pass in cu13 nccl-cu13 rest; do
+    for _fob_s in $_fob_all; do
+      _fob_label=site-packages
+      case "$fob_nl$_fob_sites$fob_nl" in
+        *"$fob_nl$_fob_s$fob_nl"*) _fob_label="python3 site-packages" ;;
+      esac
+      case $_fob_pass in
+        cu13) fob_add_dir "$_fob_label" "$_fob_s/nvidia/cu13/lib" ;;
+        nccl-cu13)
+          for _fob_d in "$_fob_s"/nvidia_nccl_cu13-*.dist-info; do
+            if [ -d "$_fob_d" ]; then fob_add_dir "$_fob_label" "$_fob_s/nvidia/nccl/lib"; fi
+          done
+          ;;
+        *) for _fob_d in "$_fob_s"/nvidia/*/lib; do fob_add_dir "$_fob_label" "$_fob_d"; done ;;
+      esac
+    done
+  done
+  IFS=$_fob_ifs
+}
+
 # fob_candidates: sets fob_cand, the directories searched, in order, as "LABEL<tab>DIR" lines.
 # What the user put on LD_LIBRARY_PATH wins, as it would for the loader; then the toolkit the
-# user named, the machine's toolkits (newest first), pip's wheels, conda, the system. Toolkits
-# come before wheels because a wheel's NCCL (libnccl.so.2 for every CUDA release) may belong to
-# another CUDA major version, such as PyTorch's. FOB_LIBS_SYSROOT (the tests) prefixes the
-# fixed system paths.
+# user named, the machine's toolkits (newest first), pip's wheels, conda, the driver folder of
+# NVIDIA's containers, the system. Toolkits come before wheels because a wheel's NCCL
+# (libnccl.so.2 for every CUDA release) may belong to another CUDA major version, such as
+# PyTorch's. FOB_LIBS_SYSROOT (the tests) prefixes the fixed system paths.
 fob_candidates() {
   fob_cand=''
   _fob_sys=${FOB_LIBS_SYSROOT:-}
@@ -99,23 +185,26 @@ fob_candidates() {
   IFS=$fob_nl
   set -f
   for _fob_d in $_fob_list; do fob_add_toolkit /usr/local/cuda-X "$_fob_d"; done
-  # pip's nvidia-* wheels: CUDA 13 wheels share nvidia/cu13/lib; older ones (and NCCL) have
-  # one nvidia/<name>/lib each.
-  _fob_sites=$(fob_site_dirs)
-  for _fob_s in $_fob_sites; do
-    set +f
-    fob_add_dir "python3 site-packages" "$_fob_s/nvidia/cu13/lib"
-    for _fob_d in "$_fob_s"/nvidia/*/lib; do fob_add_dir "python3 site-packages" "$_fob_d"; done
-    set -f
-  done
   set +f
   IFS=$_fob_ifs
+  fob_add_wheels
   if [ -n "${CONDA_PREFIX:-}" ]; then fob_add_dir CONDA_PREFIX "$CONDA_PREFIX/lib"; fi
-  # The driver (and NCCL from a distribution package) live in the system's directories.
+  # NVIDIA's container runtime mounts the driver's libraries here, usually without putting the
+  # folder on any search path; then the system's directories (the driver, NCCL from a package).
+  for _fob_d in /usr/local/nvidia/lib64 /usr/local/nvidia/lib; do
+    fob_add_dir "driver folder" "$_fob_sys$_fob_d"
+  done
   for _fob_d in /usr/lib/x86_64-linux-gnu /lib/x86_64-linux-gnu /usr/lib64 /lib64 /usr/lib \
     /usr/lib/wsl/lib; do
     fob_add_dir "system directory" "$_fob_sys$_fob_d"
   done
+}
+
+# fob_elf32 FILE: true when FILE is a 32-bit ELF file (a container's /usr/local/nvidia/lib may
+# hold the 32-bit driver), which the 64-bit loader would pass over.
+fob_elf32() {
+  case $(od -An -tx1 -N5 -- "$1" 2>/dev/null) in *'7f 45 4c 46 01'*) return 0 ;; esac
+  return 1
 }
 
 # fob_load_cache: fob_cache, the output of ldconfig -p (the loader's ld.so.cache), read once.
@@ -154,13 +243,16 @@ fob_cache_lookup() {
 }
 
 # fob_search: looks for every library fob_needs names. Sets fob_found ("SONAME<tab>PATH<tab>
-# LABEL" lines), fob_missing (sonames, space-separated), fob_path (the directories of what was
-# found, colon-separated, in search order, so the loader picks exactly what is reported).
+# LABEL" lines), fob_missing (sonames, space-separated), fob_missing_required (those of them
+# that are not optional), fob_path (the directories of what was found, colon-separated, in
+# search order, so the loader picks exactly what is reported).
 fob_search() {
   fob_candidates
   fob_found=''
   fob_missing=''
+  fob_missing_required=''
   fob_path=''
+  _fob_req=$(fob_needs --required)
   _fob_needs=$(fob_needs)
   _fob_ifs=$IFS
   IFS=$fob_nl
@@ -169,7 +261,7 @@ fob_search() {
     _fob_hit=''
     for _fob_entry in $fob_cand; do
       _fob_dir=${_fob_entry#*	}
-      if [ -e "$_fob_dir/$_fob_lib" ]; then
+      if [ -e "$_fob_dir/$_fob_lib" ] && ! fob_elf32 "$_fob_dir/$_fob_lib"; then
         _fob_hit="$_fob_dir/$_fob_lib	${_fob_entry%%	*}"
         break
       fi
@@ -181,6 +273,10 @@ fob_search() {
     fi
     if [ -z "$_fob_hit" ]; then
       fob_missing="${fob_missing:+$fob_missing }$_fob_lib"
+      case "$fob_nl$_fob_req$fob_nl" in
+        *"$fob_nl$_fob_lib$fob_nl"*)
+          fob_missing_required="${fob_missing_required:+$fob_missing_required }$_fob_lib" ;;
+      esac
       continue
     fi
     fob_found="$fob_found$_fob_lib	$_fob_hit$fob_nl"
@@ -206,6 +302,14 @@ fob_search() {
   IFS=$_fob_ifs
 }
 
+# fob_optional_note SONAME: what an optional library is for (the programs run without it).
+fob_optional_note() {
+  case $1 in
+    libcupti.so*) printf 'kernel-level task times; without it fobench times tasks with CUDA events' ;;
+    *) printf 'the programs run without it' ;;
+  esac
+}
+
 # fob_report [--brief]: what fob_search found and, when something is missing, where it
 # looked (--brief: only a pointer to bin/fob-libs, which says that).
 fob_report() {
@@ -225,9 +329,12 @@ fob_report() {
   set +f
   IFS=$_fob_ifs
   for _fob_lib in $fob_missing; do
-    printf '  %-18s NOT FOUND\n' "$_fob_lib"
+    case " $fob_missing_required " in
+      *" $_fob_lib "*) printf '  %-18s NOT FOUND\n' "$_fob_lib" ;;
+      *) printf '  %-18s NOT FOUND (optional: %s)\n' "$_fob_lib" "$(fob_optional_note "$_fob_lib")" ;;
+    esac
   done
-  if [ -z "$fob_missing" ]; then return 0; fi
+  if [ -z "$fob_missing_required" ]; then return 0; fi
   if [ "${1:-}" = --brief ]; then
     printf '  (%s/bin/fob-libs shows where they were looked for)\n' "$FOB_ROOT"
   else
@@ -252,7 +359,9 @@ fob_report_searched() {
   fi
   case " $fob_missing " in
     *' libcuda.so.1 '*)
-      printf 'libcuda.so.1 comes with the NVIDIA driver: is one installed (nvidia-smi)?\n' ;;
+      printf 'libcuda.so.1 comes with the NVIDIA driver: is one installed (nvidia-smi)? In a\n'
+      printf 'container it is mounted in /usr/local/nvidia/lib64 or /usr/lib/x86_64-linux-gnu\n'
+      ;;
   esac
   case " $fob_missing " in
     *' libcublas'* | *' libcudart'* | *' libnccl'*)
@@ -278,7 +387,8 @@ fob_resolve() {
     export FOB_BUNDLE_SEARCHED FOB_BUNDLE_CUDA_PATH FOB_BUNDLE_CUDA_MISSING
   fi
   _fob_required=$(fob_needs "$1")
-  if [ "${FOB_REQUIRE_CUDA:-0}" = 1 ]; then _fob_required=$(fob_needs); fi
+  # Optional libraries (CUPTI) are never required: the programs run without them.
+  if [ "${FOB_REQUIRE_CUDA:-0}" = 1 ]; then _fob_required=$(fob_needs --required); fi
   _fob_fatal=''
   for _fob_lib in ${FOB_BUNDLE_CUDA_MISSING:-}; do
     case "$fob_nl$_fob_required$fob_nl" in
@@ -297,7 +407,7 @@ fob_resolve() {
   fi
   if [ -n "$_fob_now" ] && [ "${FOB_LIBS_QUIET:-0}" != 1 ]; then
     fob_report --brief >&2
-    if [ -n "$fob_missing" ]; then
+    if [ -n "$fob_missing_required" ]; then
       fob_say "  (without them the cuda backend cannot run; the cpu backend works)"
     fi
   fi
@@ -379,7 +489,7 @@ fob_main() {
 
 # fob_libs_command [--path|--quiet]: bin/fob-libs. Searches afresh (ignoring what a parent
 # exported) and prints the report on stdout; --path prints only the library directories.
-# Exit 1 when a library is missing.
+# Exit 1 when a required library is missing (an optional one, CUPTI, is only reported).
 fob_libs_command() {
   fob_search
   case "${1:-}" in
@@ -391,5 +501,5 @@ fob_libs_command() {
       exit 2
       ;;
   esac
-  [ -z "$fob_missing" ]
+  [ -z "$fob_missing_required" ]
 }

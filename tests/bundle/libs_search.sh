@@ -4,7 +4,9 @@
 # system directories, a fake python3 that names fake site-packages, a fake ldconfig. Checks
 # the search order, that what is found is printed, that a missing library makes bin/fob-libs
 # and a launcher fail naming the library and every place searched, the exported guard (no
-# second search or report in the processes a launcher starts) and FOB_REQUIRE_CUDA.
+# second search or report in the processes a launcher starts), FOB_REQUIRE_CUDA, the driver
+# folder of NVIDIA's containers, wheels in venvs no python3 on PATH names, and that a missing
+# optional library (CUPTI) is reported but never fatal.
 # Needs no build and no bundle: the bundle is made of the templates in scripts/bundle.
 # shellcheck source-path=SCRIPTDIR source=common.sh
 source "$(dirname "$0")/common.sh"
@@ -44,7 +46,7 @@ EOF
   # fakeprog needs cuBLAS and NCCL directly; plainprog needs nothing (like fobench, whose
   # cuda backend is a module that libfob_cuda.so needs the libraries for).
   printf '%s\n' '# test' 'libexec/fakeprog libcublas.so.13' 'libexec/fakeprog libnccl.so.2' \
-    'lib/libfob_cuda.so libcublasLt.so.13' >"$BUNDLE/lib/cuda-needs.txt"
+    'lib/libfob_cuda.so libcublasLt.so.13' 'optional libcupti.so.13' >"$BUNDLE/lib/cuda-needs.txt"
   chmod -R a+rx "$BUNDLE"
 }
 
@@ -72,9 +74,12 @@ make_places() {
     >>"$FAKEBIN/ldconfig.out"
   printf 'exec %s "%s"\n' "$(command -v cat)" "$FAKEBIN/ldconfig.out" >>"$FAKEBIN/ldconfig"
   chmod +x "$FAKEBIN/python3" "$FAKEBIN/ldconfig"
-  # The one outside command the launchers use.
-  ln -s "$(command -v readlink)" "$FAKEBIN/readlink"
-  ln -s "$(command -v readlink)" "$NOPYBIN/readlink"
+  # The outside commands the launchers use.
+  local tool
+  for tool in readlink od; do
+    ln -s "$(command -v "$tool")" "$FAKEBIN/$tool"
+    ln -s "$(command -v "$tool")" "$NOPYBIN/$tool"
+  done
 }
 
 # put LIB DIR...: an empty file named LIB in each DIR; clear: remove every fake library.
@@ -159,7 +164,10 @@ for want in "libcuda.so.1 *$T/cache/libcuda.so.1 \[ld.so.cache\]" \
   "libnccl.so.2 *$LDP/libnccl.so.2 \[LD_LIBRARY_PATH\]"; do
   grep -q "$want" <<<"$out" || fail "fob-libs output lacks '$want':"$'\n'"$out"
 done
-[[ $(grep -c . <<<"$out") == 5 ]] || fail "unexpected lines in:"$'\n'"$out"
+# The optional CUPTI, missing, is reported as such and does not make fob-libs fail.
+grep -q 'libcupti.so.13 *NOT FOUND (optional: kernel-level task times' <<<"$out" ||
+  fail "the missing optional CUPTI is not reported as optional:"$'\n'"$out"
+[[ $(grep -c . <<<"$out") == 6 ]] || fail "unexpected lines in:"$'\n'"$out"
 path=$(in_env "$BUNDLE/bin/fob-libs" --path)
 [[ "$path" == "$LDP:$CUDAHOME/lib64:$SITE1/nvidia/cu13/lib:$T/cache" ]] ||
   fail "fob-libs --path: $path"
@@ -248,6 +256,63 @@ grep -qF "loader library-path: $BUNDLE/lib:" <<<"$out" || fail "through a link: 
 out=$(cd "$BUNDLE/lib" && in_env ../bin/fakeprog 2>/dev/null) || fail "relative: $out"
 grep -qF "loader library-path: $BUNDLE/lib:" <<<"$out" || fail "relative: $out"
 ok "launcher through a symbolic link and a relative path"
+
+# --- 5. the places a bare GPU machine keeps them: no python3, no LD_LIBRARY_PATH -------------
+# The driver in the folder NVIDIA's container runtime mounts, found before the system's; a
+# 32-bit libcuda.so.1 (the 32-bit driver in /usr/local/nvidia/lib) passed over.
+clear_libs
+bare=(PATH="$NOPYBIN" LD_LIBRARY_PATH= CUDA_HOME= CONDA_PREFIX= FOB_LIBS_LDCONFIG=none)
+mkdir -p "$SYSROOT/usr/local/nvidia/lib64" "$SYSROOT/usr/local/nvidia/lib"
+put libcuda.so.1 "$SYSROOT/usr/local/nvidia/lib64" "$SYSROOT/usr/local/nvidia/lib" \
+  "$SYSROOT/usr/lib/x86_64-linux-gnu"
+expect_where libcuda.so.1 "$SYSROOT/usr/local/nvidia/lib64/libcuda.so.1" "${bare[@]}"
+printf '\177ELF\001\001\001' >"$SYSROOT/usr/local/nvidia/lib64/libcuda.so.1"
+expect_where libcuda.so.1 "$SYSROOT/usr/local/nvidia/lib/libcuda.so.1" "${bare[@]}"
+rm "$SYSROOT/usr/local/nvidia/lib/libcuda.so.1"
+expect_where libcuda.so.1 "$SYSROOT/usr/lib/x86_64-linux-gnu/libcuda.so.1" "${bare[@]}"
+out=$(in_env "${bare[@]}" "$BUNDLE/bin/fob-libs" 2>&1 || true)
+grep -qF "driver folder: $SYSROOT/usr/local/nvidia/lib64" <<<"$out" ||
+  fail "the driver folder is not among the places searched:"$'\n'"$out"
+ok "the driver folder /usr/local/nvidia/lib64, then lib, before the system's; 32-bit skipped"
+
+# Wheels in a venv that no python3 on PATH names: under /opt (hidden .venv, conda envs, any
+# python3.X), /usr/local, root's home and VIRTUAL_ENV; a CUDA 13 NCCL wheel before another.
+clear_libs
+venvs=("$SYSROOT/opt/torch/.venv/lib/python3.12/site-packages"
+  "$SYSROOT/opt/conda/envs/gpu/lib/python3.11/site-packages"
+  "$SYSROOT/usr/local/lib/python3.13/dist-packages"
+  "$SYSROOT/root/.local/lib/python3.10/site-packages")
+for site in "${venvs[@]}"; do
+  mkdir -p "$site/nvidia/cu13/lib"
+  put libcublas.so.13 "$site/nvidia/cu13/lib"
+  expect_where libcublas.so.13 "$site/nvidia/cu13/lib/libcublas.so.13" "${bare[@]}"
+  rm "$site/nvidia/cu13/lib/libcublas.so.13"
+done
+mkdir -p "$T/venv/lib/python3.12/site-packages/nvidia/cu13/lib"
+put libcublas.so.13 "$T/venv/lib/python3.12/site-packages/nvidia/cu13/lib"
+expect_where libcublas.so.13 "$T/venv/lib/python3.12/site-packages/nvidia/cu13/lib/libcublas.so.13" \
+  "${bare[@]}" VIRTUAL_ENV="$T/venv"
+cu12=$SYSROOT/opt/conda/envs/gpu/lib/python3.11/site-packages
+cu13=$SYSROOT/usr/local/lib/python3.13/dist-packages
+mkdir -p "$cu12/nvidia/nccl/lib" "$cu13/nvidia/nccl/lib" "$cu13/nvidia_nccl_cu13-2.28.9.dist-info"
+put libnccl.so.2 "$cu12/nvidia/nccl/lib" "$cu13/nvidia/nccl/lib"
+expect_where libnccl.so.2 "$cu13/nvidia/nccl/lib/libnccl.so.2" "${bare[@]}"
+rm -r "$cu13/nvidia_nccl_cu13-2.28.9.dist-info"
+expect_where libnccl.so.2 "$cu12/nvidia/nccl/lib/libnccl.so.2" "${bare[@]}"
+ok "wheels found without python3: /opt (.venv, conda envs), /usr/local, ~/.local, VIRTUAL_ENV;" \
+  "a cu13 NCCL wheel first"
+
+# --- 6. optional libraries -----------------------------------------------------------------------
+# FOB_REQUIRE_CUDA=1 requires every library but the optional CUPTI.
+put libcuda.so.1 "$SYSROOT/usr/lib/x86_64-linux-gnu"
+put libcublas.so.13 "$CUDAHOME/lib64"
+put libcublasLt.so.13 "$CUDAHOME/lib64"
+out=$(in_env FOB_REQUIRE_CUDA=1 "$BUNDLE/bin/fakeprog" 2>&1) ||
+  fail "FOB_REQUIRE_CUDA=1 with only the optional CUPTI missing: $out"
+grep -q 'libcupti.so.13 *NOT FOUND (optional' <<<"$out" || fail "CUPTI not reported: $out"
+grep -q 'fakeprog args' <<<"$out" || fail "the program did not run: $out"
+in_env "$BUNDLE/bin/fob-libs" --quiet || fail "fob-libs fails for a missing optional library"
+ok "a missing optional library is reported, never fatal, FOB_REQUIRE_CUDA=1 included"
 
 for f in "$TEMPLATES/launcher" "$TEMPLATES/fob-libs" "$TEMPLATES/fob-env.sh"; do
   if command -v shellcheck >/dev/null 2>&1; then
