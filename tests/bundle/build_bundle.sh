@@ -2,7 +2,8 @@
 # Makes the GPU bundle from this build (scripts/gpu_bundle.sh, into FOB_BUNDLE_DIR) and checks
 # it: within 48 MiB, the launchers and programs the build has, every file in the MANIFEST, no
 # CUDA library or OpenBLAS carried, the CUDA libraries the carried files need listed in
-# lib/cuda-needs.txt, no DT_RPATH, the reference BLAS, and fobench starting from it.
+# lib/cuda-needs.txt, what those need carried, no DT_RPATH, the reference BLAS, and fobench
+# starting from it.
 # The fixture of the other bundle tests.
 # shellcheck source-path=SCRIPTDIR source=common.sh
 source "$(dirname "$0")/common.sh"
@@ -64,6 +65,26 @@ while IFS= read -r -d '' f; do
     <<<"$dyn")
 done < <(find "$B/libexec" "$B/lib" -type f -print0)
 ok "no CUDA library carried; cuda-needs.txt: $(grep -vc '^#' "$B/lib/cuda-needs.txt") entries"
+
+# What the machine's CUDA libraries need besides each other is carried (libstdc++ for NCCL,
+# libutil for CUPTI): the bundle's loader would otherwise take the machine's copies, built for
+# another glibc. Checked against this machine's toolkit, where it has one.
+toolkit=${CUDA_HOME:-/usr/local/cuda}
+checked=0
+while read -r soname; do
+  lib=""
+  for dir in "$toolkit/lib64" "$toolkit/extras/CUPTI/lib64"; do
+    if [[ -e "$dir/$soname" ]]; then lib=$dir/$soname && break; fi
+  done
+  [[ -n "$lib" ]] || continue
+  checked=$((checked + 1))
+  for dep in $(readelf -dW "$lib" | sed -n 's/.*(NEEDED).*\[\(.*\)\].*/\1/p'); do
+    [[ $dep =~ ^lib(cuda|cudart|cublas|cublasLt|nccl|cupti)\.so || $dep == ld-linux-x86-64.so.2 ]] &&
+      continue
+    [[ -f "$B/lib/$dep" ]] || fail "$soname (the machine's) needs $dep, which the bundle lacks"
+  done
+done < <(awk '!/^#/ { print $2 }' "$B/lib/cuda-needs.txt" | sort -u)
+ok "what $checked CUDA libraries of $toolkit need is carried"
 
 # It starts (the bundle's loader, glibc, MPI singleton) and says which BLAS it has.
 version=$(FOB_LIBS_QUIET=1 "$B/bin/fobench" --version) || fail "bin/fobench --version failed"
