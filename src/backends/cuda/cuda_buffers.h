@@ -29,7 +29,7 @@ struct Prepared {
 
 // The plan's device buffers and collective scratch, with cudaMalloc: never managed memory.
 void allocate_device_buffers(const Plan& plan, Prepared& p, const Checker& check);
-// The plan's input regions, generated from `seed` and converted to its dtype.
+// The plan's input regions, generated from `seed` on the device in its dtype (no host copy).
 void fill_inputs(const Plan& plan, uint64_t seed, Prepared& p, const Checker& check);
 // Every device buffer set to NaN, then the inputs written again.
 void poison_buffers(const Plan& plan, uint64_t seed, Prepared& p, const Checker& check);

@@ -122,7 +122,58 @@ cudaError_t launch_softmax(void* data, int64_t rows, int64_t cols, int64_t ld, d
   return cudaGetLastError();
 }
 
+// Input fills: the thread bodies and the grid are input_hash.h's, which the unit tests run on
+// the host.
+__device__ FillThread this_fill_thread() {
+  return {.first_col = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x,
+          .col_stride = static_cast<int64_t>(blockDim.x) * gridDim.x,
+          .first_row = blockIdx.y,
+          .row_stride = gridDim.y};
+}
+
+template <typename Bits>
+__global__ void __launch_bounds__(kInputFillThreads)
+    fill_dense_kernel(Bits* out, InputFill f, InputEncoding encoding) {
+  fill_dense_thread(out, f, encoding, this_fill_thread());
+}
+
+template <typename Bits>
+__global__ void __launch_bounds__(kInputFillThreads)
+    fill_selection_kernel(Bits* out, InputFill f, InputEncoding encoding) {
+  fill_selection_thread(out, f, encoding, this_fill_thread());
+}
+
+template <typename Bits>
+cudaError_t launch_fill(void* dst, const InputFill& f, const InputEncoding& encoding,
+                        cudaStream_t stream) {
+  if (f.rows <= 0 || f.cols <= 0) return cudaSuccess;
+  // +0 is all zero bits in every dtype, as encoded(encoding, 0) is.
+  if (f.zeros) return cudaMemsetAsync(dst, 0, f.rows * f.cols * sizeof(Bits), stream);
+  const dim3 grid(static_cast<unsigned>(input_fill_blocks_x(f)),
+                  static_cast<unsigned>(input_fill_blocks_y(f)));
+  Bits* out = static_cast<Bits*>(dst);
+  if (f.select_from > 0) {
+    fill_selection_kernel<Bits><<<grid, kInputFillThreads, 0, stream>>>(out, f, encoding);
+  } else {
+    fill_dense_kernel<Bits><<<grid, kInputFillThreads, 0, stream>>>(out, f, encoding);
+  }
+  return cudaGetLastError();
+}
+
 }  // namespace
+
+cudaError_t fill_input(void* dst, int elem_bytes, const InputFill& fill,
+                       const InputEncoding& encoding, cudaStream_t stream) {
+  switch (elem_bytes) {
+    case 2:
+      return launch_fill<uint16_t>(dst, fill, encoding, stream);
+    case 4:
+      return launch_fill<uint32_t>(dst, fill, encoding, stream);
+    case 8:
+      return launch_fill<uint64_t>(dst, fill, encoding, stream);
+  }
+  return cudaErrorInvalidValue;
+}
 
 cudaError_t add(DType dtype, void* dst, const void* src, int64_t count, cudaStream_t stream) {
   switch (dtype) {
