@@ -1,41 +1,36 @@
 #!/usr/bin/env bash
 # The GPU checks from the bundle: what tests/gpu/run_checks.sh checks, without building. Uses
-# only this bundle (never compiles, never calls apt, needs no network) and finishes within
-# 8 minutes on one GPU: every step is bounded (the bounds add up to 7.9 minutes at most).
+# only this bundle (never compiles, never calls apt, needs no network) and ends within
+# FOB_CHECKS_BUDGET seconds (default 460), kill grace included: every step is bounded by what is
+# left of that budget, and a step it no longer fits is recorded as not run.
 #
 #   ./run_checks.sh OUTDIR
 #
-# Everything it writes stays under OUTDIR (TMPDIR, HOME and the CUDA cache point there): one
-# <step>.log per step, the .h5 results and their .md reports, gemm_slices_cuda.json and
-# summary.txt, which names the device, the driver, cuBLAS and NCCL found, and every step's status
-# and time. A failed step does not stop the later ones; the exit status is 1 if any failed.
-# Optional environment: NCCL_DEBUG (default WARN).
+# It leaves two files in OUTDIR: checks.tgz, everything it wrote (checks/<step>.log for every
+# step, the .h5 results with their .md and .json reports, gemm_slices_cuda.json, summary.txt),
+# and summary.txt beside it: the devices, the driver and libraries found, why no GPU can be used
+# when none can (said once), every step's status and time, and the result. Both are written
+# whole (a temporary file renamed over the name, so a link left there is replaced, never
+# followed); the work happens in a fresh private directory in OUTDIR, removed at the end. A
+# failed step does not stop the later ones. SIGTERM or SIGINT (an outer timeout) stops the step
+# running, and the archive and summary are still written.
+#
+# Exit status: 0 every step passed; 1 a step failed; 77 no usable GPU here (no driver, the
+# toolkit's stub, no device) and nothing else failed: the GPU steps are recorded as skipped.
+#
+# Environment (all optional): FOB_CHECKS_BUDGET (seconds, at least 60); NCCL_DEBUG (default
+# WARN); OMPI_MCA_btl_vader_single_copy_mechanism (default none: Open MPI's single copy,
+# process_vm_readv, fails in sandboxes such as gVisor); NCCL_CUMEM_ENABLE (default NCCL's own;
+# unset, the first NCCL step that fails is tried again with 0, and when that passes the later
+# ones run with 0: sandboxes may refuse NCCL's cuMem allocations).
+# shellcheck disable=SC2317 # the step functions run through --step, on_signal from a trap
 set -euo pipefail
 
-if [[ $# -ne 1 || -z "$1" ]]; then
-  echo "usage: $0 OUTDIR" >&2
-  exit 2
-fi
-ROOT=$(cd "$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")" && pwd)
-mkdir -p "$1"
-OUTDIR=$(cd "$1" && pwd)
-SUMMARY="$OUTDIR/summary.txt"
-STEPS="$OUTDIR/.steps"
+SELF=$(readlink -f "${BASH_SOURCE[0]}")
+ROOT=$(cd "$(dirname "$SELF")" && pwd)
 FOBENCH="$ROOT/bin/fobench"
 MPIRUN="$ROOT/bin/mpirun"
 SMOKE="$ROOT/configs/smoke.yaml"
-
-# Nothing outside OUTDIR: temporary files, Open MPI's session directory and shared-memory
-# files, the CUDA kernel cache, Python's bytecode.
-export TMPDIR="$OUTDIR/tmp" HOME="$OUTDIR/home" CUDA_CACHE_PATH="$OUTDIR/cuda-cache"
-export OMPI_MCA_btl_vader_backing_directory="$TMPDIR" PYTHONDONTWRITEBYTECODE=1
-export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-# A missing cuBLAS or NCCL is a failure here, not a quiet fallback to the cpu backend.
-export FOB_REQUIRE_CUDA=1
-export NCCL_DEBUG=${NCCL_DEBUG:-WARN}
-mkdir -p "$TMPDIR" "$HOME" "$CUDA_CACHE_PATH"
-: >"$STEPS"
-
 MPI_FLAGS=(--oversubscribe --bind-to none)
 WORKLOADS=(mlp attn ulysses mlp_bwd gemm_ar ag_gemm_w gemm_rs_grad)
 # The paper-sized mlp (b·s = 32768 tokens, d = 4096, F = 16384, bf16 as the paper), every
@@ -43,195 +38,29 @@ WORKLOADS=(mlp attn ulysses mlp_bwd gemm_ar ag_gemm_w gemm_rs_grad)
 # correctness is what the gpu tests and the smoke runs check.
 MLP_SHAPE=(--batch 8 --seq 4096 --hidden 4096 --ffn 16384 --dtype bf16 -n 20)
 MLP_STRATEGIES=baseline,slicing:4,decompose,flash,flash_direct
-# Time bounds (seconds): 2*5 (device query) + 10+10+10 + 14*18 + 4*12 + 2*34 + (5+20) + 6*3 +
-# 6*3 = 469 with the six results files: 7.9 minutes at most. A gpu test step loads cuBLAS
-# (cuBLASLt alone is 0.5 GB) and runs about 50 small cases; the first may read it from disk.
-# The paper-sized mlp gave 6 s of its bound to ulysses' two gpu test steps, to stay under 8
-# minutes: its GEMMs take about 2 s (100 iterations of 8.8 TFLOP on an H100-class GPU), the
-# rest of the bound is start-up, allocation and input generation.
-T_QUERY=5 T_SMI=10 T_LIBS=10 T_VERSION=10 T_GPU_TEST=18 T_SMOKE=12 T_MLP=34 T_GEMM=20 T_REPORT=3
 
-failed=0
-steps=0
-START=$SECONDS
+# Bounds (seconds) of one step each. They need not add up to the budget: the budget bounds the
+# whole run, and the steps are ordered so that what it cuts first is the repetitive part (the
+# gpu tests of the workloads after mlp). A gpu test step loads cuBLAS (cuBLASLt alone is 0.5 GB,
+# read from disk the first time) and runs about 50 small cases. The paper-sized mlp: its GEMMs
+# take about 2 s (100 iterations of 8.8 TFLOP on an H100-class GPU); the rest of its bound is
+# start-up, cuBLAS and NCCL initialisation, 1.5 GB of allocations and input generation.
+T_SMI=10 T_LIBS=10 T_VERSION=20 T_GPU_TEST=30 T_SMOKE=25 T_MLP=60 T_GEMM=40 T_REPORT=5
+GRACE=5     # timeout -k: KILL this long after the TERM at a step's bound
+RESERVE=30  # of the budget, kept for the reports, the results check and the archive
+MIN_STEP=5  # a step with less left than this is not started
+MAX_ARCHIVE=$((15 * 1024 * 1024))  # checks.tgz stays under 16 MiB: the .h5 files go first
 
-GPUS=0
-# --- the summary, written again after every step, so that it is complete if the run is cut --
-DEVICES="none found (nvidia-smi missing or failing)"
-if command -v nvidia-smi >/dev/null 2>&1; then
-  DEVICES=$(timeout -k 5 "$T_QUERY" nvidia-smi \
-    --query-gpu=index,name,compute_cap,driver_version,memory.total --format=csv,noheader \
-    2>/dev/null) || DEVICES="none found (nvidia-smi failing)"
-  GPUS=$(timeout -k 5 "$T_QUERY" nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
-fi
+# --- steps run by this script itself, under a step's timeout: --step FUNCTION ARGS ------------
 
-# The bundle's cuda module is built with CUDA 13, whose runtime needs an R580 or newer driver
-# (without the cuda-compat forward-compatibility package, which the bundle does not carry).
-DRIVER_NOTE=""
-driver=$(sed -n '1s/^[^,]*,[^,]*,[^,]*, *\([0-9]*\)\..*/\1/p' <<<"$DEVICES")
-if [[ -n "$driver" && "$driver" -lt 580 ]]; then
-  DRIVER_NOTE="driver $driver is older than R580, the first for CUDA 13: the cuda backend cannot run here"
-fi
-
-# The libraries the launcher found (bin/fob-libs) and what fobench --version says of them.
-found_libraries() {
-  if [[ -f "$OUTDIR/libraries.log" ]]; then
-    grep -E '^  lib(cuda|cublas|cublasLt|cudart|nccl)\.so' "$OUTDIR/libraries.log" || true
-  else
-    echo "  (not looked for yet)"
-  fi
-  if [[ -f "$OUTDIR/version.log" ]]; then
-    # fobench's own lines (backends, cuda runtime/driver/cuBLAS/NCCL), not the launcher's.
-    grep -iE '^(backends|cuda|nccl|cublas|driver)\b' "$OUTDIR/version.log" |
-      grep -v 'cannot run' | sed 's/^/  fobench --version: /' || true
-  fi
-}
-
-write_summary() {
-  local result=$1
-  {
-    echo "fobench GPU checks from the bundle, $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
-    echo "host: $(hostname 2>/dev/null || cat /proc/sys/kernel/hostname)"
-    echo "bundle: $ROOT ($(sed -n 's/^# fobench git //p' "$ROOT/MANIFEST" 2>/dev/null))"
-    echo "devices (index, name, compute capability, driver, memory):"
-    printf '%s\n' "$DEVICES" | sed 's/^/  /'
-    if [[ -n "$DRIVER_NOTE" ]]; then echo "  NOTE: $DRIVER_NOTE"; fi
-    echo "libraries found on this machine:"
-    found_libraries
-    echo
-    echo "steps (logs in $OUTDIR/<step>.log; bound = the step's time limit):"
-    cat "$STEPS"
-    if [[ -f "$OUTDIR/check_results.log" ]]; then
-      echo
-      echo "results files:"
-      grep -E '\.h5: ' "$OUTDIR/check_results.log" | sed 's/^/  /' || echo "  (none checked)"
-    fi
-    echo
-    echo "$result"
-  } >"$SUMMARY.new"
-  mv "$SUMMARY.new" "$SUMMARY"
-}
-
-# record NAME STATUS SECONDS BOUND [NOTE]
-record() {
-  local status=ok note=${5:-}
-  steps=$((steps + 1))
-  if [[ $2 -ne 0 ]]; then
-    status=FAILED
-    failed=$((failed + 1))
-    if [[ $2 -eq 124 || $2 -eq 137 ]]; then note="timed out after ${4}s${note:+; $note}"; fi
-  fi
-  printf '  %-26s %-7s exit %-3s %4ss (bound %3ss)  %s\n' "$1" "$status" "$2" "$3" "$4" \
-    "$note" | tee -a "$STEPS"
-  write_summary "result: running ($steps steps so far, $((SECONDS - START))s)"
-}
-
-# first_reason LOG: the line of a failed step's log most likely to say why.
-first_reason() {
-  local pattern
-  for pattern in 'cannot run' 'error|fail' 'not found|no such|missing'; do
-    if grep -m1 -iE "$pattern" "$1"; then return 0; fi
-  done
-  grep -v '^exit status' "$1" | grep -v '^[$+] ' | tail -n1 || true
-}
-
-# step NAME BOUND COMMAND...: COMMAND with its output in OUTDIR/NAME.log, its status recorded.
-# A command is bounded by timeout; a shell function bounds its own commands (BOUND each) and
-# chains them with && or returns explicitly (set -e does not apply inside a tested command).
-step() {
-  local name=$1 bound=$2 rc=0 start=$SECONDS
-  shift 2
-  echo "== $name" >&2
-  {
-    printf '$'
-    printf ' %q' "$@"
-    printf '\n'
-  } >"$OUTDIR/$name.log"
-  if [[ $(type -t "$1") == function ]]; then
-    STEP_BOUND=$bound "$@" >>"$OUTDIR/$name.log" 2>&1 </dev/null || rc=$?
-  else
-    timeout -k 10 "$bound" "$@" >>"$OUTDIR/$name.log" 2>&1 </dev/null || rc=$?
-  fi
-  echo "exit status: $rc" >>"$OUTDIR/$name.log"
-  local note=""
-  if [[ $rc -eq 77 ]]; then
-    # 77 is "skipped: no usable GPU". With a GPU present that is a failure; show why.
-    note="exit 77 (skipped) although nvidia-smi lists $GPUS GPU(s)"
-    echo "$name: $note; its output:" >&2
-    tail -n 40 "$OUTDIR/$name.log" | sed 's/^/  | /' >&2
-  elif [[ $rc -ne 0 ]]; then
-    note=$(first_reason "$OUTDIR/$name.log" | cut -c1-100)
-  fi
-  record "$name" "$rc" $((SECONDS - start)) "$bound" "$note"
-}
-
-# mpi NP [mpirun options] -- PROGRAM ARGS...: a bundle program under the bundle's mpirun.
-mpi() {
-  local np=$1
-  shift
-  local opts=()
-  while [[ $# -gt 0 && $1 != -- ]]; do
-    opts+=("$1")
-    shift
-  done
-  shift
-  local cmd=(timeout -k 10 "$STEP_BOUND" "$MPIRUN" -np "$np" "${MPI_FLAGS[@]}" "${opts[@]}" "$@")
-  printf '+'
-  printf ' %q' "${cmd[@]}"
-  printf '\n'
-  "${cmd[@]}"
-}
-
-# --- 1-3: the device, the libraries, the version ------------------------------------------------
-if command -v nvidia-smi >/dev/null 2>&1; then
-  step nvidia_smi "$T_SMI" sh -c 'nvidia-smi -L && nvidia-smi &&
-    nvidia-smi --query-gpu=name,compute_cap,driver_version,memory.total --format=csv'
-else
-  echo "nvidia-smi: not found on PATH ($PATH)" >"$OUTDIR/nvidia_smi.log"
-  record nvidia_smi 1 0 "$T_SMI" "nvidia-smi not found: no NVIDIA driver on this machine?"
-fi
-step libraries "$T_LIBS" "$ROOT/bin/fob-libs"
-step version "$T_VERSION" "$FOBENCH" --version
-
-# --- 4: the gpu tests, per workload: NCCL at 1 rank (with loopback plans), MPI at 2 ranks -----
-for w in "${WORKLOADS[@]}"; do
-  step "gpu_nccl_np1_$w" "$T_GPU_TEST" mpi 1 -- "$ROOT/bin/fob_gpu_tests" --transport=nccl \
-    "--workload=$w"
-  step "gpu_mpi_np2_$w" "$T_GPU_TEST" mpi 2 -x CUDA_VISIBLE_DEVICES=0 -- "$ROOT/bin/fob_gpu_tests" \
-    --transport=mpi "--workload=$w"
-done
-
-# --- 5: fobench on the cuda backend ---------------------------------------------------------
-RESULTS=()
-smoke() {  # smoke NAME NP TRANSPORT DTYPE [mpirun options]
-  local name=$1 np=$2 transport=$3 dtype=$4
-  shift 4
-  RESULTS+=("$name.h5")
-  step "$name" "$T_SMOKE" mpi "$np" "$@" -- "$FOBENCH" run -c "$SMOKE" --backend cuda \
-    --transport "$transport" --dtype "$dtype" --verify --force -o "$OUTDIR/$name.h5"
-}
-smoke smoke_nccl_np1_fp32 1 nccl fp32
-smoke smoke_nccl_np1_bf16 1 nccl bf16
-smoke smoke_mpi_np2_fp32 2 mpi fp32 -x CUDA_VISIBLE_DEVICES=0
-smoke smoke_mpi_np2_bf16 2 mpi bf16 -x CUDA_VISIBLE_DEVICES=0
-RESULTS+=(mlp_nccl_np1.h5 mlp_nccl_np1_graphs.h5)
-step mlp_nccl_np1 "$T_MLP" mpi 1 -- "$FOBENCH" run -c "$SMOKE" "${MLP_SHAPE[@]}" \
-  --strategies "$MLP_STRATEGIES" --backend cuda --transport nccl --no-verify --force \
-  -o "$OUTDIR/mlp_nccl_np1.h5"
-step mlp_nccl_np1_graphs "$T_MLP" mpi 1 -- "$FOBENCH" run -c "$SMOKE" "${MLP_SHAPE[@]}" \
-  --strategies "$MLP_STRATEGIES" --backend cuda --transport nccl --graphs --no-verify --force \
-  -o "$OUTDIR/mlp_nccl_np1_graphs.h5"
-
-# --- 6: the cuBLAS slicing micro-benchmark ----------------------------------------------------
+# gemm_slices: the cuBLAS slicing micro-benchmark, checked.
 gemm_slices() {
-  local json="$OUTDIR/gemm_slices_cuda.json" bench="$ROOT/bin/fob_gemm_slices_cuda" min_time=0.05
+  local json="$CHECKS/gemm_slices_cuda.json" bench="$ROOT/bin/fob_gemm_slices_cuda" min_time=0.05
   [[ -x "$bench" ]] || { echo "no $bench in this bundle"; return 1; }
   # Google Benchmark 1.8 wants a unit ("0.05s"); 1.7 (Debian 12) a plain number of seconds.
-  if FOB_REQUIRE_CUDA=0 timeout -k 5 5 "$bench" --help 2>&1 | grep -q '<float>s'; then
-    min_time=0.05s
-  fi
-  CUDA_VISIBLE_DEVICES=0 timeout -k 10 "$STEP_BOUND" "$bench" "--benchmark_min_time=$min_time" \
-    "--benchmark_out=$json" --benchmark_out_format=json || return
+  if "$bench" --help 2>&1 | grep -q '<float>s'; then min_time=0.05s; fi
+  CUDA_VISIBLE_DEVICES=0 "$bench" "--benchmark_min_time=$min_time" "--benchmark_out=$json" \
+    --benchmark_out_format=json || return
   # Google Benchmark exits 0 even when a benchmark reported an error: look in the JSON.
   grep -q '"name"' "$json" || { echo "no benchmarks in $json"; return 1; }
   if grep -q '"error_occurred": true' "$json"; then
@@ -240,83 +69,476 @@ gemm_slices() {
     return 1
   fi
 }
-step gemm_slices_cuda "$T_GEMM" gemm_slices
 
-# --- 7: a report of every results file, and a check of each ---------------------------------
+# reports_md: fobench report of every results file, as Markdown beside it.
 reports_md() {
   local h5 rc=0
-  for h5 in "$OUTDIR"/*.h5; do
+  for h5 in "$CHECKS"/*.h5; do
     [[ -f "$h5" ]] || continue
     echo "+ fobench report $h5 > ${h5%.h5}.md"
-    timeout -k 5 "$T_REPORT" "$FOBENCH" report "$h5" >"${h5%.h5}.md" || rc=1
+    timeout -k 2 "$T_REPORT" "$FOBENCH" report "$h5" >"${h5%.h5}.md" || rc=1
   done
   return "$rc"
 }
-# One bound per file: these bounds are per command.
-step reports "$((T_REPORT * ${#RESULTS[@]}))" reports_md
 
+# check_results FILE...: every results file a passed step wrote: backend cuda, cases, finite
+# times, every case verified in the verified (smoke_*) runs. With awk on `fobench report
+# --format csv`: a bare GPU machine may have no python3.
 check_results() {
-  local python
-  python=$(command -v python3) || { echo "no python3 to read the JSON reports"; return 1; }
-  local f rc=0
-  for f in "${RESULTS[@]}"; do
-    if [[ ! -f "$OUTDIR/$f" ]]; then
-      echo "$f: FAILED (missing: the run did not write it)"
+  local f rc=0 csv
+  [[ $# -gt 0 ]] || echo "(no results files: no run passed)"
+  for f in "$@"; do
+    csv="$CHECKS/${f%.h5}.csv"
+    if [[ ! -f "$CHECKS/$f" ]]; then
+      echo "$f: FAILED (missing: its step passed but did not write it)"
       rc=1
-      continue
-    fi
-    if ! timeout -k 5 "$T_REPORT" "$FOBENCH" report "$OUTDIR/$f" --format json \
-      >"$OUTDIR/${f%.h5}.json" 2>"$OUTDIR/${f%.h5}.json.err"; then
-      echo "$f: FAILED (fobench report --format json: $(tail -n1 "$OUTDIR/${f%.h5}.json.err"))"
+    elif ! timeout -k 2 "$T_REPORT" "$FOBENCH" report "$CHECKS/$f" --format csv >"$csv" \
+      2>"$csv.err"; then
+      echo "$f: FAILED (fobench report --format csv: $(tail -n1 "$csv.err"))"
       rc=1
-      continue
+    else
+      awk -v name="$f" -f - "$csv" <<'AWK' || rc=1
+BEGIN { FS = ","; must_verify = name ~ /^smoke_/ }
+/^# backend: / { backend = $0; sub(/^# backend: /, "", backend); next }
+/^# transport: / { transport = $0; sub(/^# transport: /, "", transport); next }
+/^# world_size: / { world = $0; sub(/^# world_size: /, "", world); next }
+/^#/ { next }
+!header { for (i = 1; i <= NF; i++) col[$i] = i; header = 1; next }
+{
+  cases++
+  label = $col["strategy"]
+  v = $col["verified"]
+  if (v == "0" || (must_verify && v != "1")) problem(label ": verified=" (v == "" ? "none" : v))
+  split("t_ms t_min_ms t_p90_ms", keys, " ")
+  for (k = 1; k <= 3; k++) {
+    t = $col[keys[k]]
+    if (t !~ /^[0-9.eE+-]+$/ || t + 0 < 0) problem(label ": " keys[k] "=" t)  # nan, inf too
+  }
+}
+function problem(text) { problems = problems (n++ < 6 ? (n > 1 ? "; " : "") text : "") }
+END {
+  if (backend != "cuda") problem("backend '" backend "', not 'cuda'")
+  if (!cases) problem("no cases")
+  what = "backend " backend ", transport " transport ", world " world ", " cases + 0 " cases"
+  if (n) {
+    print name ": FAILED (" what ": " problems (n > 6 ? " (+" n - 6 " more)" : "") ")"
+    exit 1
+  }
+  print name ": ok (" what ", " (must_verify ? "all verified, " : "") "times finite)"
+}
+AWK
     fi
-    # Verified runs (smoke_*) must have every case verified; the others none failed.
-    "$python" - "$OUTDIR/${f%.h5}.json" "$f" <<'PY' || rc=1
-import json, math, sys
-
-path, name = sys.argv[1], sys.argv[2]
-must_verify = name.startswith("smoke_")
-try:
-    with open(path) as fh:
-        doc = json.load(fh)
-    system, cases = doc["system"], doc["cases"]
-    problems = []
-    if system.get("backend") != "cuda":
-        problems.append(f"backend {system.get('backend')!r}, not 'cuda'")
-    if not cases:
-        problems.append("no cases")
-    for c in cases:
-        label = c.get("strategy", c.get("case_id", "?"))
-        v = c.get("verified")
-        if v is False or (must_verify and v is not True):
-            problems.append(f"{label}: verified={v}")
-        for key in ("t_ms", "t_min_ms", "t_p90_ms"):
-            t = c.get(key)
-            if not isinstance(t, (int, float)) or not math.isfinite(t) or t < 0:
-                problems.append(f"{label}: {key}={t}")
-    what = (f"backend {system.get('backend')}, transport {system.get('transport')}, "
-            f"world {system.get('world_size')}, {len(cases)} cases")
-    if problems:
-        print(f"{name}: FAILED ({what}: " + "; ".join(problems[:6]) +
-              (f" (+{len(problems) - 6} more)" if len(problems) > 6 else "") + ")")
-        sys.exit(1)
-    print(f"{name}: ok ({what}, " + ("all verified, " if must_verify else "") + "times finite)")
-except (OSError, ValueError, KeyError, TypeError) as e:
-    print(f"{name}: FAILED (unreadable report: {type(e).__name__}: {e})")
-    sys.exit(1)
-PY
   done
   return "$rc"
 }
-step check_results "$((T_REPORT * ${#RESULTS[@]}))" check_results
 
-if [[ $failed -eq 0 ]]; then
-  result="result: all $steps steps passed"
-else
-  result="result: $failed of $steps steps FAILED"
+if [[ ${1:-} == --step ]]; then
+  : "${CHECKS:?--step runs inside run_checks.sh only}"
+  shift
+  "$@"
+  exit
 fi
-write_summary "$result"
-rm -f "$STEPS"
-echo "$result ($((SECONDS - START))s); summary: $SUMMARY"
-[[ $failed -eq 0 ]]
+
+# --- the run ----------------------------------------------------------------------------------
+
+if [[ $# -ne 1 || -z "$1" ]]; then
+  echo "usage: $0 OUTDIR" >&2
+  exit 2
+fi
+BUDGET=${FOB_CHECKS_BUDGET:-460}
+if ! [[ $BUDGET =~ ^[0-9]+$ ]] || ((BUDGET < 60)); then
+  echo "run_checks: FOB_CHECKS_BUDGET=$BUDGET: a number of seconds, at least 60" >&2
+  exit 2
+fi
+START=$SECONDS
+DEADLINE=$((START + BUDGET))
+mkdir -p -- "$1"
+OUTDIR=$(cd -- "$1" && pwd -P)
+# Fresh and private (mktemp -d: mode 700, a new name): nothing can be planted in it.
+WORK=$(mktemp -d "$OUTDIR/.checks.XXXXXX")
+CHECKS="$WORK/checks"
+STEPS="$WORK/steps"
+mkdir "$CHECKS"
+: >"$STEPS"
+export CHECKS T_REPORT
+
+# Nothing outside OUTDIR: temporary files, Open MPI's session directory and shared-memory
+# files, the CUDA kernel cache, Python's bytecode.
+export TMPDIR="$WORK/tmp" HOME="$WORK/home" CUDA_CACHE_PATH="$WORK/cuda-cache"
+mkdir -p "$TMPDIR" "$HOME" "$CUDA_CACHE_PATH"
+export OMPI_MCA_btl_vader_backing_directory="$TMPDIR" PYTHONDONTWRITEBYTECODE=1
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export OMPI_MCA_btl_vader_single_copy_mechanism=${OMPI_MCA_btl_vader_single_copy_mechanism:-none}
+export NCCL_DEBUG=${NCCL_DEBUG:-WARN}
+# NVIDIA's container runtime may put nvidia-smi there without putting it on PATH.
+export PATH="$PATH:/usr/local/nvidia/bin"
+CUMEM_RETRY=1
+if [[ -n "${NCCL_CUMEM_ENABLE:-}" ]]; then CUMEM_RETRY=0; fi
+CUMEM_NOTE=""
+
+failed=0 skipped=0 steps=0
+CAUSE=""     # why no GPU can be used here, "" when one can: said once in the summary
+NO_GPU=0     # CAUSE, and nvidia-smi lists no GPU: the GPU steps are skipped
+CHILD=""     # the timeout of the step running now
+RESULTS=()   # results files of the steps that passed, for check_results
+
+GPUS=0
+DEVICES="none found (nvidia-smi not found on PATH or in /usr/local/nvidia/bin)"
+if command -v nvidia-smi >/dev/null 2>&1; then
+  DEVICES=$(timeout -k 2 5 nvidia-smi \
+    --query-gpu=index,name,compute_cap,driver_version,memory.total --format=csv,noheader \
+    2>/dev/null) || DEVICES="none found (nvidia-smi failing)"
+  GPUS=$(timeout -k 2 5 nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
+fi
+# The bundle's cuda module is built with CUDA 13, whose runtime needs an R580 or newer driver
+# (without the cuda-compat forward-compatibility package, which the bundle does not carry).
+DRIVER_NOTE=""
+driver=$(sed -n '1s/^[^,]*,[^,]*,[^,]*, *\([0-9]*\)\..*/\1/p' <<<"$DEVICES")
+if [[ -n "$driver" && "$driver" -lt 580 ]]; then
+  DRIVER_NOTE="driver $driver is older than R580, the first for CUDA 13: the cuda backend cannot run here"
+fi
+
+# --- the summary: written again after every step, and published beside the archive ----------
+
+# publish SRC NAME: SRC copied to OUTDIR/NAME whole: a new file renamed over NAME (a link or
+# file already there is replaced, never written through).
+publish() {
+  local tmp
+  tmp=$(mktemp "$OUTDIR/.$2.XXXXXX")
+  cat "$1" >"$tmp"
+  chmod 644 "$tmp"
+  mv -fT "$tmp" "$OUTDIR/$2" || { rm -f "$tmp"; echo "run_checks: cannot write $OUTDIR/$2" >&2; }
+}
+
+DRIVER_PART='^(.*), driver [^,]*(,.*)$'
+# found_libraries: what the launcher found (bin/fob-libs) and what fobench --version says of
+# the cuda backend, without the cause it gives (the summary says that once, above).
+found_libraries() {
+  if [[ -f "$CHECKS/libraries.log" ]]; then
+    grep -E '^  lib(cuda|cublas|cublasLt|cudart|nccl|cupti)\.so' "$CHECKS/libraries.log" || true
+  else
+    echo "  (not looked for yet)"
+  fi
+  local line
+  if [[ -f "$CHECKS/version.log" ]]; then
+    while IFS= read -r line; do
+      if [[ $line == *" device(s) visible ("* ]]; then
+        line="${line%%" device(s) visible ("*} device(s) visible"
+      fi
+      # What the unusable driver is, the cause above says.
+      if [[ -n "$CAUSE" && $line =~ $DRIVER_PART ]]; then
+        line="${BASH_REMATCH[1]}${BASH_REMATCH[2]}"
+      fi
+      echo "  fobench --version: $line"
+    done < <(grep -E '^(backends|cuda):' "$CHECKS/version.log" || true)
+  fi
+}
+
+write_summary() {
+  {
+    echo "fobench GPU checks from the bundle, $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
+    echo "host: $(hostname 2>/dev/null || cat /proc/sys/kernel/hostname)"
+    echo "bundle: $ROOT ($(sed -n 's/^# fobench git //p' "$ROOT/MANIFEST" 2>/dev/null))"
+    echo "devices (index, name, compute capability, driver, memory):"
+    printf '%s\n' "$DEVICES" | sed 's/^/  /'
+    if [[ -n "$DRIVER_NOTE" ]]; then echo "  NOTE: $DRIVER_NOTE"; fi
+    if [[ -n "$CAUSE" ]]; then
+      if [[ $NO_GPU == 1 ]]; then
+        echo "no usable GPU: $CAUSE"
+      else
+        echo "GPU UNUSABLE although nvidia-smi lists $GPUS: $CAUSE"
+      fi
+    fi
+    echo "libraries found on this machine:"
+    found_libraries
+    local cumem=${NCCL_CUMEM_ENABLE:-unset} copy=$OMPI_MCA_btl_vader_single_copy_mechanism
+    echo "environment: OMPI_MCA_btl_vader_single_copy_mechanism=$copy," \
+      "NCCL_CUMEM_ENABLE=$cumem${CUMEM_NOTE:+ ($CUMEM_NOTE)}"
+    echo
+    echo "steps (checks/<step>.log in checks.tgz; bound = the step's time limit):"
+    cat "$STEPS"
+    if [[ -f "$CHECKS/check_results.log" ]]; then
+      echo
+      echo "results files:"
+      grep -E '\.h5: |^\(no results' "$CHECKS/check_results.log" | sed 's/^/  /' || true
+    fi
+    echo
+    echo "$1"
+  } >"$CHECKS/summary.txt"
+  publish "$CHECKS/summary.txt" summary.txt
+}
+
+# record NAME STATUS EXIT SECONDS BOUND [NOTE]: STATUS ok, FAILED or skipped.
+record() {
+  steps=$((steps + 1))
+  case $2 in
+    FAILED) failed=$((failed + 1)) ;;
+    skipped) skipped=$((skipped + 1)) ;;
+  esac
+  printf '  %-26s %-7s exit %-3s %4ss (bound %3ss)  %s\n' "$1" "$2" "$3" "$4" "$5" "${6:-}" |
+    tee -a "$STEPS"
+  write_summary "result: running ($steps steps so far, $((SECONDS - START))s)"
+}
+
+# first_reason LOG: the line of a failed step's log most likely to say why.
+first_reason() {
+  local pattern
+  for pattern in 'cannot run' 'error|fail' 'not found|no such|missing'; do
+    if grep -v '^[$+] ' "$1" | grep -m1 -iE "$pattern" | sed 's/^ *//' | grep .; then return 0; fi
+  done
+  grep -v '^exit status' "$1" | grep -v '^[$+] ' | tail -n1 | sed 's/^ *//' || true
+}
+
+# limit_for BOUND [RESERVED]: BOUND, or less where the budget (less RESERVED, default RESERVE,
+# and the kill grace) has less left; 0 when under MIN_STEP is left.
+limit_for() {
+  local left=$((DEADLINE - ${2:-$RESERVE} - GRACE - SECONDS))
+  if ((left < MIN_STEP)); then
+    echo 0
+  elif (($1 < left)); then
+    echo "$1"
+  else
+    echo "$left"
+  fi
+}
+
+# bounded LIMIT LOG CMD...: CMD under timeout, its output appended to LOG; sets RC. Waits in
+# the background, so that a SIGTERM to this script is handled at once (on_signal).
+bounded() {
+  local limit=$1 log=$2
+  shift 2
+  timeout -k "$GRACE" "$limit" "$@" >>"$log" 2>&1 </dev/null &
+  CHILD=$!
+  RC=0
+  wait "$CHILD" || RC=$?
+  CHILD=""
+}
+
+# step NAME BOUND [--nccl] [--results FILE] [--driver-only] -- CMD...: CMD with its output in
+# checks/NAME.log, its status recorded. --nccl: it uses NCCL (retried without cuMem, see above);
+# --results: the results file it writes, checked later when it passes; --driver-only: a failure
+# that only reports libcuda.so.1 missing is the cause already said where there is no GPU, and
+# is recorded as skipped. CMD may be --step FUNCTION ARGS.
+step() {
+  local name=$1 bound=$2 nccl=0 results="" driver_only=0 start=$SECONDS limit note="" status=ok
+  shift 2
+  while [[ $1 != -- ]]; do
+    case $1 in
+      --nccl) nccl=1 ;;
+      --results) results=$2 && shift ;;
+      --driver-only) driver_only=1 ;;
+    esac
+    shift
+  done
+  shift
+  if [[ $1 == --step ]]; then set -- "$BASH" "$SELF" "$@"; fi
+  local log="$CHECKS/$name.log"
+  limit=$(limit_for "$bound" "${STEP_RESERVE:-}")
+  if ((limit == 0)); then
+    echo "not run: the budget of ${BUDGET}s (FOB_CHECKS_BUDGET) was spent" >"$log"
+    record "$name" FAILED - 0 "$bound" "not run: the overall budget of ${BUDGET}s was spent"
+    return
+  fi
+  echo "== $name" >&2
+  { printf '$'; printf ' %q' "$@"; printf '\n'; } >"$log"
+  bounded "$limit" "$log" "$@"
+  local rc=$RC
+  if [[ $rc -ne 0 && $nccl == 1 && $CUMEM_RETRY == 1 && $rc -ne 77 ]]; then
+    # Sandboxes (gVisor) may refuse NCCL's cuMem allocations: once, try without them.
+    CUMEM_RETRY=0
+    local first
+    first=$(grep -m1 'NCCL WARN' "$log" | sed 's/.*NCCL WARN *//' || true)
+    first=$(cut -c1-100 <<<"${first:-$(first_reason "$log")}")
+    limit=$(limit_for "$bound" "${STEP_RESERVE:-}")
+    if ((limit > 0)); then
+      echo "== $name: exit $rc; again with NCCL_CUMEM_ENABLE=0" | tee -a "$log" >&2
+      NCCL_CUMEM_ENABLE=0 bounded "$limit" "$log" "$@"
+      if [[ $RC -eq 0 ]]; then
+        export NCCL_CUMEM_ENABLE=0
+        CUMEM_NOTE="from $name on, which failed ($first) and passed with it"
+        note="passed only with NCCL_CUMEM_ENABLE=0"
+        rc=0
+      else
+        note="failed with NCCL_CUMEM_ENABLE=0 too"
+      fi
+    fi
+  fi
+  echo "exit status: $rc" >>"$log"
+  if [[ $rc -eq 77 ]]; then
+    # 77 is "skipped: no usable GPU"; here a GPU was seen, so it is a failure: show why.
+    status=FAILED
+    note="exit 77 (skipped) although $(seen_gpus)"
+    echo "$name: $note; its output:" >&2
+    tail -n 40 "$log" | sed 's/^/  | /' >&2
+  elif [[ $rc -eq 1 && $driver_only == 1 && $NO_GPU == 1 ]] && only_driver_missing "$log"; then
+    status=skipped
+    note="libcuda.so.1 not found: no usable GPU (above)"
+  elif [[ $rc -ne 0 ]]; then
+    status=FAILED
+    if [[ $rc -eq 124 || $rc -eq 137 ]]; then note="timed out after ${limit}s${note:+; $note}"; fi
+    if [[ -z "$note" || $rc -eq 124 || $rc -eq 137 ]]; then
+      note="${note:+$note; }$(first_reason "$log" | cut -c1-100)"
+    fi
+  elif [[ -n "$results" ]]; then
+    RESULTS+=("$results")
+  fi
+  record "$name" "$status" "$rc" $((SECONDS - start)) "$limit" "$note"
+}
+
+# only_driver_missing LOG: bin/fob-libs' report in LOG names no missing library but the driver.
+only_driver_missing() {
+  grep -q '^  libcuda\.so\.1 *NOT FOUND$' "$1" &&
+    ! grep -v '^  libcuda\.so\.1 ' "$1" | grep 'NOT FOUND$' >/dev/null
+}
+
+seen_gpus() {
+  if ((GPUS > 0)); then echo "nvidia-smi lists $GPUS GPU(s)"; else echo "fobench sees a device"; fi
+}
+
+# gpu_step NAME BOUND [step options] -- CMD...: a step that needs a GPU: not run where there is
+# none (NO_GPU), recorded as skipped without repeating the cause.
+gpu_step() {
+  if [[ $NO_GPU == 1 ]]; then
+    echo "not run: no usable GPU ($CAUSE)" >"$CHECKS/$1.log"
+    record "$1" skipped - 0 "$2" "not run: no usable GPU (above)"
+    return
+  fi
+  step "$@"
+}
+
+# settle_cause: CAUSE and NO_GPU from the libraries and fobench --version.
+settle_cause() {
+  local line=""
+  line=$(grep -m1 '^cuda: ' "$CHECKS/version.log" 2>/dev/null || true)
+  line=${line#cuda: }
+  if [[ -z "$line" ]]; then
+    CAUSE="fobench --version failed: $(first_reason "$CHECKS/version.log" | cut -c1-160)"
+  elif [[ $line =~ ,\ ([0-9]+)\ device\(s\)\ visible ]] && ((BASH_REMATCH[1] > 0)); then
+    CAUSE=""
+  elif [[ $line == *" device(s) visible ("* ]]; then
+    CAUSE=${line#*" device(s) visible ("}
+    CAUSE=${CAUSE%)}
+  elif [[ $line == *" device(s) visible"* ]]; then
+    CAUSE="the CUDA runtime sees no device"
+  else
+    CAUSE="the cuda backend cannot run: $line"
+  fi
+  if [[ -n "$CAUSE" ]] && ((GPUS == 0)); then NO_GPU=1; fi
+}
+
+# --- the end: the summary's last line, the archive, the exit status ---------------------------
+
+archive() {
+  local tmp bytes
+  tmp=$(mktemp "$OUTDIR/.checks.tgz.XXXXXX")
+  tar -C "$WORK" -czf "$tmp" checks
+  bytes=$(stat -c %s "$tmp")
+  if ((bytes > MAX_ARCHIVE)); then
+    echo "note: the .h5 files are not in checks.tgz: with them it was $bytes bytes (16 MiB at" \
+      "most); their .md and .json reports are" >>"$CHECKS/summary.txt"
+    publish "$CHECKS/summary.txt" summary.txt
+    tar -C "$WORK" -czf "$tmp" --exclude='*.h5' checks
+  fi
+  chmod 644 "$tmp"
+  mv -fT "$tmp" "$OUTDIR/checks.tgz" ||
+    { echo "run_checks: cannot write $OUTDIR/checks.tgz; the archive is $tmp" >&2; return 1; }
+}
+
+finish() {
+  local result code
+  if ((failed > 0)); then
+    result="result: $failed of $steps steps FAILED"
+    if ((skipped > 0)); then result+=", $skipped skipped"; fi
+    code=1
+  elif [[ $NO_GPU == 1 ]]; then
+    result="result: no usable GPU here: $skipped of $steps steps skipped, none failed"
+    code=77
+  elif ((skipped > 0)); then
+    result="result: $((steps - skipped)) of $steps steps passed, $skipped skipped"
+    code=0
+  else
+    result="result: all $steps steps passed"
+    code=0
+  fi
+  if [[ -n "${1:-}" ]]; then
+    result="result: cut short by $1 after $steps steps, $failed FAILED"
+    code=1
+  fi
+  write_summary "$result"
+  archive || code=1
+  rm -rf "$WORK"
+  echo "$result ($((SECONDS - START))s); $OUTDIR/summary.txt, $OUTDIR/checks.tgz"
+  exit "$code"
+}
+
+# on_signal SIG: an outer timeout or ^C: stop the step running, keep what there is.
+on_signal() {
+  trap '' TERM INT HUP
+  if [[ -n "$CHILD" ]]; then
+    kill -TERM "$CHILD" 2>/dev/null || true
+    local waited=0
+    # timeout passes the TERM on, and KILLs GRACE seconds later.
+    while kill -0 "$CHILD" 2>/dev/null && ((waited < 2 * (GRACE + 2))); do
+      sleep 0.5
+      waited=$((waited + 1))
+    done
+  fi
+  finish "SIG$1"
+}
+trap 'on_signal TERM' TERM
+trap 'on_signal INT' INT
+trap 'on_signal HUP' HUP
+
+# --- 1-3: the device, the libraries, the version ----------------------------------------------
+if command -v nvidia-smi >/dev/null 2>&1; then
+  step nvidia_smi "$T_SMI" -- sh -c 'nvidia-smi -L && nvidia-smi &&
+    nvidia-smi --query-gpu=name,compute_cap,driver_version,memory.total --format=csv'
+else
+  echo "nvidia-smi: not found on PATH ($PATH)" >"$CHECKS/nvidia_smi.log"
+  record nvidia_smi skipped - 0 "$T_SMI" "nvidia-smi not found (PATH, /usr/local/nvidia/bin)"
+fi
+step version "$T_VERSION" -- "$FOBENCH" --version
+settle_cause
+step libraries "$T_LIBS" --driver-only -- "$ROOT/bin/fob-libs"
+write_summary "result: running ($steps steps so far, $((SECONDS - START))s)"
+
+# --- 4-6: the GPU steps, the most telling first: what the budget cuts is the rest of the gpu
+# tests. The gpu tests per workload: NCCL at 1 rank (with loopback plans), MPI at 2 ranks.
+gpu_tests() {  # gpu_tests WORKLOAD
+  gpu_step "gpu_nccl_np1_$1" "$T_GPU_TEST" --nccl -- "$MPIRUN" -np 1 "${MPI_FLAGS[@]}" \
+    "$ROOT/bin/fob_gpu_tests" --transport=nccl "--workload=$1"
+  gpu_step "gpu_mpi_np2_$1" "$T_GPU_TEST" -- "$MPIRUN" -np 2 "${MPI_FLAGS[@]}" \
+    -x CUDA_VISIBLE_DEVICES=0 "$ROOT/bin/fob_gpu_tests" --transport=mpi "--workload=$1"
+}
+smoke() {  # smoke NAME NP TRANSPORT DTYPE [mpirun options]
+  local name=$1 np=$2 transport=$3 dtype=$4 nccl=()
+  shift 4
+  if [[ $transport == nccl ]]; then nccl=(--nccl); fi
+  gpu_step "$name" "$T_SMOKE" "${nccl[@]}" --results "$name.h5" -- "$MPIRUN" -np "$np" \
+    "${MPI_FLAGS[@]}" "$@" "$FOBENCH" run -c "$SMOKE" --backend cuda --transport "$transport" \
+    --dtype "$dtype" --verify --force -o "$CHECKS/$name.h5"
+}
+mlp() {  # mlp NAME [fobench options]
+  local name=$1
+  shift
+  gpu_step "$name" "$T_MLP" --nccl --results "$name.h5" -- "$MPIRUN" -np 1 "${MPI_FLAGS[@]}" \
+    "$FOBENCH" run -c "$SMOKE" "${MLP_SHAPE[@]}" --strategies "$MLP_STRATEGIES" --backend cuda \
+    --transport nccl "$@" --no-verify --force -o "$CHECKS/$name.h5"
+}
+
+gpu_tests mlp
+smoke smoke_nccl_np1_fp32 1 nccl fp32
+smoke smoke_nccl_np1_bf16 1 nccl bf16
+smoke smoke_mpi_np2_fp32 2 mpi fp32 -x CUDA_VISIBLE_DEVICES=0
+smoke smoke_mpi_np2_bf16 2 mpi bf16 -x CUDA_VISIBLE_DEVICES=0
+mlp mlp_nccl_np1
+mlp mlp_nccl_np1_graphs --graphs
+gpu_step gemm_slices_cuda "$T_GEMM" -- --step gemm_slices
+for w in "${WORKLOADS[@]}"; do
+  if [[ $w != mlp ]]; then gpu_tests "$w"; fi
+done
+
+# --- 7: a report of every results file, and a check of each -----------------------------------
+STEP_RESERVE=$((RESERVE / 2)) step reports "$((T_REPORT * 6))" -- --step reports_md
+STEP_RESERVE=5 step check_results "$((T_REPORT * 6))" -- --step check_results "${RESULTS[@]}"
+finish
