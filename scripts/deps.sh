@@ -9,7 +9,8 @@
 #   actually usable — commands, a C++20 compiler, headers in the standard include directories,
 #   CPATH and CMAKE_PREFIX_PATH — and names every missing piece with its Debian package and its
 #   usual module name, then exits 1.
-# CUDA is optional and never required here. FOB_SKIP_DEPS=1 skips every check.
+# CUDA is optional and never required here; as root with a CUDA toolkit it also fetches the CUDA
+# wheels of the bundle_stub_driver test (fob_gpu_wheels). FOB_SKIP_DEPS=1 skips every check.
 if [[ "${BASH_SOURCE[0]}" != "$0" ]]; then
   # Sourced: run as a child so the caller's shell options and directory stay as they are.
   "${BASH:-bash}" "${BASH_SOURCE[0]}"
@@ -207,9 +208,21 @@ fob_deps_main() {
   return 1
 }
 
+# The CUDA 13 nvidia-* wheels the bundle's stub-driver test lays out as a GPU machine's Python
+# has them (tests/bundle/wheels.sh): fetched with pip into their cache, as root, where a CUDA
+# toolkit is installed and does not hold the very same libraries already. Never a failure
+# here: without them that test says what is missing.
+fob_gpu_wheels() {
+  [[ "${FOB_SKIP_DEPS:-0}" != 1 && "$(id -u)" == 0 ]] || return 0
+  [[ -f "${CUDA_HOME:-/usr/local/cuda}/lib64/stubs/libcuda.so" ]] || return 0
+  bash tests/bundle/wheels.sh fetch ||
+    echo "deps: note: the CUDA wheels of the bundle_stub_driver test were not fetched" >&2
+}
+
 # Sourced: return the status without ending the caller's shell. Run: exit with it.
 if [[ "${BASH_SOURCE[0]}" != "$0" ]]; then
   fob_deps_main
   return $?
 fi
 fob_deps_main
+fob_gpu_wheels

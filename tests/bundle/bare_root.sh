@@ -11,16 +11,13 @@
 source "$(dirname "$0")/common.sh"
 require_bundle
 ROOTFS=${FOB_BUNDLE_ROOTFS:?FOB_BUNDLE_ROOTFS must name where the root file system is kept}
-MARKER="$ROOTFS/.fob-rootfs-complete"
+# shellcheck source-path=SCRIPTDIR source=rootfs.sh
+source "$(dirname "$0")/rootfs.sh"
 TIMEOUT=300
 
-MOUNTS=()  # what is mounted, to unmount in reverse order whatever happens
 scratch=$(mktemp -d)
 cleanup() {
-  local i
-  for ((i = ${#MOUNTS[@]} - 1; i >= 0; i--)); do
-    umount "${MOUNTS[i]}" 2>/dev/null || umount -l "${MOUNTS[i]}" 2>/dev/null || true
-  done
+  unmount_all
   # The cached root stays as debootstrap made it: no bundle, no results.
   if [[ -d "$ROOTFS/bundle" ]] && ! mountpoint -q "$ROOTFS/bundle"; then
     chmod -R u+w "$ROOTFS/bundle" && rm -rf "$ROOTFS/bundle"
@@ -31,77 +28,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 143' TERM INT  # a CTest timeout: unmount all the same
 
-# unmount_stale: mounts a killed earlier run left in the root, deepest first.
-unmount_stale() {
-  local m
-  while read -r m; do
-    umount "$m" 2>/dev/null || umount -l "$m"
-  done < <(awk -v r="$ROOTFS" '$2 == r || index($2, r "/") == 1 { print $2 }' /proc/mounts |
-    sort -r)
-}
-
-# --- the root file system ----------------------------------------------------------------------
-
-# mirror_for SUITE: the archive apt already uses for SUITE (deb822 .sources or one-line lists).
-mirror_for() {
-  local suite=$1 f uri=""
-  for f in /etc/apt/sources.list.d/*.sources; do
-    [[ -f "$f" ]] || continue
-    # Stanzas are separated by blank lines; take the URIs of one whose Suites has SUITE.
-    uri=$(awk -v suite="$suite" '
-      BEGIN { RS = ""; FS = "\n" }
-      {
-        u = ""; s = 0; deb = 0
-        for (i = 1; i <= NF; i++) {
-          if ($i ~ /^URIs:/) { split($i, a, /[ \t]+/); u = a[2] }
-          if ($i ~ /^Types:/ && $i ~ /(^|[ \t])deb([ \t]|$)/) deb = 1
-          if ($i ~ /^Suites:/) { n = split($i, b, /[ \t]+/); for (j = 2; j <= n; j++) if (b[j] == suite) s = 1 }
-        }
-        if (u != "" && s && deb) { print u; exit }
-      }' "$f")
-    [[ -n "$uri" ]] && break
-  done
-  if [[ -z "$uri" ]]; then
-    for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
-      [[ -f "$f" ]] || continue
-      # deb [options] URI SUITE COMPONENTS...
-      uri=$(sed -e 's/#.*//' -e 's/\[[^]]*\]//' "$f" |
-        awk -v suite="$suite" '$1 == "deb" && $3 == suite { print $2; exit }')
-      [[ -n "$uri" ]] && break
-    done
-  fi
-  printf '%s\n' "$uri"
-}
-
-make_root() {
-  local suite mirror
-  suite=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
-  [[ -n "$suite" ]] || skip "no VERSION_CODENAME in /etc/os-release: not Debian or Ubuntu"
-  if ! command -v debootstrap >/dev/null 2>&1; then
-    command -v apt-get >/dev/null 2>&1 || skip "no debootstrap and no apt-get to install it"
-    echo "installing debootstrap" >&2
-    { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y \
-      --no-install-recommends debootstrap; } >"$scratch/apt.log" 2>&1 ||
-      skip "no debootstrap, and apt-get could not install it (no network?): $(tail -n1 "$scratch/apt.log")"
-  fi
-  mirror=$(mirror_for "$suite")
-  [[ -n "$mirror" ]] || skip "no apt source for suite $suite in /etc/apt/sources.list{,.d}"
-  echo "debootstrap --variant=minbase $suite $ROOTFS $mirror (cached for later runs)" >&2
-  if [[ -e "$ROOTFS" ]]; then
-    chmod -R u+w "$ROOTFS" 2>/dev/null || true
-    rm -rf --one-file-system "$ROOTFS"
-  fi
-  if ! debootstrap --variant=minbase "$suite" "$ROOTFS" "$mirror" >"$scratch/debootstrap.log" 2>&1; then
-    tail -n 5 "$scratch/debootstrap.log" >&2
-    rm -rf --one-file-system "$ROOTFS"
-    skip "debootstrap $suite from $mirror failed (no network?)"
-  fi
-  touch "$MARKER"
-}
-
-[[ $(id -u) == 0 ]] || skip "not root: making a root file system, chroot and mount need root"
-unmount_stale
-if [[ ! -f "$MARKER" ]]; then make_root; fi
+ensure_rootfs
 ok "root file system $ROOTFS"
 
 # It has none of the libraries the bundle carries.
@@ -119,12 +46,6 @@ cp -a "$FOB_BUNDLE_DIR" "$ROOTFS/bundle"
 chmod -R a-w "$ROOTFS/bundle"
 mkdir -p "$ROOTFS/out"
 
-mount_in() {  # mount_in TARGET MOUNT-ARGS...: mounts, and remembers it for cleanup
-  local target=$1
-  shift
-  mount "$@" "$target"
-  MOUNTS+=("$target")
-}
 # Read-only for root too (root ignores the permission bits).
 mount_in "$ROOTFS/bundle" --bind "$ROOTFS/bundle"
 mount -o remount,bind,ro "$ROOTFS/bundle"

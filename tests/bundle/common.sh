@@ -74,3 +74,28 @@ new_entries() {
     if [[ -e "$entry" ]]; then printf '%s\n' "$entry"; fi
   done
 }
+
+# checks_steps: the steps of the bundle's run_checks.sh, one a line.
+checks_steps() {
+  local w
+  printf '%s\n' nvidia_smi libraries version gemm_slices_cuda reports check_results \
+    smoke_nccl_np1_fp32 smoke_nccl_np1_bf16 smoke_mpi_np2_fp32 smoke_mpi_np2_bf16 mlp_nccl_np1 \
+    mlp_nccl_np1_graphs
+  for w in mlp attn ulysses mlp_bwd gemm_ar ag_gemm_w gemm_rs_grad; do
+    printf '%s\n' "gpu_nccl_np1_$w" "gpu_mpi_np2_$w"
+  done
+}
+
+# check_recorded SUMMARY STATUSES [LOGDIR]: every step of run_checks.sh is in its SUMMARY with
+# one of STATUSES (an extended regular expression: ok|skipped) and, with LOGDIR (the unpacked
+# checks.tgz), has its log there. Sets NSTEPS.
+check_recorded() {
+  local s
+  NSTEPS=0
+  while IFS= read -r s; do
+    NSTEPS=$((NSTEPS + 1))
+    grep -qE "^  $s +($2) +exit" "$1" ||
+      fail "step $s is not in the summary as $2:"$'\n'"$(cat "$1")"
+    [[ -z "${3:-}" || -f "$3/$s.log" ]] || fail "no $s.log in checks.tgz"
+  done < <(checks_steps)
+}

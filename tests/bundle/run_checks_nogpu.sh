@@ -31,16 +31,8 @@ cmp -s "$summary" "$scratch/checks/summary.txt" || fail "checks.tgz holds anothe
 
 # Every step is in the summary, with a status, its log in the archive, and the last line
 # counts them.
-steps=(nvidia_smi libraries version gemm_slices_cuda reports check_results smoke_nccl_np1_fp32
-  smoke_nccl_np1_bf16 smoke_mpi_np2_fp32 smoke_mpi_np2_bf16 mlp_nccl_np1 mlp_nccl_np1_graphs)
-for w in mlp attn ulysses mlp_bwd gemm_ar ag_gemm_w gemm_rs_grad; do
-  steps+=("gpu_nccl_np1_$w" "gpu_mpi_np2_$w")
-done
-for s in "${steps[@]}"; do
-  grep -qE "^  $s +(ok|skipped) +exit" "$summary" || fail "step $s not in the summary, or failed"
-  [[ -f "$scratch/checks/$s.log" ]] || fail "no checks/$s.log in checks.tgz"
-done
-n=${#steps[@]}
+check_recorded "$summary" 'ok|skipped' "$scratch/checks"
+n=$NSTEPS
 last=$(tail -n1 "$summary")
 [[ $last =~ ^result:\ no\ usable\ GPU\ here:\ [0-9]+\ of\ $n\ steps\ skipped,\ none\ failed$ ]] ||
   fail "last line: '$last' ($n steps)"
