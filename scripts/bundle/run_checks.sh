@@ -377,7 +377,11 @@ step() {
     status=FAILED
     if [[ $rc -eq 124 || $rc -eq 137 ]]; then note="timed out after ${limit}s${note:+; $note}"; fi
     if [[ -z "$note" || $rc -eq 124 || $rc -eq 137 ]]; then
-      note="${note:+$note; }$(first_reason "$log" | cut -c1-100)"
+      local reason
+      reason=$(first_reason "$log")
+      # The cause, when it is why, is said once, above the steps.
+      if [[ -n "$CAUSE" ]]; then reason=${reason//"$CAUSE"/the cause above}; fi
+      note="${note:+$note; }$(cut -c1-100 <<<"$reason")"
     fi
   elif [[ -n "$results" ]]; then
     RESULTS+=("$results")

@@ -8,9 +8,11 @@
 #     every log, results file and report;
 #  2. a NCCL step refused cuMem is tried again with NCCL_CUMEM_ENABLE=0, and the later ones run
 #     with it; a gpu test exiting 77 while nvidia-smi lists a GPU is a failure;
-#  3. a hanging step deaf to SIGTERM is cut, and the overall budget holds, kill grace
+#  3. a GPU nvidia-smi lists but the driver cannot use fails every GPU step, the cause said
+#     once;
+#  4. a hanging step deaf to SIGTERM is cut, and the overall budget holds, kill grace
 #     included: the steps it no longer fits are recorded as not run;
-#  4. SIGTERM (an outer timeout) stops the run within seconds, with the summary and archive.
+#  5. SIGTERM (an outer timeout) stops the run within seconds, with the summary and archive.
 # Needs no build and no bundle: the fake bundle is made around scripts/bundle/run_checks.sh.
 # shellcheck disable=SC2016 # the fakes' scripts are written in single quotes
 # shellcheck source-path=SCRIPTDIR source=common.sh
@@ -32,7 +34,7 @@ fake() {
 }
 # The behaviour is chosen by the environment: FAKE_HANG (an -o file name or a workload that
 # sleeps), FAKE_CUMEM=1 (NCCL fails unless NCCL_CUMEM_ENABLE=0), FAKE_77 (transport:workload
-# of a gpu test that exits 77).
+# of a gpu test that exits 77), FAKE_NODEV=1 (no device visible, for the reason FAKE_CAUSE).
 cumem='if [[ ${FAKE_CUMEM:-0} == 1 && $t == nccl && ${NCCL_CUMEM_ENABLE:-} != 0 ]]; then
   echo "host:1:2 [0] include/alloc.h:300 NCCL WARN Cuda failure 801 operation not supported (cuMemCreate)"
   exit 1
@@ -43,7 +45,12 @@ fake mpirun 'while [[ $1 == -* ]]; do
 done
 exec "$@"'
 fake fob-libs 'echo "  libcuda.so.1       /usr/local/nvidia/lib64/libcuda.so.1 [driver folder]"'
+nodev='if [[ ${FAKE_NODEV:-0} == 1 ]]; then
+  echo "fobench: error: backend: cuda but no CUDA device is visible to this rank ($FAKE_CAUSE)"
+  exit 2
+fi'
 fake fob_gpu_tests 't=${1#--transport=} w=${2#--workload=}
+'"$nodev"'
 if [[ ${FAKE_HANG:-} == "$w" ]]; then trap "" TERM && sleep 1000; fi
 '"$cumem"'
 if [[ ${FAKE_77:-} == "$t:$w" ]]; then echo "no GPU on this machine: skipping"; exit 77; fi
@@ -53,7 +60,9 @@ echo "{\"benchmarks\": [{\"name\": \"BM_gemm/1\"}]}" >"$out"'
 fake fobench 'case $1 in
   --version)
     echo "backends: cpu, cuda"
-    echo "cuda: CUDA runtime 13.0 (static), driver 13.0 (/usr/local/nvidia/lib64/libcuda.so.1), cuBLAS 13.1.0 (x), NCCL 2.28.9 (y), 1 device(s) visible" ;;
+    devices="1 device(s) visible"
+    if [[ ${FAKE_NODEV:-0} == 1 ]]; then devices="0 device(s) visible ($FAKE_CAUSE)"; fi
+    echo "cuda: CUDA runtime 13.0 (static), driver 13.0 (/usr/local/nvidia/lib64/libcuda.so.1), cuBLAS 13.1.0 (x), NCCL 2.28.9 (y), $devices" ;;
   run)
     t="" out=""
     while [[ $# -gt 0 ]]; do
@@ -61,6 +70,7 @@ fake fobench 'case $1 in
       shift
     done
     if [[ ${FAKE_HANG:-} == "$(basename "$out")" ]]; then sleep 1000; fi
+    '"$nodev"'
     '"$cumem"'
     echo "fake results" >"$out" ;;
   report)
@@ -138,7 +148,21 @@ grep -qE '^  gpu_mpi_np2_attn +FAILED +exit 77 .*although nvidia-smi lists 1 GPU
   fail "last line: $(tail -n1 "$out/summary.txt")"
 ok "a NCCL step refused cuMem passes again without it, the later ones run without; 77 beside a GPU fails"
 
-# --- 3. a hanging step, the overall budget --------------------------------------------------------
+# --- 3. nvidia-smi lists a GPU that the driver cannot use: every GPU step fails, the cause once
+out=$scratch/out5
+cause="the CUDA driver at /usr/local/nvidia/lib64/libcuda.so.1 (CUDA 13.0) sees no GPU"
+checks "$out" FAKE_NODEV=1 FAKE_CAUSE="$cause"
+[[ $RC == 1 ]] || { cat "$scratch/log" >&2; fail "an unusable GPU: exit $RC"; }
+recorded "$out"
+grep -qxF "GPU UNUSABLE although nvidia-smi lists 1: $cause" "$out/summary.txt" ||
+  fail "the summary does not say the listed GPU is unusable:"$'\n'"$(cat "$out/summary.txt")"
+[[ $(grep -cF "$cause" "$out/summary.txt") == 1 ]] ||
+  fail "the cause is not named once:"$'\n'"$(cat "$out/summary.txt")"
+grep -qE '^  smoke_mpi_np2_fp32 +FAILED +exit 2 .*\(the cause above\)' "$out/summary.txt" ||
+  fail "a failed step does not point to the cause:"$'\n'"$(cat "$out/summary.txt")"
+ok "a listed GPU the driver cannot use: every GPU step fails, the cause named once"
+
+# --- 4. a hanging step, the overall budget --------------------------------------------------------
 # The smallest budget: the first gpu test hangs, deaf to SIGTERM, until the kill grace is over.
 out=$scratch/out3
 budget=60
@@ -155,7 +179,7 @@ grep -qE '^  check_results +ok' "$out/summary.txt" || fail "the results were not
 ok "a hanging step is cut, kill grace included; steps past the budget are recorded as not" \
   "run; ${ELAPSED}s <= ${budget}s"
 
-# --- 4. SIGTERM -------------------------------------------------------------------------------------
+# --- 5. SIGTERM -------------------------------------------------------------------------------------
 out=$scratch/out4
 env -u NCCL_CUMEM_ENABLE PATH="$FAKEBIN:$PATH" FAKE_HANG=mlp "$F/run_checks.sh" "$out" \
   >"$scratch/log" 2>&1 &
