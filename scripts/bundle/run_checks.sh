@@ -482,7 +482,7 @@ on_signal() {
     kill -TERM "$CHILD" 2>/dev/null || true
     local waited=0
     # timeout passes the TERM on, and KILLs GRACE seconds later.
-    while kill -0 "$CHILD" 2>/dev/null && ((waited < 2 * (GRACE + 2))); do
+    while kill -0 "$CHILD" 2>/dev/null && ((waited < 2 * (GRACE + 1))); do
       sleep 0.5
       waited=$((waited + 1))
     done

@@ -14,8 +14,8 @@
 # driver in its folder, the others in the wheels), that what CUPTI needs comes from the bundle,
 # that fobench --version names them and says the driver is the stub, that fobench run --backend
 # cuda exits 2 within seconds naming why (alone and under mpirun) and writes nothing, and that
-# run_checks.sh ends in under a minute with every step recorded, only checks.tgz and
-# summary.txt in its OUTDIR, and the cause named once. Then, the wheels in a conda environment
+# run_checks.sh, started by the command the bundle's README gives, ends in under a minute with
+# every step recorded, only checks.tgz and summary.txt in its OUTDIR, and the cause named once. Then, the wheels in a conda environment
 # of another Python version and the driver in /usr/local/nvidia/lib: still found.
 #
 # Needs root (overlay, chroot, mount), the toolkit's stub (CUDA_HOME, default /usr/local/cuda)
@@ -141,9 +141,15 @@ run_cuda "fobench run --backend cuda"
 run_cuda "under mpirun" /bundle/bin/mpirun --allow-run-as-root -np 1
 
 # --- run_checks.sh: under a minute, every step, one archive, the cause once -------------------
+# Run as the bundle's README says to on a GPU machine (its first command), into /out/checks.
+readme_cmd=$(awk '/^## Running/ { r = 1 } r && /^```/ { if (c) exit; c = 1; next } c { print }' \
+  "$FOB_BUNDLE_DIR/README.md")
+[[ $readme_cmd == *./run_checks.sh\ /tmp/fob-checks* ]] ||
+  fail "the README's Running section does not start with the run_checks.sh command: $readme_cmd"
+readme_cmd=${readme_cmd//\/tmp\/fob-checks/\/out\/checks}
 start=$SECONDS
 rc=0
-in_root /bundle/run_checks.sh /out/checks >"$scratch/checks.log" 2>&1 || rc=$?
+in_root sh -c "cd /bundle && $readme_cmd" >"$scratch/checks.log" 2>&1 || rc=$?
 took=$((SECONDS - start))
 summary="$R/out/checks/summary.txt"
 [[ $rc == 77 ]] || fail "run_checks.sh: exit $rc, expected 77:"$'\n'"$(cat "$scratch/checks.log")"

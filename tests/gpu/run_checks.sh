@@ -13,7 +13,8 @@
 #
 # Environment (all optional): CMAKE_CUDA_ARCHITECTURES or CUDAARCHS (default: native, the GPUs
 # present), FOB_CMAKE_ARGS (more cmake arguments, space-separated), FOB_SKIP_DEPS=1 (skip
-# scripts/deps.sh), MPIRUN (default mpirun), NCCL_DEBUG (default WARN).
+# scripts/deps.sh), MPIRUN (default mpirun), NCCL_DEBUG (default WARN),
+# OMPI_MCA_btl_vader_single_copy_mechanism (default none: sandboxes refuse process_vm_readv).
 set -euo pipefail
 
 if [[ $# -ne 1 || -z "$1" ]]; then
@@ -36,6 +37,15 @@ if [[ $(id -u) -eq 0 ]]; then
   MPI_FLAGS+=(--allow-run-as-root)
 fi
 export NCCL_DEBUG=${NCCL_DEBUG:-WARN}
+# Sandboxes (gVisor, containers without CAP_SYS_PTRACE) refuse process_vm_readv, Open MPI's
+# single copy between ranks: the 2- and 4-rank runs would fail. These runs check, not time it.
+export OMPI_MCA_btl_vader_single_copy_mechanism=${OMPI_MCA_btl_vader_single_copy_mechanism:-none}
+# NVIDIA's container runtime mounts the driver here, often on no search path.
+for dir in /usr/local/nvidia/lib /usr/local/nvidia/lib64; do
+  if [[ -e "$dir/libcuda.so.1" ]]; then
+    export LD_LIBRARY_PATH="$dir${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  fi
+done
 
 # The paper-like mlp (b·s = 32768 tokens, d = 4096, F = 16384), every overlap strategy. Its
 # double-precision reference would take about an hour on one core (5·10¹² multiply-adds), so
