@@ -90,8 +90,9 @@ print("\n".join(dirs))' 2>/dev/null || true
 # fob_glob_sites: site-packages directories that hold nvidia-* wheels in the usual places,
 # for machines where the python3 that has them is not on PATH: the active venv or conda
 # environment, venvs and conda environments up to three levels under /opt (/opt/torch/.venv,
-# /opt/conda/envs/NAME), one level under /usr/local, two under the home directories, the
-# system's own (/usr: only its own, it has tens of thousands of directories below).
+# /opt/conda/envs/NAME), one level under /usr/local, two under the home directories (HOME,
+# /root, /home/*) and the usual container work folders (/workspace, /app), the system's own
+# (/usr: only its own, it has tens of thousands of directories below).
 fob_glob_sites() {
   _fob_sys=${FOB_LIBS_SYSROOT:-}
   fob_glob_under "${VIRTUAL_ENV:-}" 0
@@ -100,6 +101,9 @@ fob_glob_sites() {
   fob_glob_under "$_fob_sys/usr/local" 1
   fob_glob_under "${HOME:-}" 2
   fob_glob_under "$_fob_sys/root" 2
+  for _fob_h in "$_fob_sys"/home/*; do fob_glob_under "$_fob_h" 2; done
+  fob_glob_under "$_fob_sys/workspace" 2
+  fob_glob_under "$_fob_sys/app" 2
   fob_glob_under "$_fob_sys/usr" 0
 }
 

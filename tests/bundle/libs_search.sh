@@ -281,7 +281,9 @@ clear_libs
 venvs=("$SYSROOT/opt/torch/.venv/lib/python3.12/site-packages"
   "$SYSROOT/opt/conda/envs/gpu/lib/python3.11/site-packages"
   "$SYSROOT/usr/local/lib/python3.13/dist-packages"
-  "$SYSROOT/root/.local/lib/python3.10/site-packages")
+  "$SYSROOT/root/.local/lib/python3.10/site-packages"
+  "$SYSROOT/home/user/.venv/lib/python3.12/site-packages"
+  "$SYSROOT/workspace/venv/lib/python3.12/site-packages")
 for site in "${venvs[@]}"; do
   mkdir -p "$site/nvidia/cu13/lib"
   put libcublas.so.13 "$site/nvidia/cu13/lib"
@@ -299,7 +301,8 @@ put libnccl.so.2 "$cu12/nvidia/nccl/lib" "$cu13/nvidia/nccl/lib"
 expect_where libnccl.so.2 "$cu13/nvidia/nccl/lib/libnccl.so.2" "${bare[@]}"
 rm -r "$cu13/nvidia_nccl_cu13-2.28.9.dist-info"
 expect_where libnccl.so.2 "$cu12/nvidia/nccl/lib/libnccl.so.2" "${bare[@]}"
-ok "wheels found without python3: /opt (.venv, conda envs), /usr/local, ~/.local, VIRTUAL_ENV;" \
+ok "wheels found without python3: /opt (.venv, conda envs), /usr/local, ~/.local, /home/*," \
+  "/workspace, VIRTUAL_ENV;" \
   "a cu13 NCCL wheel first"
 
 # --- 6. optional libraries -----------------------------------------------------------------------
