@@ -2,6 +2,7 @@
 #include <cuda_fp16.h>
 
 #include "kernels.h"
+#include "launch.h"
 
 namespace fob::cuda {
 namespace {
@@ -33,8 +34,8 @@ cudaError_t launch_add(void* dst, const void* src, int64_t count, cudaStream_t s
   // Enough blocks to fill any current GPU; the grid-stride loop covers the rest.
   const int64_t wanted = (count + kThreads - 1) / kThreads;
   const int blocks = static_cast<int>(wanted < 4096 ? wanted : 4096);
-  add_kernel<T>
-      <<<blocks, kThreads, 0, stream>>>(static_cast<T*>(dst), static_cast<const T*>(src), count);
+  FOB_LAUNCH(add_kernel<T>, blocks, kThreads, 0, stream)
+  (static_cast<T*>(dst), static_cast<const T*>(src), count);
   return cudaGetLastError();
 }
 
@@ -117,8 +118,8 @@ cudaError_t launch_softmax(void* data, int64_t rows, int64_t cols, int64_t ld, d
   if (rows <= 0 || cols <= 0) return cudaSuccess;
   if (ld < cols) return cudaErrorInvalidValue;
   const int blocks = static_cast<int>(rows < kMaxSoftmaxBlocks ? rows : kMaxSoftmaxBlocks);
-  softmax_kernel<T>
-      <<<blocks, kSoftmaxThreads, 0, stream>>>(static_cast<T*>(data), rows, cols, ld, scale);
+  FOB_LAUNCH(softmax_kernel<T>, blocks, kSoftmaxThreads, 0, stream)
+  (static_cast<T*>(data), rows, cols, ld, scale);
   return cudaGetLastError();
 }
 
@@ -153,9 +154,9 @@ cudaError_t launch_fill(void* dst, const InputFill& f, const InputEncoding& enco
                   static_cast<unsigned>(input_fill_blocks_y(f)));
   Bits* out = static_cast<Bits*>(dst);
   if (f.select_from > 0) {
-    fill_selection_kernel<Bits><<<grid, kInputFillThreads, 0, stream>>>(out, f, encoding);
+    FOB_LAUNCH(fill_selection_kernel<Bits>, grid, kInputFillThreads, 0, stream)(out, f, encoding);
   } else {
-    fill_dense_kernel<Bits><<<grid, kInputFillThreads, 0, stream>>>(out, f, encoding);
+    FOB_LAUNCH(fill_dense_kernel<Bits>, grid, kInputFillThreads, 0, stream)(out, f, encoding);
   }
   return cudaGetLastError();
 }
