@@ -103,6 +103,10 @@ struct SettingDifference {
 // took its times is unknown.
 std::vector<SettingDifference> setting_differences(const SystemInfo& base, const SystemInfo& next);
 
+// Why the two files' times cannot be compared at all (one measured on the cuda model, whose
+// times are the CPU's, the other not), or empty.
+std::string incomparable_machines(const SystemInfo& base, const SystemInfo& next);
+
 // Throws InputError for a negative or non-finite threshold.
 Comparison compare_results(const ResultFile& base, const ResultFile& next, CompareMetric metric,
                            double threshold_pct);

@@ -21,6 +21,10 @@ inline constexpr const char* kSchema = "fobench/1";
 // one that knows only 1 refuses a file it would misread, saying the version is newer.
 inline constexpr int kSchemaVersion = 2;
 inline constexpr int kSchemaVersionAllRanks = 1;
+// The device name the cuda model (tests/cuda_model: the CUDA stack's API run on the CPU) reports
+// through cudaGetDeviceProperties; the cuda backend passes it on to /system devices, and its
+// times are then never GPU times.
+inline constexpr const char* kCudaModelDevice = "cuda model (CPU)";
 // SystemInfo::timer as read from a file written before /system had a `timer` attribute.
 inline constexpr const char* kTimerUnknown = "unknown (file predates the timer attribute)";
 
@@ -152,6 +156,8 @@ struct SystemInfo {
   // Non-empty for `fobench sim` files: the machine file the times were predicted with.
   std::string simulated;
 
+  // Whether the cuda backend ran on the cuda model rather than a GPU.
+  bool on_cuda_model() const { return devices.find(kCudaModelDevice) != std::string::npos; }
   // Whether the link was emulated: every report and picture says so where it cannot be missed.
   bool link_emulated() const { return !link_emulation.empty() && link_emulation != "none"; }
 };

@@ -357,6 +357,9 @@ int compare_command(const CompareArgs& args) {
     }
     const ResultFile base = read_results(args.base);
     const ResultFile next = read_results(args.next);
+    if (const std::string why = incomparable_machines(base.system, next.system); !why.empty()) {
+      throw InputError(why);
+    }
     const Comparison comparison = compare_results(base, next, metric, args.threshold_pct);
     if (comparison.changes.empty()) {
       // A gate that compared nothing would pass whatever NEW measured.

@@ -327,6 +327,17 @@ Comparison compare_results(const ResultFile& base, const ResultFile& next, Compa
   return out;
 }
 
+std::string incomparable_machines(const SystemInfo& base, const SystemInfo& next) {
+  if (base.on_cuda_model() == next.on_cuda_model()) return "";
+  const SystemInfo& model = base.on_cuda_model() ? base : next;
+  const SystemInfo& other = base.on_cuda_model() ? next : base;
+  return std::string(base.on_cuda_model() ? "BASE" : "NEW") + " ran on the " + kCudaModelDevice +
+         " (devices: " + model.devices + "), which runs the cuda backend's code on CPU threads: " +
+         "its times are not GPU times and cannot be compared with " +
+         (base.on_cuda_model() ? "NEW" : "BASE") + "'s (devices: " + other.devices +
+         "); compare two files from the model, or two from real machines";
+}
+
 std::vector<SettingDifference> setting_differences(const SystemInfo& base, const SystemInfo& next) {
   std::vector<SettingDifference> out;
   if (base.link_emulation != next.link_emulation) {

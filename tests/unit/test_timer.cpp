@@ -98,3 +98,26 @@ TEST(Timer, CompareWarnsWhenTheTimersDiffer) {
 
 }  // namespace
 }  // namespace fob
+
+namespace fob {
+namespace {
+
+TEST(Timer, CompareRefusesTheCudaModelAgainstAGpu) {
+  SystemInfo gpu = system_with("cupti kernel activity");
+  gpu.devices = "NVIDIA H200 (GPU 0, bus 0000:19:00.0)";
+  SystemInfo model = system_with("cupti kernel activity on the cuda model (CPU): CPU threads, "
+                                 "not GPU times");
+  model.devices = std::string(kCudaModelDevice) + " (GPU 0, bus 0000:01:00.0)";
+  EXPECT_TRUE(model.on_cuda_model());
+  EXPECT_FALSE(gpu.on_cuda_model());
+  EXPECT_EQ(incomparable_machines(gpu, gpu), "");
+  EXPECT_EQ(incomparable_machines(model, model), "");
+  const std::string why = incomparable_machines(gpu, model);
+  EXPECT_NE(why.find("NEW ran on the cuda model (CPU)"), std::string::npos) << why;
+  EXPECT_NE(why.find("not GPU times"), std::string::npos) << why;
+  EXPECT_NE(why.find("H200"), std::string::npos) << why;
+  EXPECT_NE(incomparable_machines(model, gpu).find("BASE ran on"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace fob

@@ -94,6 +94,9 @@ class CudaBackend : public Backend {
   int rank_ = 0, world_ = 1;
   int device_ = 0;
   std::string device_name_, bus_id_;
+  // The device is the cuda model (tests/cuda_model), as its properties say: every timer is then
+  // labelled as the CPU's.
+  bool on_model_ = false;
   int sm_count_ = 0;
   // SMs the GEMMs of overlapping plans leave to NCCL (--comm-sms, resolved), and the cuBLAS
   // SM target in force (0: every SM).

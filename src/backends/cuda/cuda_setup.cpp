@@ -6,6 +6,7 @@
 #include "core/gather.h"
 #include "cuda_backend.h"
 #include "fob/device_plan.h"
+#include "fob/results.h"
 
 namespace fob {
 
@@ -27,6 +28,7 @@ void CudaBackend::select_and_check_device(bool one_gpu_per_rank) {
     cudaDeviceProp prop;
     check_.cuda(cudaGetDeviceProperties(&prop, device_), "cudaGetDeviceProperties");
     device_name_ = prop.name;
+    on_model_ = device_name_ == kCudaModelDevice;
     sm_count_ = prop.multiProcessorCount;
     mem_pitch_ = prop.memPitch;
   } catch (const std::exception& e) {

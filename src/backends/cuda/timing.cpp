@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "cuda_backend.h"
+#include "fob/results.h"
 
 namespace fob {
 
@@ -20,6 +21,7 @@ constexpr const char* kEventTimer = "cuda events (stream order)";
 std::string CudaBackend::timer_named(const char* device_timer) const {
   std::string t = device_timer;
   if (const std::string host = transport_->host_timer(); !host.empty()) t += "; " + host;
+  if (on_model_) t += " on the " + std::string(kCudaModelDevice) + ": CPU threads, not GPU times";
   return t;
 }
 
