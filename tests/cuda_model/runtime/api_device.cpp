@@ -1,0 +1,212 @@
+// Devices, versions and errors (CUDA Runtime API, "Device Management", "Error Handling",
+// "Version Management"). The model shows FOB_MODEL_DEVICES devices (default 4), filtered and
+// renumbered by CUDA_VISIBLE_DEVICES as the CUDA environment variables document.
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+
+#include "internal.h"
+
+namespace fobmodel::detail {
+namespace {
+
+constexpr int kDefaultDevices = 4;
+// Every current GPU reports memPitch 2^31 - 1: the largest pitch a 2-D copy accepts.
+constexpr size_t kMemPitch = (size_t{1} << 31) - 1;
+
+int physical_devices() {
+  const char* text = std::getenv("FOB_MODEL_DEVICES");
+  const long count = text ? std::strtol(text, nullptr, 10) : kDefaultDevices;
+  return count >= 0 && count <= 64 ? static_cast<int>(count) : kDefaultDevices;
+}
+
+// CUDA_VISIBLE_DEVICES: a comma-separated list of device indices; "If one of the indices is
+// invalid, only the devices whose index precedes the invalid index are visible" (CUDA C++
+// Programming Guide, CUDA Environment Variables). Visible ordinal i is physical device list[i].
+std::vector<int> visible_devices() {
+  const int physical = physical_devices();
+  std::vector<int> visible;
+  const char* text = std::getenv("CUDA_VISIBLE_DEVICES");
+  if (text == nullptr) {
+    for (int d = 0; d < physical; ++d) visible.push_back(d);
+    return visible;
+  }
+  std::stringstream list(text);
+  std::string item;
+  while (std::getline(list, item, ',')) {
+    char* end = nullptr;
+    const long index = std::strtol(item.c_str(), &end, 10);
+    if (item.empty() || *end != '\0' || index < 0 || index >= physical) break;
+    visible.push_back(static_cast<int>(index));
+  }
+  return visible;
+}
+
+const std::vector<int>& visible() {
+  static const std::vector<int> devices = visible_devices();
+  return devices;
+}
+
+thread_local int thread_device = 0;
+
+int bus_of(int device) {
+  return 0x18 + 0x10 * visible()[static_cast<size_t>(device)];
+}
+
+}  // namespace
+
+int device_count() {
+  return static_cast<int>(visible().size());
+}
+
+// Each host thread has its own current device, 0 until cudaSetDevice (cudaSetDevice).
+int current_device() {
+  return thread_device;
+}
+
+const char* error_name(cudaError_t error) {
+  switch (error) {
+    case cudaSuccess:
+      return "no error";
+    case cudaErrorInvalidValue:
+      return "invalid argument";
+    case cudaErrorMemoryAllocation:
+      return "out of memory";
+    case cudaErrorInvalidPitchValue:
+      return "invalid pitch argument";
+    case cudaErrorInvalidMemcpyDirection:
+      return "invalid copy direction for memcpy";
+    case cudaErrorInvalidDevice:
+      return "invalid device ordinal";
+    case cudaErrorNoDevice:
+      return "no CUDA-capable device is detected";
+    case cudaErrorInvalidResourceHandle:
+      return "invalid resource handle";
+    case cudaErrorNotReady:
+      return "device not ready";
+    case cudaErrorInvalidConfiguration:
+      return "invalid configuration argument";
+    case cudaErrorNotSupported:
+      return "operation not supported";
+    case cudaErrorStreamCaptureUnsupported:
+      return "operation not permitted when stream is capturing";
+    case cudaErrorStreamCaptureInvalidated:
+      return "operation failed due to a previous error during capture";
+    case cudaErrorStreamCaptureMerge:
+      return "operation would result in a merge of separate capture sequences";
+    case cudaErrorStreamCaptureUnmatched:
+      return "capture was not initiated in this stream";
+    case cudaErrorStreamCaptureUnjoined:
+      return "capturing stream has unjoined work";
+    case cudaErrorStreamCaptureIsolation:
+      return "dependency created on uncaptured work in another stream";
+    case cudaErrorStreamCaptureImplicit:
+      return "operation would make the legacy stream depend on a capturing blocking stream";
+    case cudaErrorStreamCaptureWrongThread:
+      return "attempt to terminate a thread-local capture sequence from another thread";
+    case cudaErrorIllegalState:
+      return "the operation is not permitted in the current state";
+    default:
+      return "unrecognized error code";
+  }
+}
+
+}  // namespace fobmodel::detail
+
+using namespace fobmodel::detail;
+using fobmodel::record_error;
+
+extern "C" {
+
+cudaError_t cudaGetDeviceCount(int* count) {
+  FOB_RUNTIME_CALL(cudaGetDeviceCount, v3020);
+  if (count == nullptr) return record_error(cudaErrorInvalidValue);
+  *count = device_count();
+  return *count == 0 ? record_error(cudaErrorNoDevice) : cudaSuccess;
+}
+
+cudaError_t cudaSetDevice(int device) {
+  FOB_RUNTIME_CALL(cudaSetDevice, v3020);
+  if (device < 0 || device >= device_count()) return record_error(cudaErrorInvalidDevice);
+  thread_device = device;
+  return cudaSuccess;
+}
+
+cudaError_t cudaGetDevice(int* device) {
+  FOB_RUNTIME_CALL(cudaGetDevice, v3020);
+  if (device == nullptr) return record_error(cudaErrorInvalidValue);
+  *device = thread_device;
+  return cudaSuccess;
+}
+
+cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
+  FOB_RUNTIME_CALL(cudaGetDeviceProperties, v12000);
+  if (prop == nullptr) return record_error(cudaErrorInvalidValue);
+  if (device < 0 || device >= device_count()) return record_error(cudaErrorInvalidDevice);
+  *prop = cudaDeviceProp{};
+  std::snprintf(prop->name, sizeof prop->name, "%s", fobmodel::kDeviceName);
+  prop->uuid.bytes[0] = 'f';
+  prop->uuid.bytes[1] = 'o';
+  prop->uuid.bytes[2] = 'b';
+  prop->uuid.bytes[15] = static_cast<char>(visible()[static_cast<size_t>(device)]);
+  size_t free_bytes = 0;
+  const int previous = thread_device;
+  thread_device = device;
+  cudaMemGetInfo(&free_bytes, &prop->totalGlobalMem);
+  thread_device = previous;
+  prop->sharedMemPerBlock = 48 << 10;
+  prop->regsPerBlock = 65536;
+  prop->warpSize = 32;
+  prop->memPitch = kMemPitch;
+  prop->maxThreadsPerBlock = 1024;
+  prop->maxThreadsDim[0] = prop->maxThreadsDim[1] = 1024;
+  prop->maxThreadsDim[2] = 64;
+  prop->maxGridSize[0] = 0x7fffffff;
+  prop->maxGridSize[1] = prop->maxGridSize[2] = 65535;
+  prop->totalConstMem = 64 << 10;
+  prop->major = 9;
+  prop->minor = 0;
+  prop->multiProcessorCount = 132;
+  prop->pciBusID = bus_of(device);
+  prop->maxThreadsPerMultiProcessor = 2048;
+  prop->asyncEngineCount = 2;
+  prop->unifiedAddressing = 1;
+  prop->concurrentKernels = 1;
+  prop->streamPrioritiesSupported = 1;
+  return cudaSuccess;
+}
+
+cudaError_t cudaDeviceGetPCIBusId(char* pciBusId, int len, int device) {
+  FOB_RUNTIME_CALL(cudaDeviceGetPCIBusId, v4010);
+  if (device < 0 || device >= device_count()) return record_error(cudaErrorInvalidDevice);
+  // "[domain]:[bus]:[device].[function] where domain, bus, device, and function are all
+  // hexadecimal values"; "pciBusId should be large enough to store 13 characters".
+  if (pciBusId == nullptr || len < 13) return record_error(cudaErrorInvalidValue);
+  std::snprintf(pciBusId, static_cast<size_t>(len), "0000:%02X:00.0", bus_of(device));
+  return cudaSuccess;
+}
+
+cudaError_t cudaRuntimeGetVersion(int* runtimeVersion) {
+  FOB_RUNTIME_CALL(cudaRuntimeGetVersion, v3020);
+  if (runtimeVersion == nullptr) return record_error(cudaErrorInvalidValue);
+  *runtimeVersion = CUDART_VERSION;
+  return cudaSuccess;
+}
+
+const char* cudaGetErrorString(cudaError_t error) {
+  FOB_RUNTIME_CALL(cudaGetErrorString, v3020);
+  return error_name(error);
+}
+
+cudaError_t cudaGetLastError(void) {
+  FOB_RUNTIME_CALL(cudaGetLastError, v3020);
+  return fobmodel::detail::take_last_error(true);
+}
+
+cudaError_t cudaPeekAtLastError(void) {
+  FOB_RUNTIME_CALL(cudaPeekAtLastError, v3020);
+  return fobmodel::detail::take_last_error(false);
+}
+
+}  // extern "C"

@@ -1,0 +1,280 @@
+// Device and pinned host memory: each in its own reserved address range, so that any pointer
+// tells where it lies; allocations registered for the rule "memcheck" (as compute-sanitizer's
+// memcheck checks every access against the live allocations).
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+
+#include "internal.h"
+
+namespace fobmodel::detail {
+namespace {
+
+// cudaMalloc: "The allocated memory is suitably aligned for any kind of variable" — 256 bytes
+// on every current GPU (CUDA C++ Programming Guide, Device Memory Accesses).
+constexpr size_t kAlignment = 256;
+// A gap after each allocation, so that an access just past one lands in none.
+constexpr size_t kGap = 256;
+
+size_t device_bytes() {
+  const char* text = std::getenv("FOB_MODEL_DEVICE_GIB");
+  const long gib = text ? std::strtol(text, nullptr, 10) : 16;
+  return static_cast<size_t>(gib > 0 ? gib : 16) << 30;
+}
+
+struct Allocation {
+  size_t size = 0;
+  int device = -1;  // -1: pinned host
+};
+
+// One reserved range: first-fit allocation from its free blocks.
+class Arena {
+ public:
+  explicit Arena(size_t bytes) : bytes_(bytes) {
+    void* base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (base == MAP_FAILED) {
+      violation("setup", "cannot reserve the model's memory arena");
+      std::abort();
+    }
+    base_ = reinterpret_cast<uintptr_t>(base);
+    free_[0] = bytes;
+  }
+  ~Arena() { munmap(reinterpret_cast<void*>(base_), bytes_); }
+  Arena(const Arena&) = delete;
+  Arena& operator=(const Arena&) = delete;
+
+  bool contains(uintptr_t p) const { return p >= base_ && p < base_ + bytes_; }
+  uintptr_t base() const { return base_; }
+
+  uintptr_t allocate(size_t size) {
+    const size_t need = (size + kGap + kAlignment - 1) / kAlignment * kAlignment;
+    for (auto it = free_.begin(); it != free_.end(); ++it) {
+      if (it->second < need) continue;
+      const size_t offset = it->first;
+      const size_t rest = it->second - need;
+      free_.erase(it);
+      if (rest > 0) free_[offset + need] = rest;
+      used_ += need;
+      return base_ + offset;
+    }
+    return 0;
+  }
+
+  void release(uintptr_t p, size_t size) {
+    const size_t need = (size + kGap + kAlignment - 1) / kAlignment * kAlignment;
+    const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    const uintptr_t first_page = (p + page - 1) / page * page;
+    const uintptr_t end_page = (p + need) / page * page;
+    if (end_page > first_page) {
+      madvise(reinterpret_cast<void*>(first_page), end_page - first_page, MADV_DONTNEED);
+    }
+    used_ -= need;
+    size_t offset = p - base_;
+    size_t length = need;
+    auto next = free_.lower_bound(offset);
+    if (next != free_.end() && next->first == offset + length) {
+      length += next->second;
+      next = free_.erase(next);
+    }
+    if (next != free_.begin()) {
+      auto previous = std::prev(next);
+      if (previous->first + previous->second == offset) {
+        offset = previous->first;
+        length += previous->second;
+      }
+    }
+    free_[offset] = length;
+  }
+
+  size_t used() const { return used_; }
+
+ private:
+  uintptr_t base_ = 0;
+  size_t bytes_ = 0;
+  size_t used_ = 0;
+  std::map<size_t, size_t> free_;
+};
+
+struct Memory {
+  std::mutex mutex;
+  std::vector<std::unique_ptr<Arena>> devices;
+  Arena pinned{size_t{64} << 30};
+  std::map<uintptr_t, Allocation> live;
+  size_t per_device = device_bytes();
+
+  Memory() {
+    for (int d = 0; d < device_count(); ++d) devices.push_back(std::make_unique<Arena>(per_device));
+  }
+  int device_of(uintptr_t p) const {
+    for (size_t d = 0; d < devices.size(); ++d) {
+      if (devices[d]->contains(p)) return static_cast<int>(d);
+    }
+    return -1;
+  }
+  // The live allocation holding p, if p lies in an arena; null otherwise.
+  const std::pair<const uintptr_t, Allocation>* find(uintptr_t p) const {
+    auto it = live.upper_bound(p);
+    if (it == live.begin()) return nullptr;
+    --it;
+    return p < it->first + it->second.size ? &*it : nullptr;
+  }
+};
+
+Memory& memory() {
+  static Memory* instance = new Memory;  // outlives the stream threads at exit
+  return *instance;
+}
+
+cudaError_t allocate(void** out, size_t size, int device) {
+  if (out == nullptr) return cudaErrorInvalidValue;
+  *out = nullptr;
+  if (size == 0) return cudaSuccess;
+  Memory& m = memory();
+  std::lock_guard lock(m.mutex);
+  Arena& arena = device >= 0 ? *m.devices[static_cast<size_t>(device)] : m.pinned;
+  const uintptr_t p = arena.allocate(size);
+  if (p == 0) return cudaErrorMemoryAllocation;
+  m.live[p] = Allocation{size, device};
+  // Fresh device memory holds garbage on a GPU: a pattern here, so that reading it unwritten
+  // shows in the results rather than passing as zeros.
+  std::memset(reinterpret_cast<void*>(p), 0xA5, size);
+  *out = reinterpret_cast<void*>(p);
+  return cudaSuccess;
+}
+
+cudaError_t release(void* pointer, bool device) {
+  if (pointer == nullptr) return cudaSuccess;
+  Memory& m = memory();
+  std::lock_guard lock(m.mutex);
+  const uintptr_t p = reinterpret_cast<uintptr_t>(pointer);
+  const auto it = m.live.find(p);
+  if (it == m.live.end() || (it->second.device >= 0) != device) return cudaErrorInvalidValue;
+  Arena& arena = device ? *m.devices[static_cast<size_t>(it->second.device)] : m.pinned;
+  forget_accesses(p, p + it->second.size);
+  arena.release(p, it->second.size);
+  m.live.erase(it);
+  return cudaSuccess;
+}
+
+struct TracedKernel {
+  QueuedOp* op = nullptr;
+  uintptr_t cached_begin = 0;
+  uintptr_t cached_end = 0;
+};
+thread_local TracedKernel traced;
+
+}  // namespace
+
+bool footprint_in_bounds(const Footprint& footprint, std::string* why) {
+  if (footprint.width == 0 || footprint.rows == 0) return true;
+  const uintptr_t begin = reinterpret_cast<uintptr_t>(footprint.base);
+  const uintptr_t end = begin + (footprint.rows - 1) * footprint.pitch + footprint.width;
+  Memory& m = memory();
+  std::lock_guard lock(m.mutex);
+  if (m.device_of(begin) < 0 && !m.pinned.contains(begin)) return true;  // pageable host memory
+  const auto* allocation = m.find(begin);
+  if (allocation != nullptr && end <= allocation->first + allocation->second.size) return true;
+  *why = std::string(footprint.write ? "write" : "read") + " of [" + pointer_text(footprint.base) +
+         ", +" + std::to_string(end - begin) + ") ";
+  *why += allocation ? "runs past the end of the " + std::to_string(allocation->second.size) +
+                           "-byte allocation at " +
+                           pointer_text(reinterpret_cast<const void*>(allocation->first))
+                     : std::string("is in no live allocation");
+  return false;
+}
+
+const void* allocation_of(const void* pointer, size_t* size) {
+  Memory& m = memory();
+  std::lock_guard lock(m.mutex);
+  const auto* allocation = m.find(reinterpret_cast<uintptr_t>(pointer));
+  if (allocation == nullptr) return nullptr;
+  *size = allocation->second.size;
+  return reinterpret_cast<const void*>(allocation->first);
+}
+
+void set_traced_op(QueuedOp* op) {
+  traced = TracedKernel{op, 0, 0};
+}
+
+void kernel_access(const void* address, size_t size, bool write) {
+  if (traced.op == nullptr) return;
+  const uintptr_t begin = reinterpret_cast<uintptr_t>(address);
+  const uintptr_t end = begin + size;
+  if (begin < traced.cached_begin || end > traced.cached_end) {
+    Memory& m = memory();
+    std::lock_guard lock(m.mutex);
+    if (m.device_of(begin) < 0) return;  // the kernel's stack, shared memory, parameters
+    const auto* allocation = m.find(begin);
+    if (allocation == nullptr || end > allocation->first + allocation->second.size) {
+      violation("memcheck",
+                "kernel " + traced.op->op.name + " (task " + traced.op->identity->task + ") " +
+                    (write ? "writes " : "reads ") + std::to_string(size) + " bytes at " +
+                    pointer_text(address) +
+                    (allocation ? ", past the end of its allocation" : ", in no live allocation"));
+      return;
+    }
+    traced.cached_begin = allocation->first;
+    traced.cached_end = allocation->first + allocation->second.size;
+  }
+  check_access(*traced.op, begin, end, write);
+}
+
+}  // namespace fobmodel::detail
+
+namespace fobmodel {
+
+Memory memory_of(const void* pointer, int* device) {
+  detail::Memory& m = detail::memory();
+  const uintptr_t p = reinterpret_cast<uintptr_t>(pointer);
+  const int d = m.device_of(p);
+  if (device) *device = d;
+  if (d >= 0) return Memory::device;
+  return m.pinned.contains(p) ? Memory::pinned_host : Memory::other;
+}
+
+}  // namespace fobmodel
+
+using fobmodel::detail::current_device;
+
+extern "C" {
+
+cudaError_t cudaMalloc(void** devPtr, size_t size) {
+  FOB_RUNTIME_CALL(cudaMalloc, v3020);
+  return fobmodel::record_error(fobmodel::detail::allocate(devPtr, size, current_device()));
+}
+
+cudaError_t cudaMallocHost(void** ptr, size_t size) {
+  FOB_RUNTIME_CALL(cudaMallocHost, v3020);
+  return fobmodel::record_error(fobmodel::detail::allocate(ptr, size, -1));
+}
+
+cudaError_t cudaFree(void* devPtr) {
+  FOB_RUNTIME_CALL(cudaFree, v3020);
+  // cudaFree synchronises the device (CUDA Runtime API, "API synchronization behavior"): the
+  // memory may still be in use by queued work.
+  if (devPtr != nullptr) cudaDeviceSynchronize();
+  return fobmodel::record_error(fobmodel::detail::release(devPtr, true));
+}
+
+cudaError_t cudaFreeHost(void* ptr) {
+  FOB_RUNTIME_CALL(cudaFreeHost, v3020);
+  if (ptr != nullptr) cudaDeviceSynchronize();
+  return fobmodel::record_error(fobmodel::detail::release(ptr, false));
+}
+
+cudaError_t cudaMemGetInfo(size_t* free, size_t* total) {
+  FOB_RUNTIME_CALL(cudaMemGetInfo, v3020);
+  if (free == nullptr || total == nullptr) return fobmodel::record_error(cudaErrorInvalidValue);
+  auto& m = fobmodel::detail::memory();
+  std::lock_guard lock(m.mutex);
+  *total = m.per_device;
+  *free = m.per_device - m.devices[static_cast<size_t>(current_device())]->used();
+  return cudaSuccess;
+}
+
+}  // extern "C"
