@@ -226,11 +226,13 @@ cublasStatus_t cublasSetSmCountTarget(cublasHandle_t handle, int target) {
   if (cublasStatus_t s = check(handle, "cublasSetSmCountTarget"); s != CUBLAS_STATUS_SUCCESS) {
     return s;
   }
-  int device = 0, sms = 0;
+  int device = 0;
+  cudaDeviceProp prop{};
   if (cudaGetDevice(&device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess) {
+      cudaGetDeviceProperties(&prop, device) != cudaSuccess) {
     return CUBLAS_STATUS_NOT_INITIALIZED;
   }
+  const int sms = prop.multiProcessorCount;
   if (target < 0 || target > sms) return CUBLAS_STATUS_INVALID_VALUE;
   handle->sm_target = target;
   return CUBLAS_STATUS_SUCCESS;

@@ -15,8 +15,9 @@ extern "C" cudaError_t cudaGetDevice(int* device) {
   *device = 0;
   return cudaSuccess;
 }
-extern "C" cudaError_t cudaDeviceGetAttribute(int* value, cudaDeviceAttr attr, int) {
-  *value = attr == cudaDevAttrMultiProcessorCount ? 132 : 0;
+extern "C" cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int) {
+  *prop = cudaDeviceProp{};
+  prop->multiProcessorCount = 132;
   return cudaSuccess;
 }
 
