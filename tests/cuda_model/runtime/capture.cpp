@@ -314,8 +314,8 @@ cudaError_t cudaGraphLaunch(cudaGraphExec_t graphExec, cudaStream_t handle) {
     queued->agent = lane.agent;
     queued->stream_id = stream->id;
     queued->graph_node = node.id;
-    queued->identity = std::make_shared<OpIdentity>(
-        OpIdentity{node.op.name, node.op.task, stream->label + " (" + lane.label + ")"});
+    queued->identity = std::make_shared<OpIdentity>(OpIdentity{
+        node.op.name, node.op.task, stream->label + " (" + lane.label + ")", next_sequence()});
     done.push_back(queued->done);
     clocks.push_back(queued->clock);
     if (node.records != nullptr && live_event(node.records)) {

@@ -59,7 +59,9 @@ struct OpIdentity {
   std::string name;
   std::string task;
   std::string stream;
+  uint64_t sequence = 0;  // enqueue order: names a racing pair the same way on every run
 };
+uint64_t next_sequence();
 
 // An op as queued on a stream's worker: what it waits for, its clock, and its completion.
 struct QueuedOp {

@@ -90,6 +90,7 @@ void arrive(Barrier& barrier, size_t members) {
     ++barrier.generation;
     return;
   }
+  suspend();  // arriving was progress; a later resume that finds the barrier closed is not
   while (barrier.generation == generation) {
     running->stalled = true;
     suspend();
@@ -197,7 +198,7 @@ void add_argument_footprint(std::vector<Footprint>& footprint, const void* point
 // (CUDA C++ Programming Guide, Compute Capabilities); anything else is
 // cudaErrorInvalidConfiguration at launch.
 void launch(const char* name, dim3 grid, dim3 block, size_t shmem, cudaStream_t stream,
-            std::function<void()> thread_body, std::vector<Footprint> footprint) {
+            std::function<void()> thread_body, std::vector<Footprint> footprint, bool traced) {
   (void)shmem;
   const size_t threads = size_t{block.x} * block.y * block.z;
   if (threads == 0 || threads > 1024 || block.z > 64 || grid.x == 0 || grid.y == 0 || grid.z == 0 ||
@@ -211,7 +212,7 @@ void launch(const char* name, dim3 grid, dim3 block, size_t shmem, cudaStream_t 
   op.name = name;
   op.activity = Activity::kernel;
   op.footprint = std::move(footprint);
-  op.traces_accesses = kTraced;
+  op.traces_accesses = traced;
   op.run = [grid, block, body = std::move(thread_body)] { run_grid(grid, block, body); };
   enqueue(stream, std::move(op));
 }

@@ -212,7 +212,7 @@ void kernel_access(const void* address, size_t size, bool write) {
     const auto* allocation = m.find(begin);
     if (allocation == nullptr || end > allocation->first + allocation->second.size) {
       violation("memcheck",
-                "kernel " + traced.op->op.name + " (task " + traced.op->identity->task + ") " +
+                traced.op->op.name + " (task \"" + traced.op->identity->task + "\") " +
                     (write ? "writes " : "reads ") + std::to_string(size) + " bytes at " +
                     pointer_text(address) +
                     (allocation ? ", past the end of its allocation" : ", in no live allocation"));

@@ -68,12 +68,20 @@ std::string describe(const OpIdentity& who) {
   return who.name + " (stream " + who.stream + ", task \"" + who.task + "\")";
 }
 
-void report(Detector& d, const Access& earlier, const Access& later, uintptr_t at) {
-  if (!d.reported.emplace(earlier.who.get(), later.who.get()).second) return;
-  violation("race", describe(*later.who) + (later.write ? " writes " : " reads ") +
-                        pointer_text(reinterpret_cast<const void*>(at)) + " which " +
-                        describe(*earlier.who) + (earlier.write ? " writes" : " reads") +
-                        ", and no stream order, event wait, graph edge or host synchronisation "
+std::string verb(const Access& access) {
+  return access.write ? " writes " : " reads ";
+}
+
+// Names the pair in enqueue order, whichever of the two happened to run second.
+void report(Detector& d, const Access& one, const Access& other, uintptr_t at) {
+  const bool in_order = one.who->sequence <= other.who->sequence;
+  const Access& first = in_order ? one : other;
+  const Access& second = in_order ? other : one;
+  if (!d.reported.emplace(first.who.get(), second.who.get()).second) return;
+  violation("race", describe(*first.who) + verb(first) +
+                        pointer_text(reinterpret_cast<const void*>(at)) + " and " +
+                        describe(*second.who) + verb(second) +
+                        "it, and no stream order, event wait, graph edge or host synchronisation "
                         "orders the two");
 }
 

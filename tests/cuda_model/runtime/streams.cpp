@@ -42,6 +42,11 @@ void run_op(QueuedOp& queued) {
 
 }  // namespace
 
+uint64_t next_sequence() {
+  static std::atomic<uint64_t> sequence{0};
+  return ++sequence;
+}
+
 std::mutex& model_mutex() {
   static std::mutex* instance = new std::mutex;
   return *instance;
@@ -148,7 +153,8 @@ CompletionPtr enqueue_locked(Stream& stream, Op op, std::vector<CompletionPtr> a
     if (legacy->last) after.push_back(legacy->last);
   }
   stream.clock.tick(stream.agent);
-  queued->identity = std::make_shared<OpIdentity>(OpIdentity{op.name, op.task, stream.label});
+  queued->identity =
+      std::make_shared<OpIdentity>(OpIdentity{op.name, op.task, stream.label, next_sequence()});
   queued->op = std::move(op);
   queued->after = std::move(after);
   queued->clock = stream.clock;

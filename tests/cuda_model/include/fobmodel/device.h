@@ -63,8 +63,9 @@ void add_argument_footprint(std::vector<Footprint>& footprint, const void* point
 
 // Validates the configuration (cudaErrorInvalidConfiguration, recorded for cudaGetLastError as
 // a real launch error is) and enqueues the op running `thread_body` for every thread.
+// `traced`: the kernel's file was compiled with sanitizer coverage (kTraced there).
 void launch(const char* name, dim3 grid, dim3 block, size_t shmem, cudaStream_t stream,
-            std::function<void()> thread_body, std::vector<Footprint> footprint);
+            std::function<void()> thread_body, std::vector<Footprint> footprint, bool traced);
 
 template <typename T>
 void add_argument(std::vector<Footprint>& footprint, const T& argument) {
@@ -87,9 +88,8 @@ void launch(const char* name, void (*kernel)(Params...), dim3 grid, dim3 block, 
   if constexpr (!kernel::kTraced) {
     std::apply([&](const auto&... a) { (kernel::add_argument(footprint, a), ...); }, *arguments);
   }
-  kernel::launch(
-      name, grid, block, shmem, stream, [kernel, arguments] { std::apply(kernel, *arguments); },
-      std::move(footprint));
+  auto body = [kernel, arguments] { std::apply(kernel, *arguments); };
+  kernel::launch(name, grid, block, shmem, stream, body, std::move(footprint), kernel::kTraced);
 }
 
 template <typename Kernel>

@@ -39,7 +39,10 @@ struct InTask {
 
 class Model : public ::testing::Test {
  protected:
-  void SetUp() override { GTEST_FLAG_SET(death_test_style, "threadsafe"); }
+  void SetUp() override {
+    GTEST_FLAG_SET(death_test_style, "threadsafe");
+    cudaGetLastError();  // an earlier test's error stays with this thread, as on CUDA
+  }
 };
 
 }  // namespace fobmodel_test
