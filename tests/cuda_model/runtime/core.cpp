@@ -1,6 +1,8 @@
 // The model's shared services: violations, the clock, API call records for CUPTI, per-thread
 // errors and NVTX ranges, vector clocks and completions.
+#include <dlfcn.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -41,6 +43,18 @@ uint64_t next_range = 1;
 
 std::mutex handoff_mutex;
 std::map<const void*, detail::VectorClock> handoffs;
+
+// NVTX3 loads the injection library NVTX_INJECTION64_PATH names, on the first NVTX call
+// (nvtx3/nvtxDetail/nvtxInit.h). Where it is unset, the model's own injection library beside
+// this one is named, so that every op knows its plan task without the caller's help.
+__attribute__((constructor)) void name_nvtx_injection() {
+  if (std::getenv("NVTX_INJECTION64_PATH") != nullptr) return;
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&name_nvtx_injection), &info) == 0 || !info.dli_fname) return;
+  std::string path = info.dli_fname;
+  path = path.substr(0, path.rfind('/') + 1) + "libfobmodel_nvtx.so";
+  if (access(path.c_str(), R_OK) == 0) setenv("NVTX_INJECTION64_PATH", path.c_str(), 0);
+}
 
 }  // namespace
 
