@@ -78,10 +78,23 @@ std::string kernel_name(const std::vector<Call>& calls) {
   return name;
 }
 
-bool capturing(cudaStream_t stream) {
+}  // namespace
+}  // namespace fobnccl
+
+// The runtime model need not export cudaStreamIsCapturing (the cuda module does not call it):
+// where it does not, no op is counted for ncclCommDestroy to wait for.
+#pragma weak cudaStreamIsCapturing
+
+namespace fobnccl {
+namespace {
+
+// Whether an op put on `stream` is counted: not when it is captured (a graph runs it later,
+// any number of times), and never when the runtime cannot say.
+bool counted(cudaStream_t stream) {
+  if (!&cudaStreamIsCapturing) return false;
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
   return cudaStreamIsCapturing(stream, &status) == cudaSuccess &&
-         status != cudaStreamCaptureStatusNone;
+         status == cudaStreamCaptureStatusNone;
 }
 
 ncclResult_t launch(ncclComm_t comm, cudaStream_t stream, std::vector<Call> calls) {
@@ -93,9 +106,9 @@ ncclResult_t launch(ncclComm_t comm, cudaStream_t stream, std::vector<Call> call
   for (const Call& c : calls) add_footprint(c, comm->engine->nranks(), &op.footprint);
   // A replayed graph runs the op again: it matches afresh each time, as NCCL's captured kernels
   // do, and needs the communicator to live ("NCCL User Guide, Using NCCL with CUDA Graphs").
-  const bool counted = !capturing(stream);
   std::shared_ptr<Comm> engine = comm->engine;
-  op.run = [engine, calls, counted, comm, name = op.name]() {
+  const bool count = counted(stream);
+  op.run = [engine, calls, count, comm, name = op.name]() {
     if (engine->destroyed() && !engine->aborted()) {
       fobmodel::violation("nccl", name +
                                       " runs on a communicator that ncclCommDestroy has "
@@ -103,12 +116,12 @@ ncclResult_t launch(ncclComm_t comm, cudaStream_t stream, std::vector<Call> call
                                       "communicator must outlive its operations)");
     }
     engine->run(calls);
-    if (counted) comm->queued.fetch_sub(1);
+    if (count) comm->queued.fetch_sub(1);
   };
-  if (counted) comm->queued.fetch_add(1);
+  if (count) comm->queued.fetch_add(1);
   const cudaError_t e = fobmodel::enqueue(stream, std::move(op));
   if (e != cudaSuccess) {
-    if (counted) comm->queued.fetch_sub(1);
+    if (count) comm->queued.fetch_sub(1);
     return warn(ncclUnhandledCudaError,
                 std::string("launching ") + kernel_name(calls) + ": " + cudaGetErrorString(e));
   }
