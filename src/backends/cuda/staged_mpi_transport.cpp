@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "../host/ring.h"
+#include "annotations.h"
 
 namespace fob {
 
@@ -62,11 +63,14 @@ void StagedMpiTransport::begin(const PlanBuffers& buffers) {
   error_.clear();
 }
 
-// Host-timed transfers share the GPU's time origin: the stream is idle, so the event completes
-// at once and the host clock read right after it marks the same instant.
-void StagedMpiTransport::origin_recorded(cudaEvent_t origin) {
+// Host-timed transfers share the GPU's time origin: the event completed after `host_before`
+// (read before it was recorded) and before the synchronisation returned, and the host clock read
+// then stands for it. The bracket is how far the two clocks can disagree: a thread woken late
+// widens it, so it is measured every iteration rather than assumed.
+void StagedMpiTransport::origin_recorded(cudaEvent_t origin, double host_before) {
   check_.cuda(cudaEventSynchronize(origin), "synchronising the iteration start");
   t0_host_ = now_seconds();
+  t0_uncertainty_ = t0_host_ - host_before;
 }
 
 // Every transfer runs on the host thread (runs_on_host): one on a GPU stream has no
@@ -77,7 +81,13 @@ void StagedMpiTransport::enqueue(const Task& t, cudaStream_t /*stream*/) {
 }
 
 void StagedMpiTransport::launch_on_host(const Task& t, const std::vector<int>& wait_for) {
-  host_comm_->push([this, &t, &wait_for] { run(t, wait_for); });
+  // What this thread enqueued and synchronised so far is before the transfer, for a race
+  // detector that sees the CUDA calls of both threads but not the queue between them.
+  happens_before(&t);
+  host_comm_->push([this, &t, &wait_for] {
+    happens_after(&t);
+    run(t, wait_for);
+  });
 }
 
 bool StagedMpiTransport::wait_for_host(int task, double timeout_s) {
@@ -88,11 +98,13 @@ bool StagedMpiTransport::wait_for_host(int task, double timeout_s) {
   const bool done = flag_cv_.wait_until(
       lock, deadline, [&] { return host_done_[task] || abort_ || !error_.empty(); });
   if (!error_.empty()) throw RuntimeFault(error_);
+  if (done) happens_after(&host_done_[task]);
   return done && !abort_;
 }
 
 bool StagedMpiTransport::host_busy() {
   const bool busy = !host_comm_->wait_idle(0);
+  if (!busy) happens_after(this);  // everything the host thread ran is before what follows
   std::lock_guard<std::mutex> lock(flag_mu_);
   if (!error_.empty()) throw RuntimeFault(error_);
   return busy;
@@ -124,6 +136,7 @@ void StagedMpiTransport::run(const Task& t, const std::vector<int>& wait_for) {
     }
     flag_cv_.notify_all();
   }
+  happens_before(this);
 }
 
 void StagedMpiTransport::run_unchecked(const Task& t, const std::vector<int>& wait_for) {
@@ -148,6 +161,7 @@ void StagedMpiTransport::run_unchecked(const Task& t, const std::vector<int>& wa
     if (receives) to_device(t.c);
   }
   host_end_[t.id] = now_seconds() - t0_host_;
+  happens_before(&host_done_[t.id]);
   {
     std::lock_guard<std::mutex> lock(flag_mu_);
     host_done_[t.id] = 1;
