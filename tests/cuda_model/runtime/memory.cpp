@@ -4,10 +4,13 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <utility>
+#include <vector>
 
 #include "internal.h"
 
@@ -161,12 +164,50 @@ cudaError_t release(void* pointer, bool device) {
   return cudaSuccess;
 }
 
+// The accesses of the traced kernel running on this thread. They are all one op's, at one
+// clock, so they are merged and checked for races together when it ends (or when many have
+// piled up): checked one by one, each would cost a lock and a search of the detector's map, and
+// tell nothing more. Bounds are checked as they come, so the report names the access.
 struct TracedKernel {
   QueuedOp* op = nullptr;
   uintptr_t cached_begin = 0;
   uintptr_t cached_end = 0;
+  std::vector<std::pair<uintptr_t, uintptr_t>> reads, writes;  // [begin, end)
 };
 thread_local TracedKernel traced;
+constexpr size_t kPendingAccesses = 1 << 20;
+
+void check_pending(std::vector<std::pair<uintptr_t, uintptr_t>>& ranges, bool write) {
+  if (ranges.empty()) return;
+  std::sort(ranges.begin(), ranges.end());
+  uintptr_t begin = ranges.front().first, end = ranges.front().second;
+  for (const auto& [b, e] : ranges) {
+    if (b > end) {
+      check_access(*traced.op, begin, end, write);
+      begin = b;
+    }
+    end = std::max(end, e);
+  }
+  check_access(*traced.op, begin, end, write);
+  ranges.clear();
+}
+
+void check_traced() {
+  if (traced.op == nullptr) return;
+  check_pending(traced.reads, false);
+  check_pending(traced.writes, true);
+}
+
+void note_access(uintptr_t begin, uintptr_t end, bool write) {
+  auto& ranges = write ? traced.writes : traced.reads;
+  if (!ranges.empty() && begin <= ranges.back().second && end >= ranges.back().first) {
+    ranges.back().first = std::min(ranges.back().first, begin);
+    ranges.back().second = std::max(ranges.back().second, end);
+    return;
+  }
+  ranges.emplace_back(begin, end);
+  if (ranges.size() >= kPendingAccesses) check_pending(ranges, write);
+}
 
 }  // namespace
 
@@ -198,7 +239,9 @@ const void* allocation_of(const void* pointer, size_t* size) {
 }
 
 void set_traced_op(QueuedOp* op) {
-  traced = TracedKernel{op, 0, 0};
+  check_traced();
+  traced.op = op;
+  traced.cached_begin = traced.cached_end = 0;
 }
 
 void kernel_access(const void* address, size_t size, bool write) {
@@ -207,8 +250,10 @@ void kernel_access(const void* address, size_t size, bool write) {
   const uintptr_t end = begin + size;
   if (begin < traced.cached_begin || end > traced.cached_end) {
     Memory& m = memory();
+    // The arenas are fixed when the model starts: no lock for the kernel's stack, shared memory
+    // and parameters, which most of its accesses are.
+    if (m.device_of(begin) < 0) return;
     std::lock_guard lock(m.mutex);
-    if (m.device_of(begin) < 0) return;  // the kernel's stack, shared memory, parameters
     const auto* allocation = m.find(begin);
     if (allocation == nullptr || end > allocation->first + allocation->second.size) {
       violation("memcheck",
@@ -221,7 +266,7 @@ void kernel_access(const void* address, size_t size, bool write) {
     traced.cached_begin = allocation->first;
     traced.cached_end = allocation->first + allocation->second.size;
   }
-  check_access(*traced.op, begin, end, write);
+  note_access(begin, end, write);
 }
 
 }  // namespace fobmodel::detail
