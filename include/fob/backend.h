@@ -47,6 +47,10 @@ struct IterationTimes {
   // seconds after the stream events' origin, so the two timers agree to within it (and the
   // events' own resolution, about 0.5 us), and no closer.
   double origin_lag = 0;
+  // Where some tasks are timed on the host clock (the cuda backend's --transport mpi): how far
+  // their times and the device-timed ones can disagree, the host clock's bracket around the
+  // iteration's origin (a host thread woken late widens it).
+  double host_alignment = 0;
   // The timer that took start/end in this iteration, where it is not timer() (a cuda iteration
   // whose kernel activity CUPTI could not deliver falls back to its stream events). Every
   // iteration's timer is recorded with the case, so no time is labelled by a timer that did

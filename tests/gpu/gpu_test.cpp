@@ -118,20 +118,39 @@ TEST_F(Gpu, GraphsReplayVerifiedWithNcclInTheCapture) {
   verify_all(*b, 2, DType::fp32, {"baseline", "slicing:2", "decompose", "flash:2", "flash_direct"});
 }
 
+// Keeps every iteration's times as the backend reported them.
+class KeepsTimes : public ForwardingBackend {
+ public:
+  using ForwardingBackend::ForwardingBackend;
+  IterationTimes finish(double timeout_s) override {
+    kept.push_back(inner_.finish(timeout_s));
+    return kept.back();
+  }
+  std::vector<IterationTimes> kept;
+};
+
 TEST_F(Gpu, TaskTimesComeFromEventsAndRespectDependencies) {
   const bool loopback = loopback_possible();
-  auto b = backend(loopback);
-  Executor executor(*b, MPI_COMM_WORLD);
+  auto inner = backend(loopback);
+  KeepsTimes b(*inner);
+  Executor executor(b, MPI_COMM_WORLD);
   const int n = loopback ? 2 : world;
   Plan p = make_plan(test_case(g_workload, "flash", n, DType::fp32, loopback), loopback ? 0 : rank);
   CaseResult r = executor.run_case(p, options(), "times");
   EXPECT_EQ(r.verified, 1);
+  // Host-staged transfers are timed on the host clock, GEMMs by GPU events: a dependency across
+  // the two clocks is ordered within their alignment, which the backend measures every
+  // iteration (the widest of any rank's), plus the events' resolution.
+  double alignment = 0;
+  for (const IterationTimes& t : b.kept) alignment = std::max(alignment, t.host_alignment);
+  MPI_Allreduce(MPI_IN_PLACE, &alignment, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  if (g_transport != "mpi") {
+    EXPECT_EQ(alignment, 0.0);
+  }
+  const double slack = 1e-6 + alignment;
   if (rank != 0) return;
   const int T = r.max_tasks;
   int transfers = 0;
-  // Host-staged transfers are timed on the host clock, GEMMs by GPU events: a dependency across
-  // the two clocks is ordered within their alignment (a host thread's wake-up), not exactly.
-  const double slack = g_transport == "mpi" ? 200e-6 : 1e-6;
   for (int it = 0; it < r.iters; ++it) {
     for (int rk = 0; rk < world; ++rk) {
       auto at = [&](int t) { return (static_cast<size_t>(it) * world + rk) * T + t; };
@@ -152,17 +171,6 @@ TEST_F(Gpu, TaskTimesComeFromEventsAndRespectDependencies) {
   }
   EXPECT_GT(transfers, 0) << "no transfer ran: the comm stream was not exercised";
 }
-
-// Keeps every iteration's times as the backend reported them.
-class KeepsTimes : public ForwardingBackend {
- public:
-  using ForwardingBackend::ForwardingBackend;
-  IterationTimes finish(double timeout_s) override {
-    kept.push_back(inner_.finish(timeout_s));
-    return kept.back();
-  }
-  std::vector<IterationTimes> kept;
-};
 
 // CUPTI kernel activity: an interval for every task, inside the task's stream-event bracket
 // (the stream reaches a task before its kernels start, and its end event follows them), and

@@ -58,8 +58,8 @@ CudaBackend::CudaBackend(const BackendOptions& options) : options_(options), che
     transport_ = std::make_unique<NcclTransport>(options_.comm, rank_, world_, comm_sms_,
                                                  options_.loopback, mem_pitch_, check_);
   } else {
-    transport_ = std::make_unique<StagedMpiTransport>(options_, device_, greatest, mem_pitch_,
-                                                      check_);
+    transport_ =
+        std::make_unique<StagedMpiTransport>(options_, device_, greatest, mem_pitch_, check_);
   }
   start_cupti();
   if (const char* c = std::getenv("CUDA_DEVICE_MAX_CONNECTIONS");
@@ -197,11 +197,13 @@ void CudaBackend::begin(const Plan& plan) {
   }
   nvtxRangePushA(capturing_ ? "iteration (captured)" : "iteration");
   cupti_on_ = cupti_ != nullptr && !capturing_;
+  // Host-timed transfers align their clock to the origin: it completed after this instant.
+  const double before_origin = now_seconds();
   if (!capturing_) check_.cuda(cudaEventRecord(it0_, compute_), "recording the iteration start");
   mark_origin();
   check_.cuda(cudaEventRecord(fork_, compute_), "forking the comm stream");
   check_.cuda(cudaStreamWaitEvent(comm_, fork_, 0), "forking the comm stream");
-  transport_->origin_recorded(it0_);
+  transport_->origin_recorded(it0_, before_origin);
 }
 
 void CudaBackend::launch(const Task& task, const std::vector<int>& wait_for) {

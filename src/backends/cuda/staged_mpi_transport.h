@@ -41,7 +41,8 @@ class StagedMpiTransport : public Transport {
   void prepare(const Plan& plan, Prepared& p) override;
 
   void begin(const PlanBuffers& buffers) override;
-  void origin_recorded(cudaEvent_t origin) override;
+  void origin_recorded(cudaEvent_t origin, double host_before) override;
+  double host_alignment() const override { return t0_uncertainty_; }
   void enqueue(const Task& t, cudaStream_t stream) override;
 
   bool runs_on_host(const Task& t) const override { return t.stream == StreamId::comm; }
@@ -75,6 +76,7 @@ class StagedMpiTransport : public Transport {
   std::unique_ptr<CpuStream> host_comm_;
   PlanBuffers at_;
   double t0_host_ = 0;
+  double t0_uncertainty_ = 0;  // how late t0_host_ may be (origin_recorded)
   std::vector<double> host_start_, host_end_;
   std::vector<char> host_done_;
   std::mutex flag_mu_;

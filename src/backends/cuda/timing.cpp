@@ -84,6 +84,7 @@ IterationTimes CudaBackend::read_times() {
     }
   }
   event_times(times);
+  times.host_alignment = transport_->host_alignment();
   if (!cupti_) return finish_times(times);
   // Collected every iteration, so that none leaves records behind for the next; used when the
   // iteration was tagged (not the one captured as a graph: it ran the graph only at its end).

@@ -39,7 +39,10 @@ class Transport {
   // An iteration of buffers.plan() starts; the buffers stay valid until the next begin().
   virtual void begin(const PlanBuffers& buffers) = 0;
   // The iteration's origin event was recorded on the compute stream (not for graph replays).
-  virtual void origin_recorded(cudaEvent_t /*origin*/) {}
+  virtual void origin_recorded(cudaEvent_t /*origin*/, double /*host_before*/) {}
+  // How closely host-timed tasks' times agree with the stream-timed ones (seconds): the host
+  // clock's bracket around the origin. 0 where nothing is host-timed.
+  virtual double host_alignment() const { return 0; }
   // Queues transfer task `t` on `stream`.
   virtual void enqueue(const Task& t, cudaStream_t stream) = 0;
 
