@@ -10,6 +10,7 @@
 
 #include "backends/cuda_module.h"
 #include "cuda_backend.h"
+#include "model_guard.h"
 
 namespace fob {
 namespace {
@@ -19,12 +20,6 @@ namespace {
 // version must be the one the module was compiled against.
 constexpr int kMinNcclMinor = 18;
 
-std::string library_of(const void* symbol) {
-  Dl_info info{};
-  if (dladdr(symbol, &info) == 0 || !info.dli_fname) return "unknown file";
-  return info.dli_fname;
-}
-
 std::string version_text(int code) {
   // NCCL >= 2.9 encodes major * 10000 + minor * 100 + patch.
   return std::to_string(code / 10000) + "." + std::to_string((code % 10000) / 100) + "." +
@@ -32,6 +27,7 @@ std::string version_text(int code) {
 }
 
 std::string check_libraries() {
+  if (std::string why = foreign_cuda_libraries(); !why.empty()) return why;
   int nccl = 0;
   if (ncclGetVersion(&nccl) != ncclSuccess) return "ncclGetVersion failed";
   const std::string where = library_of(reinterpret_cast<const void*>(&ncclGetVersion));
@@ -159,7 +155,11 @@ std::string versions() {
   std::string driver_text = d.path.empty() ? "none found" : d.stub ? "stub" : "unknown version";
   if (d.version && !d.stub) driver_text = cuda_version_text(d.version);
   if (!d.path.empty()) driver_text += " (" + d.path + ")";
-  return "CUDA runtime " + cuda_version_text(runtime) + " (static), driver " + driver_text +
+  // NVIDIA's runtime is linked in; the cuda model's is a library of its own.
+  const std::string runtime_at = library_of(reinterpret_cast<const void*>(&cudaRuntimeGetVersion));
+  const bool linked_in = runtime_at == library_of(reinterpret_cast<const void*>(&versions));
+  return "CUDA runtime " + cuda_version_text(runtime) +
+         (linked_in ? " (static)" : " (" + runtime_at + ")") + ", driver " + driver_text +
          ", cuBLAS " + std::to_string(blas_major) + "." + std::to_string(blas_minor) + "." +
          std::to_string(blas_patch) + " (" +
          library_of(reinterpret_cast<const void*>(&cublasCreate_v2)) + "), NCCL " + nccl_version();

@@ -14,7 +14,7 @@ fi
 exported=$(nm -D --defined-only "$lib" | awk '{print $3}' | sed 's/@.*//' | sort -u)
 expected="ncclAllGather ncclCommAbort ncclCommDestroy ncclCommGetAsyncError ncclCommInitRank
 ncclCommInitRankConfig ncclGetErrorString ncclGetUniqueId ncclGetVersion ncclGroupEnd
-ncclGroupStart ncclRecv ncclReduceScatter ncclSend"
+ncclGroupStart ncclRecv ncclReduceScatter ncclSend fobmodel_identity"
 for s in $expected; do
   grep -qx "$s" <<<"$exported" || { echo "missing export: $s"; fail=1; }
 done
