@@ -1,0 +1,75 @@
+#!/usr/bin/env python3
+"""Writes a copy of one cuda backend source with one defect planted, for the cuda model to catch.
+
+    plant.py NAME SOURCE_DIR OUT
+
+Each defect is a text replacement that must match exactly once, so that a source that changes
+under it fails the build here instead of quietly planting nothing.
+"""
+import pathlib
+import sys
+
+PLANTS = {
+    # The wait between tasks on different streams that share a buffer, removed...
+    "removed_wait": ("cuda_backend.cpp",
+                     'check_.cuda(cudaStreamWaitEvent(stream, p.done[dep], 0), "cudaStreamWaitEvent");',
+                     "(void)dep;  // planted: the wait is gone"),
+    # ...or pointed at another task's event.
+    "misdirected_wait": ("cuda_backend.cpp",
+                         'check_.cuda(cudaStreamWaitEvent(stream, p.done[dep], 0), "cudaStreamWaitEvent");',
+                         'check_.cuda(cudaStreamWaitEvent(stream, p.done[task.id], 0), "planted");'),
+    # The B operand's transpose flipped: the shapes still agree on square operands.
+    "swapped_transpose": ("cuda_backend.cpp",
+                          "const cublasOperation_t op_b = t.transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N;",
+                          "const cublasOperation_t op_b = t.transpose_b ? CUBLAS_OP_N : CUBLAS_OP_T;"),
+    # A pairwise exchange outside a group: every rank sends first and waits for its peer's
+    # receive, which waits behind the peer's own send.
+    "ungrouped_exchange": ("nccl_transport.cpp",
+                           """  const ncclDataType_t type = nccl_type(at_.plan().dtype);
+  check_.nccl(ncclGroupStart(), "ncclGroupStart");
+  if (t.sends()) {
+    check_.nccl(
+        ncclSend(at_.device_at(t.a), at_.count(t.a), type, nccl_peer(t.send_peer), nccl_, stream),
+        "ncclSend");
+  }
+  if (t.receives()) {
+    check_.nccl(
+        ncclRecv(at_.device_at(t.c), at_.count(t.c), type, nccl_peer(t.recv_peer), nccl_, stream),
+        "ncclRecv");
+  }
+  check_.nccl(ncclGroupEnd(), "ncclGroupEnd");""",
+                           """  const ncclDataType_t type = nccl_type(at_.plan().dtype);
+  if (t.sends()) {
+    check_.nccl(
+        ncclSend(at_.device_at(t.a), at_.count(t.a), type, nccl_peer(t.send_peer), nccl_, stream),
+        "ncclSend");
+  }
+  if (t.receives()) {
+    check_.nccl(
+        ncclRecv(at_.device_at(t.c), at_.count(t.c), type, nccl_peer(t.recv_peer), nccl_, stream),
+        "ncclRecv");
+  }"""),
+    # A host synchronisation while the compute stream is being captured.
+    "sync_in_capture": ("cuda_backend.cpp",
+                        """                "cudaStreamBeginCapture");""",
+                        """                "cudaStreamBeginCapture");
+    check_.cuda(cudaStreamSynchronize(compute_), "planted: cudaStreamSynchronize");"""),
+    # External correlation without the API activity it is recorded against.
+    "no_api_activity": ("cupti_timer.cpp",
+                        """                                     CUPTI_ACTIVITY_KIND_RUNTIME,
+                                     CUPTI_ACTIVITY_KIND_DRIVER,
+""", ""),
+}
+
+
+def main():
+    name, source_dir, out = sys.argv[1:4]
+    file, old, new = PLANTS[name]
+    text = (pathlib.Path(source_dir) / file).read_text()
+    if text.count(old) != 1:
+        sys.exit(f"plant.py: {name}: the text to replace occurs {text.count(old)} times in {file}")
+    pathlib.Path(out).write_text(text.replace(old, new))
+
+
+if __name__ == "__main__":
+    main()
