@@ -2,6 +2,8 @@
 # Every strategy of one workload at one world size, verified against the oracle: bit-exact,
 # or for attention's softmax within the bound README.md states.
 # usage: run_verified.sh NP WORKLOAD [more fobench run arguments]
+# With FOB_EXPECT_TIMER set, the file's /system timer must start with it: every iteration of
+# every case was taken by that timer (a case that fell back to another makes it say "mixed").
 # shellcheck source=common.sh
 source "$(dirname "$0")/common.sh"
 np=$1
@@ -19,6 +21,11 @@ mpirun_np "$np" run -c "$FOB_SOURCE_DIR/bench_configs/smoke.yaml" --workload "$w
 # Every case must say it was checked and passed: exit 0 alone would also hold if nothing
 # had been verified.
 "$FOBENCH" report "$out" --format csv > "$scratch/report.csv"
+if [[ -n ${FOB_EXPECT_TIMER:-} ]]; then
+  timer=$(sed -n 's/^# timer: //p' "$scratch/report.csv")
+  [[ $timer == "$FOB_EXPECT_TIMER"* ]] || fail "the file's timer is '$timer', not $FOB_EXPECT_TIMER"
+  echo "timer: $timer"
+fi
 "$FOB_PYTHON" - "$scratch/report.csv" "$strategies" <<'PY'
 import csv, sys
 rows = [r for r in csv.DictReader(l for l in open(sys.argv[1]) if not l.startswith('#'))]
