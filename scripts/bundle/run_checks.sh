@@ -18,11 +18,20 @@
 # Exit status: 0 every step passed; 1 a step failed; 77 no usable GPU here (no driver, the
 # toolkit's stub, no device) and nothing else failed: the GPU steps are recorded as skipped.
 #
+# On the cuda model (tests/cuda_model: FOB_CUDA_MODULE names the model's module, its libraries
+# on LD_LIBRARY_PATH), which it recognises by what fobench reports (the CUDA runtime that
+# fobench --version names carries the model's mark, fobmodel_identity, and every results file's
+# device is "cuda model (CPU)"), the correctness steps run as on a GPU, with longer bounds and
+# the attention gpu tests at their --small shape; the steps whose meaning is a GPU's (nvidia-smi,
+# the paper-sized mlp timings, the cuBLAS slicing curve) are recorded "n/a", not applicable on
+# the model: neither passed nor failed. Exit status 0 when every correctness step passed.
+#
 # Environment (all optional): FOB_CHECKS_BUDGET (seconds, at least 60); NCCL_DEBUG (default
 # WARN); OMPI_MCA_btl_vader_single_copy_mechanism (default none: Open MPI's single copy,
 # process_vm_readv, fails in sandboxes such as gVisor); NCCL_CUMEM_ENABLE (default NCCL's own;
 # unset, the first NCCL step that fails is tried again with 0, and when that passes the later
-# ones run with 0: sandboxes may refuse NCCL's cuMem allocations).
+# ones run with 0: sandboxes may refuse NCCL's cuMem allocations); FOB_CHECKS_WORKLOADS (the
+# workloads whose gpu tests run, space-separated, default all; the summary names those left out).
 # shellcheck disable=SC2317 # the step functions run through --step, on_signal from a trap
 set -euo pipefail
 
@@ -49,6 +58,10 @@ T_SMI=10 T_LIBS=10 T_VERSION=20 T_GPU_TEST=30 T_SMOKE=25 T_MLP=60 T_GEMM=40 T_RE
 GRACE=5     # timeout -k: KILL this long after the TERM at a step's bound
 RESERVE=30  # of the budget, kept for the reports, the results check and the archive
 MIN_STEP=5  # a step with less left than this is not started
+# On the cuda model the device is CPU threads, with every access checked: a gpu test of mlp takes
+# about 8 s there (2 cores), of attn at --small about 30 s; a smoke run 2 s.
+MODEL_T_GPU_TEST=150 MODEL_T_SMOKE=60
+MODEL_DEVICE="cuda model (CPU)"  # the device name the model reports (tests/cuda_model)
 MAX_ARCHIVE=$((15 * 1024 * 1024))  # checks.tgz stays under 16 MiB: the .h5 files go first
 
 # --- steps run by this script itself, under a step's timeout: --step FUNCTION ARGS ------------
@@ -97,11 +110,12 @@ check_results() {
       echo "$f: FAILED (fobench report --format csv: $(tail -n1 "$csv.err"))"
       rc=1
     else
-      awk -v name="$f" -f - "$csv" <<'AWK' || rc=1
+      awk -v name="$f" -v on_model="$MODEL" -v model="$MODEL_DEVICE" -f - "$csv" <<'AWK' || rc=1
 BEGIN { FS = ","; must_verify = name ~ /^smoke_/ }
 /^# backend: / { backend = $0; sub(/^# backend: /, "", backend); next }
 /^# transport: / { transport = $0; sub(/^# transport: /, "", transport); next }
 /^# world_size: / { world = $0; sub(/^# world_size: /, "", world); next }
+/^# devices: / { devices = $0; sub(/^# devices: /, "", devices); next }
 /^#/ { next }
 !header { for (i = 1; i <= NF; i++) col[$i] = i; header = 1; next }
 {
@@ -119,7 +133,11 @@ function problem(text) { problems = problems (n++ < 6 ? (n > 1 ? "; " : "") text
 END {
   if (backend != "cuda") problem("backend '" backend "', not 'cuda'")
   if (!cases) problem("no cases")
+  # On the cuda model every device is the model's; on a GPU none may be.
+  if (on_model && index(devices, model) != 1) problem("device '" devices "', not the model's")
+  if (!on_model && index(devices, model)) problem("device '" devices "': the cuda model, not a GPU")
   what = "backend " backend ", transport " transport ", world " world ", " cases + 0 " cases"
+  if (devices != "") what = what ", devices " devices
   if (n) {
     print name ": FAILED (" what ": " problems (n > 6 ? " (+" n - 6 " more)" : "") ")"
     exit 1
@@ -150,6 +168,22 @@ if ! [[ $BUDGET =~ ^[0-9]+$ ]] || ((BUDGET < 60)); then
   echo "run_checks: FOB_CHECKS_BUDGET=$BUDGET: a number of seconds, at least 60" >&2
   exit 2
 fi
+# The gpu tests' workloads: FOB_CHECKS_WORKLOADS, default all.
+LEFT_OUT=""
+if [[ -n "${FOB_CHECKS_WORKLOADS:-}" ]]; then
+  read -r -a chosen <<<"$FOB_CHECKS_WORKLOADS"
+  for w in "${chosen[@]}"; do
+    if [[ " ${WORKLOADS[*]} " != *" $w "* ]]; then
+      echo "run_checks: FOB_CHECKS_WORKLOADS: no workload '$w' (${WORKLOADS[*]})" >&2
+      exit 2
+    fi
+  done
+  for w in "${WORKLOADS[@]}"; do
+    if [[ " ${chosen[*]} " != *" $w "* ]]; then LEFT_OUT+=" $w"; fi
+  done
+  WORKLOADS=("${chosen[@]}")
+fi
+
 START=$SECONDS
 DEADLINE=$((START + BUDGET))
 mkdir -p -- "$1"
@@ -160,7 +194,8 @@ CHECKS="$WORK/checks"
 STEPS="$WORK/steps"
 mkdir "$CHECKS"
 : >"$STEPS"
-export CHECKS T_REPORT
+MODEL=0  # 1 on the cuda model (on_model, after the version step)
+export CHECKS T_REPORT MODEL
 
 # Nothing outside OUTDIR: temporary files, Open MPI's session directory and shared-memory
 # files, the CUDA kernel cache, Python's bytecode.
@@ -176,7 +211,7 @@ CUMEM_RETRY=1
 if [[ -n "${NCCL_CUMEM_ENABLE:-}" ]]; then CUMEM_RETRY=0; fi
 CUMEM_NOTE=""
 
-failed=0 skipped=0 steps=0
+failed=0 skipped=0 na=0 steps=0
 CAUSE=""     # why no GPU can be used here, "" when one can: said once in the summary
 NO_GPU=0     # CAUSE, and nvidia-smi lists no GPU: the GPU steps are skipped
 CHILD=""     # the timeout of the step running now
@@ -239,9 +274,17 @@ write_summary() {
     echo "fobench GPU checks from the bundle, $(date -u '+%Y-%m-%d %H:%M:%S UTC')"
     echo "host: $(hostname 2>/dev/null || cat /proc/sys/kernel/hostname)"
     echo "bundle: $ROOT ($(sed -n 's/^# fobench git //p' "$ROOT/MANIFEST" 2>/dev/null))"
-    echo "devices (index, name, compute capability, driver, memory):"
-    printf '%s\n' "$DEVICES" | sed 's/^/  /'
-    if [[ -n "$DRIVER_NOTE" ]]; then echo "  NOTE: $DRIVER_NOTE"; fi
+    if [[ $MODEL == 1 ]]; then
+      echo "device: $MODEL_DEVICE, the cuda model: CPU threads, not a GPU (FOB_CUDA_MODULE=${FOB_CUDA_MODULE:-unset})"
+      echo "  on the model: the correctness steps run; those whose meaning is a GPU's are n/a"
+    else
+      echo "devices (index, name, compute capability, driver, memory):"
+      printf '%s\n' "$DEVICES" | sed 's/^/  /'
+      if [[ -n "$DRIVER_NOTE" ]]; then echo "  NOTE: $DRIVER_NOTE"; fi
+    fi
+    if [[ -n "$LEFT_OUT" ]]; then
+      echo "gpu tests left out (FOB_CHECKS_WORKLOADS=${FOB_CHECKS_WORKLOADS:-}):$LEFT_OUT"
+    fi
     if [[ -n "$CAUSE" ]]; then
       if [[ $NO_GPU == 1 ]]; then
         echo "no usable GPU: $CAUSE"
@@ -268,12 +311,14 @@ write_summary() {
   publish "$CHECKS/summary.txt" summary.txt
 }
 
-# record NAME STATUS EXIT SECONDS BOUND [NOTE]: STATUS ok, FAILED or skipped.
+# record NAME STATUS EXIT SECONDS BOUND [NOTE]: STATUS ok, FAILED, skipped or n/a (not
+# applicable on the cuda model: neither passed nor failed).
 record() {
   steps=$((steps + 1))
   case $2 in
     FAILED) failed=$((failed + 1)) ;;
     skipped) skipped=$((skipped + 1)) ;;
+    n/a) na=$((na + 1)) ;;
   esac
   printf '  %-26s %-7s exit %-3s %4ss (bound %3ss)  %s\n' "$1" "$2" "$3" "$4" "$5" "${6:-}" |
     tee -a "$STEPS"
@@ -410,6 +455,35 @@ gpu_step() {
   step "$@"
 }
 
+# gpu_only NAME BOUND WHY [step options] -- CMD...: a step whose meaning is a GPU's (its
+# performance, nvidia-smi): on the cuda model recorded as not applicable, never run.
+gpu_only() {
+  if [[ $MODEL == 1 ]]; then
+    not_applicable "$1" "$2" "$3"
+    return
+  fi
+  local name=$1 bound=$2
+  shift 3
+  gpu_step "$name" "$bound" "$@"
+}
+
+# not_applicable NAME BOUND WHY: recorded as not applicable on the cuda model, not run.
+not_applicable() {
+  echo "not run: not applicable on the model ($MODEL_DEVICE): $3" >"$CHECKS/$1.log"
+  record "$1" n/a - 0 "$2" "not applicable on the model: $3"
+}
+
+# on_model: the CUDA runtime fobench --version names is the cuda model's (it exports
+# fobmodel_identity, the mark src/backends/cuda/model_guard.cpp tells the model by). The
+# results files confirm it: check_results requires their device to be the model's.
+on_model() {
+  local line runtime
+  line=$(grep -m1 '^cuda: ' "$CHECKS/version.log" 2>/dev/null) || return 1
+  [[ $line =~ ^cuda:\ CUDA\ runtime\ [^\ ]+\ \(([^\)]+)\) ]] || return 1
+  runtime=${BASH_REMATCH[1]}
+  [[ -f "$runtime" ]] && grep -qa fobmodel_identity "$runtime"
+}
+
 # settle_cause: CAUSE and NO_GPU from the libraries and fobench --version.
 settle_cause() {
   local line=""
@@ -453,10 +527,16 @@ finish() {
   if ((failed > 0)); then
     result="result: $failed of $steps steps FAILED"
     if ((skipped > 0)); then result+=", $skipped skipped"; fi
+    if ((na > 0)); then result+=", $na not applicable on the model"; fi
     code=1
   elif [[ $NO_GPU == 1 ]]; then
     result="result: no usable GPU here: $skipped of $steps steps skipped, none failed"
     code=77
+  elif [[ $MODEL == 1 ]]; then
+    result="result: all $((steps - skipped - na)) correctness steps passed on the $MODEL_DEVICE"
+    result+=", $na not applicable on the model"
+    if ((skipped > 0)); then result+=", $skipped skipped"; fi
+    code=0
   elif ((skipped > 0)); then
     result="result: $((steps - skipped)) of $steps steps passed, $skipped skipped"
     code=0
@@ -493,26 +573,38 @@ trap 'on_signal TERM' TERM
 trap 'on_signal INT' INT
 trap 'on_signal HUP' HUP
 
-# --- 1-3: the device, the libraries, the version ----------------------------------------------
-if command -v nvidia-smi >/dev/null 2>&1; then
+# --- 1-3: the version (and whether this is the cuda model), the device, the libraries ---------
+step version "$T_VERSION" -- "$FOBENCH" --version
+settle_cause
+if on_model; then
+  MODEL=1
+  T_GPU_TEST=$MODEL_T_GPU_TEST T_SMOKE=$MODEL_T_SMOKE
+  CUMEM_RETRY=0  # the model has no cuMem to refuse
+fi
+if [[ $MODEL == 1 ]]; then
+  not_applicable nvidia_smi "$T_SMI" "nvidia-smi reports GPUs, and the model is none"
+elif command -v nvidia-smi >/dev/null 2>&1; then
   step nvidia_smi "$T_SMI" -- sh -c 'nvidia-smi -L && nvidia-smi &&
     nvidia-smi --query-gpu=name,compute_cap,driver_version,memory.total --format=csv'
 else
   echo "nvidia-smi: not found on PATH ($PATH)" >"$CHECKS/nvidia_smi.log"
   record nvidia_smi skipped - 0 "$T_SMI" "nvidia-smi not found (PATH, /usr/local/nvidia/bin)"
 fi
-step version "$T_VERSION" -- "$FOBENCH" --version
-settle_cause
 step libraries "$T_LIBS" --driver-only -- "$ROOT/bin/fob-libs"
 write_summary "result: running ($steps steps so far, $((SECONDS - START))s)"
 
 # --- 4-6: the GPU steps, the most telling first: what the budget cuts is the rest of the gpu
 # tests. The gpu tests per workload: NCCL at 1 rank (with loopback plans), MPI at 2 ranks.
 gpu_tests() {  # gpu_tests WORKLOAD
+  # On the model the attention workloads run at their small shape (softmax: 256 fibers a row,
+  # every access checked), as the model's own tests run them.
+  local small=()
+  if [[ $MODEL == 1 && ($1 == attn || $1 == ulysses) ]]; then small=(--small); fi
   gpu_step "gpu_nccl_np1_$1" "$T_GPU_TEST" --nccl -- "$MPIRUN" -np 1 "${MPI_FLAGS[@]}" \
-    "$ROOT/bin/fob_gpu_tests" --transport=nccl "--workload=$1"
+    "$ROOT/bin/fob_gpu_tests" --transport=nccl "--workload=$1" "${small[@]}"
   gpu_step "gpu_mpi_np2_$1" "$T_GPU_TEST" -- "$MPIRUN" -np 2 "${MPI_FLAGS[@]}" \
-    -x CUDA_VISIBLE_DEVICES=0 "$ROOT/bin/fob_gpu_tests" --transport=mpi "--workload=$1"
+    -x CUDA_VISIBLE_DEVICES=0 "$ROOT/bin/fob_gpu_tests" --transport=mpi "--workload=$1" \
+    "${small[@]}"
 }
 smoke() {  # smoke NAME NP TRANSPORT DTYPE [mpirun options]
   local name=$1 np=$2 transport=$3 dtype=$4 nccl=()
@@ -525,19 +617,21 @@ smoke() {  # smoke NAME NP TRANSPORT DTYPE [mpirun options]
 mlp() {  # mlp NAME [fobench options]
   local name=$1
   shift
-  gpu_step "$name" "$T_MLP" --nccl --results "$name.h5" -- "$MPIRUN" -np 1 "${MPI_FLAGS[@]}" \
+  gpu_only "$name" "$T_MLP" "a paper-sized timing, whose meaning is a GPU's speed" \
+    --nccl --results "$name.h5" -- "$MPIRUN" -np 1 "${MPI_FLAGS[@]}" \
     "$FOBENCH" run -c "$SMOKE" "${MLP_SHAPE[@]}" --strategies "$MLP_STRATEGIES" --backend cuda \
     --transport nccl "$@" --no-verify --force -o "$CHECKS/$name.h5"
 }
 
-gpu_tests mlp
+if [[ " ${WORKLOADS[*]} " == *" mlp "* ]]; then gpu_tests mlp; fi
 smoke smoke_nccl_np1_fp32 1 nccl fp32
 smoke smoke_nccl_np1_bf16 1 nccl bf16
 smoke smoke_mpi_np2_fp32 2 mpi fp32 -x CUDA_VISIBLE_DEVICES=0
 smoke smoke_mpi_np2_bf16 2 mpi bf16 -x CUDA_VISIBLE_DEVICES=0
 mlp mlp_nccl_np1
 mlp mlp_nccl_np1_graphs --graphs
-gpu_step gemm_slices_cuda "$T_GEMM" -- --step gemm_slices
+gpu_only gemm_slices_cuda "$T_GEMM" "cuBLAS timings, whose meaning is a GPU's speed" -- \
+  --step gemm_slices
 for w in "${WORKLOADS[@]}"; do
   if [[ $w != mlp ]]; then gpu_tests "$w"; fi
 done
