@@ -16,9 +16,10 @@
 namespace fob {
 
 // Refuses (InputError, exit 2, naming `flag` and `path`) an output path that:
-// - is empty, has a name longer than NAME_MAX or a path longer than PATH_MAX;
+// - is empty, or has a name or path too long for the files fobench keeps beside it (the
+//   temporary of NAME.partial, ".NAME.partial.XXXXXX.tmp", must fit NAME_MAX and PATH_MAX);
 // - ends in a name fobench keeps for its own files (.partial, .lock, .tmp, ...);
-// - is a symbolic link, a directory or another non-regular file;
+// - is a symbolic link, a directory or another non-regular file, or has more than one link;
 // - names the same file as one of `inputs` (links in the inputs followed);
 // - exists, unless `force`;
 // - lies in a folder that does not exist.
@@ -26,8 +27,9 @@ namespace fob {
 void check_output_path(const std::string& flag, const std::string& path, bool force,
                        const std::vector<std::string>& inputs = {});
 
-// A new file beside `target`, open for writing, removed again unless commit() renamed it over
-// `target`. Throws RuntimeFault naming the folder when it cannot be created.
+// A new file beside `target`, ".NAME.XXXXXX.tmp" (random, mode 0644 less the umask), open for
+// writing, removed again unless commit() renamed it over `target`. Throws RuntimeFault naming
+// the folder when it cannot be created.
 class TempFile {
  public:
   explicit TempFile(const std::string& target);
