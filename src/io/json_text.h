@@ -6,8 +6,16 @@
 
 namespace fob {
 
-// A JSON string literal, quotes included; control characters escaped, UTF-8 passed through.
+// A JSON string literal, quotes included, that is valid UTF-8 whatever `text` holds (strings
+// come from files anyone may have written): every control character, C0, DEL and C1, is
+// escaped (\n, \u001b, ...), U+2028 and U+2029 too (JavaScript reads them as line ends), valid
+// UTF-8 passes through and each byte that is not part of a valid sequence becomes U+FFFD.
 std::string json_string(const std::string& text);
+
+// `text` fit for one line of Markdown, CSV or LaTeX, or a cell of a table: tabs and line
+// breaks become spaces, any other control character (an ESC would reach the reader's
+// terminal) and each byte that is not valid UTF-8 becomes U+FFFD.
+std::string one_line_text(const std::string& text);
 
 // A JSON number with `digits` significant digits; null for NaN and infinities, which JSON
 // lacks (an unbounded interval's end, a metric without its reference).

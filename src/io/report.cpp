@@ -96,13 +96,6 @@ std::string number(double value) {
   return format("%.9g", value);
 }
 
-std::string one_line(std::string s) {
-  for (char& ch : s) {
-    if (ch == '\n' || ch == '\r') ch = ' ';
-  }
-  return s;
-}
-
 std::vector<std::string> split_unique(const std::string& list) {
   std::vector<std::string> out;
   std::set<std::string> seen;
@@ -219,7 +212,7 @@ std::vector<std::pair<const char*, Cell>> row(const Summary& s) {
 std::string csv_cell(const Cell& c) {
   switch (c.kind) {
     case Cell::text:
-      return csv_field(c.s);
+      return csv_field(one_line_text(c.s));
     case Cell::integer:
       return std::to_string(c.i);
     case Cell::real:
@@ -232,7 +225,7 @@ std::string csv_cell(const Cell& c) {
 
 void write_csv(std::ostream& out, const ResultFile& file, const std::vector<Summary>& rows) {
   for (const auto& [key, value] : header_pairs(file)) {
-    out << "# " << key << ": " << one_line(value) << "\n";
+    out << "# " << key << ": " << one_line_text(value) << "\n";
   }
   bool first = true;
   for (const auto& [key, cell] : row(Summary{})) {
@@ -332,6 +325,17 @@ std::string md_x(double ratio) {
   return md_num(ratio, "%.3f");
 }
 
+// The cells that tell a table's rows apart: one line each, and a '|' in a value stays in it.
+std::string md_cells(const Summary& s, const std::vector<std::string>& fields) {
+  std::string out;
+  for (const std::string& f : fields) {
+    out += out.empty() ? "" : " | ";
+    for (const char ch : one_line_text(field_value(s, f)))
+      out += ch == '|' ? "\\|" : std::string(1, ch);
+  }
+  return out;
+}
+
 std::string md_verified(int32_t v) {
   return v < 0 ? "-" : (v ? "pass" : "FAIL");
 }
@@ -421,42 +425,43 @@ void write_md(std::ostream& out, const ResultFile& file, const std::vector<Group
               bool empty) {
   const SystemInfo& s = file.system;
   const RunInfo& r = file.run;
-  auto or_dash = [](const std::string& v) { return v.empty() ? std::string("-") : v; };
+  // Every string from the file is shown as one line: no raw ESC, CR or LF reaches the reader.
+  auto or_dash = [](const std::string& v) { return v.empty() ? "-" : one_line_text(v); };
 
   out << "# fobench report\n\n";
   if (!s.simulated.empty()) {
     // Predictions must never pass for measurements.
-    out << "> **SIMULATED: predicted by fobench sim with " << one_line(s.simulated)
+    out << "> **SIMULATED: predicted by fobench sim with " << one_line_text(s.simulated)
         << "; no time here was measured**\n\n";
   }
   if (s.link_emulated()) {
     // Emulated numbers describe the emulated link, not this machine; nobody should miss that.
-    out << "> **EMULATED link: " << link_detail(s) << "**\n\n";
+    out << "> **EMULATED link: " << or_dash(link_detail(s)) << "**\n\n";
   }
   out << "- machine: " << or_dash(join_list(split_unique(s.hostnames), ", ")) << "\n";
   out << "- backend: " << or_dash(s.backend) << ", transport: " << or_dash(s.transport)
       << ", world size: " << s.world_size << "\n";
-  if (!s.devices.empty()) out << "- devices: " << join_list(split_unique(s.devices), ", ") << "\n";
+  if (!s.devices.empty())
+    out << "- devices: " << or_dash(join_list(split_unique(s.devices), ", ")) << "\n";
   out << "- link: "
-      << (s.link_emulated() ? "EMULATED link: " + link_detail(s) : std::string("not emulated"))
-      << "\n";
+      << (s.link_emulated() ? "EMULATED link: " + or_dash(link_detail(s)) : "not emulated") << "\n";
   out << "- timer: " << or_dash(s.timer) << "\n";
-  out << "- BLAS: " << or_dash(s.blas) << "; MPI: " << or_dash(one_line(s.mpi_version));
-  if (!s.nccl_version.empty()) out << "; NCCL: " << s.nccl_version;
-  if (!s.cuda_version.empty()) out << "; CUDA: " << s.cuda_version;
+  out << "- BLAS: " << or_dash(s.blas) << "; MPI: " << or_dash(s.mpi_version);
+  if (!s.nccl_version.empty()) out << "; NCCL: " << or_dash(s.nccl_version);
+  if (!s.cuda_version.empty()) out << "; CUDA: " << or_dash(s.cuda_version);
   out << "\n";
   if (!r.git_commit.empty() || !r.created_utc.empty()) {
     out << "- commit: " << or_dash(r.git_commit) << ", created: " << or_dash(r.created_utc) << "\n";
   }
-  if (!r.command_line.empty()) out << "- command: `" << one_line(r.command_line) << "`\n";
+  if (!r.command_line.empty()) out << "- command: `" << or_dash(r.command_line) << "`\n";
   out << "- " << kStepNote << "\n";
   out << "- " << kOverlapNote << "\n";
   out << "- " << kConcurrencyNote << "\n";
-  if (!s.notes.empty()) out << "- **note:** " << one_line(s.notes) << "\n";
+  if (!s.notes.empty()) out << "- **note:** " << or_dash(s.notes) << "\n";
 
   if (empty) out << "\nNo cases in this file.\n";
   for (const Group& group : groups) {
-    out << "\n## " << group.title << "\n\n";
+    out << "\n## " << or_dash(group.title) << "\n\n";
     out << "| " << join_list(group.label_fields, " | ")
         << " | T (ms) | T_comp (ms) | T_comm (ms) | T_lb (ms) | exposed_comm (ms) "
            "| comm_reduction (%) | e2e_reduction (%) | speedup (x) | ideal_speedup (x) "
@@ -466,9 +471,9 @@ void write_md(std::ostream& out, const ResultFile& file, const std::vector<Group
     out << "---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|:---:|\n";
     std::vector<const Summary*> comm_only;
     for (const Summary* row : group.rows) {
-      out << "| " << row_label(*row, group.label_fields, " | ") << " | " << md_ms(row->t_median)
-          << " | " << md_ms(row->t_comp) << " | " << md_ms(row->t_comm) << " | " << md_ms(row->t_lb)
-          << " | " << md_ms(row->exposed_comm) << " | " << md_pct(row->comm_reduction) << " | "
+      out << "| " << md_cells(*row, group.label_fields) << " | " << md_ms(row->t_median) << " | "
+          << md_ms(row->t_comp) << " | " << md_ms(row->t_comm) << " | " << md_ms(row->t_lb) << " | "
+          << md_ms(row->exposed_comm) << " | " << md_pct(row->comm_reduction) << " | "
           << md_pct(row->e2e_reduction) << " | " << md_x(row->speedup) << " | "
           << md_x(row->ideal_speedup) << " | " << md_pct(row->overlap_efficiency) << " | "
           << md_pct(row->hidden_frac) << " | " << md_pct(row->concurrency) << " | "
@@ -478,8 +483,9 @@ void write_md(std::ostream& out, const ResultFile& file, const std::vector<Group
     // What nccl-tests users compare interconnects by.
     for (const Summary* row : comm_only) {
       out << "\n"
-          << row_label(*row, group.label_fields, " ") << ": algbw " << md_num(row->algbw, "%.2f")
-          << " GB/s, busbw " << md_num(row->busbw, "%.2f") << " GB/s\n";
+          << or_dash(row_label(*row, group.label_fields, " ")) << ": algbw "
+          << md_num(row->algbw, "%.2f") << " GB/s, busbw " << md_num(row->busbw, "%.2f")
+          << " GB/s\n";
     }
   }
 }
@@ -488,7 +494,7 @@ void write_md(std::ostream& out, const ResultFile& file, const std::vector<Group
 
 std::string tex_escape(const std::string& text) {
   std::string out;
-  for (char ch : text) {
+  for (char ch : one_line_text(text)) {
     switch (ch) {
       case '_':
       case '%':
@@ -532,10 +538,10 @@ void write_latex(std::ostream& out, const ResultFile& file, const std::vector<Gr
   const std::string link =
       s.link_emulated() ? "EMULATED link: " + link_detail(s) : "link not emulated";
   out << "% fobench report -- needs \\usepackage{booktabs}\n";
-  if (!s.simulated.empty()) out << "% SIMULATED with " << one_line(s.simulated) << "\n";
+  if (!s.simulated.empty()) out << "% SIMULATED with " << one_line_text(s.simulated) << "\n";
   out << "% " << kStepNote << "\n";
-  out << "% timer: " << one_line(s.timer) << "\n";
-  if (!s.notes.empty()) out << "% note: " << one_line(s.notes) << "\n";
+  out << "% timer: " << one_line_text(s.timer) << "\n";
+  if (!s.notes.empty()) out << "% note: " << one_line_text(s.notes) << "\n";
   for (const Group& group : groups) {
     out << "\\begin{table}[ht]\n\\centering\n";
     out << "\\caption{" << (s.simulated.empty() ? "" : "SIMULATED. ") << tex_escape(group.title)

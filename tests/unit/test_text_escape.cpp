@@ -1,0 +1,126 @@
+// Strings from a results file reach JSON, Markdown, CSV and LaTeX as text a terminal or a JSON
+// parser takes safely: no raw control character (an ESC sequence would drive the reader's
+// terminal, a line break would forge a header line), and valid UTF-8 however bad the bytes.
+#include <gtest/gtest.h>
+
+#include <sstream>
+#include <string>
+
+#include "../common/small_case.h"
+#include "fob/report.h"
+#include "fob/results.h"
+#include "fob/trace.h"
+#include "io/json_text.h"
+
+namespace fob {
+namespace {
+
+const std::string kFffd = "\xEF\xBF\xBD";
+// Hostile bytes: ESC sequences, CR/LF, BEL, DEL, a C1 CSI, a stray continuation byte, an
+// overlong '/', a surrogate, a cut 3-byte sequence, a value past U+10FFFF.
+const std::string kHostile =
+    "h\x1b]0;owned\x07\r\nx\x7f\xC2\x9B\x80\xC0\xAF\xED\xA0\x80\xE2\x82\xF4\x90\x80\x80";
+
+// Whether `text` is well-formed UTF-8 (the Unicode standard's table of byte ranges).
+bool valid_utf8(const std::string& text) {
+  for (size_t i = 0; i < text.size();) {
+    const auto b = [&](size_t k) {
+      return i + k < text.size() ? static_cast<unsigned char>(text[i + k]) : 0;
+    };
+    const auto cont = [&](size_t k, int lo = 0x80, int hi = 0xBF) {
+      return b(k) >= lo && b(k) <= hi;
+    };
+    size_t n = 0;
+    if (b(0) < 0x80) n = 1;
+    if (b(0) >= 0xC2 && b(0) <= 0xDF && cont(1)) n = 2;
+    if (b(0) == 0xE0 && cont(1, 0xA0) && cont(2)) n = 3;
+    if (((b(0) >= 0xE1 && b(0) <= 0xEC) || b(0) == 0xEE || b(0) == 0xEF) && cont(1) && cont(2)) {
+      n = 3;
+    }
+    if (b(0) == 0xED && cont(1, 0x80, 0x9F) && cont(2)) n = 3;
+    if (b(0) == 0xF0 && cont(1, 0x90) && cont(2) && cont(3)) n = 4;
+    if (b(0) >= 0xF1 && b(0) <= 0xF3 && cont(1) && cont(2) && cont(3)) n = 4;
+    if (b(0) == 0xF4 && cont(1, 0x80, 0x8F) && cont(2) && cont(3)) n = 4;
+    if (n == 0) return false;
+    i += n;
+  }
+  return true;
+}
+
+// Control characters other than the line breaks `allowed` (C0, DEL; C1 as UTF-8).
+bool has_control(const std::string& text, const std::string& allowed = "") {
+  for (size_t i = 0; i < text.size(); ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if ((c < 0x20 || c == 0x7F) && allowed.find(static_cast<char>(c)) == std::string::npos) {
+      return true;
+    }
+    if (c == 0xC2 && i + 1 < text.size() && static_cast<unsigned char>(text[i + 1]) < 0xA0) {
+      return true;
+    }
+  }
+  return false;
+}
+
+TEST(JsonString, EscapesEveryControlCharacterAndReplacesInvalidBytes) {
+  const std::string json = json_string(kHostile);
+  EXPECT_TRUE(valid_utf8(json)) << json;
+  EXPECT_FALSE(has_control(json)) << json;
+  EXPECT_EQ(json, "\"h\\u001b]0;owned\\u0007\\r\\nx\\u007f\\u009b" + kFffd + kFffd + kFffd + kFffd +
+                      kFffd + kFffd + kFffd + kFffd + kFffd + kFffd + kFffd + kFffd + "\"");
+}
+
+TEST(JsonString, PassesValidUtf8AndEscapesJavaScriptLineEnds) {
+  EXPECT_EQ(json_string("h\xC3\xA9llo \xE2\x82\xAC \xF0\x9D\x84\x9E \"q\" \\"),
+            "\"h\xC3\xA9llo \xE2\x82\xAC \xF0\x9D\x84\x9E \\\"q\\\" \\\\\"");
+  EXPECT_EQ(json_string("a\xE2\x80\xA8"
+                        "b\xE2\x80\xA9"),
+            "\"a\\u2028b\\u2029\"");
+}
+
+TEST(OneLineText, LeavesNoControlCharacterAndNoInvalidByte) {
+  const std::string line = one_line_text(kHostile);
+  EXPECT_TRUE(valid_utf8(line)) << line;
+  EXPECT_FALSE(has_control(line)) << line;
+  EXPECT_EQ(line.substr(0, 15), "h" + kFffd + "]0;owned" + kFffd);
+  EXPECT_EQ(one_line_text("two\r\nlines\tand \xC3\xA9"), "two  lines and \xC3\xA9");
+}
+
+ResultFile hostile_file() {
+  ResultFile file;
+  file.system.hostnames = kHostile + ",node2";
+  file.system.backend = kHostile;
+  file.system.timer = kHostile;
+  file.system.notes = kHostile;
+  file.system.world_size = 1;
+  file.run.command_line = kHostile;
+  CaseResult c = small_case("0001", 1);
+  c.strategy = kHostile;
+  c.tasks[0].label = kHostile;
+  c.iters = 1;
+  c.task_start = {0.0};
+  c.task_end = {1e-3};
+  c.step_seconds = {1e-3};
+  file.cases.push_back(c);
+  return file;
+}
+
+TEST(HostileStrings, ReachNoReportOrTraceRaw) {
+  const ResultFile file = hostile_file();
+  for (const ReportFormat format :
+       {ReportFormat::md, ReportFormat::csv, ReportFormat::latex, ReportFormat::json}) {
+    std::ostringstream out;
+    write_report(out, file, format, {});
+    EXPECT_TRUE(valid_utf8(out.str())) << out.str();
+    EXPECT_FALSE(has_control(out.str(), "\n")) << out.str();
+    // Each header fact stays on its own line: no line starts with what followed a CR or LF.
+    EXPECT_EQ(out.str().find("\nx"), std::string::npos) << out.str();
+  }
+  std::ostringstream trace;
+  write_trace_json(trace, file, "", -1);
+  EXPECT_TRUE(valid_utf8(trace.str())) << trace.str();
+  EXPECT_FALSE(has_control(trace.str(), "\n")) << trace.str();
+  EXPECT_NE(trace.str().find("\\u001b"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace fob
