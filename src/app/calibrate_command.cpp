@@ -3,13 +3,13 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <sstream>
 
 #include "commands.h"
 #include "fob/calibrate.h"
 #include "fob/machine.h"
+#include "fob/output_file.h"
 #include "fob/results.h"
 
 namespace fob {
@@ -18,17 +18,8 @@ int calibrate_command(const CalibrateArgs& args) {
   return guarded("calibrate", [&] {
     if (args.files.empty()) throw InputError("calibrate: name at least one results file");
     if (args.output.empty()) throw InputError("-o: name the machine file to write (.yaml)");
-    for (const std::string& input : args.files) {
-      std::error_code ec;
-      // A results file is data: --force replaces a machine file, never one of the inputs.
-      if (input == args.output || std::filesystem::equivalent(input, args.output, ec)) {
-        throw InputError("-o: '" + args.output + "' is one of the results files to fit ('" + input +
-                         "'); name a new machine file (.yaml)");
-      }
-    }
-    if (std::filesystem::exists(args.output) && !args.force) {
-      throw InputError("-o: '" + args.output + "' exists; pass --force to overwrite it");
-    }
+    // A results file is data: --force replaces a machine file, never one of the inputs.
+    check_output_path("-o", args.output, args.force, args.files);
     std::vector<ResultFile> files;
     for (const std::string& path : args.files) files.push_back(read_results(path));
     const std::string name =
@@ -39,16 +30,7 @@ int calibrate_command(const CalibrateArgs& args) {
     // Written beside it and renamed over it, so a failure leaves no half-written machine file.
     std::ostringstream text;
     save_machine(text, machine);
-    const std::string tmp = args.output + ".tmp";
-    std::ofstream out(tmp, std::ios::trunc);
-    out << text.str();
-    out.close();
-    std::error_code ec;
-    if (out) std::filesystem::rename(tmp, args.output, ec);
-    if (!out || ec) {
-      std::filesystem::remove(tmp, ec);
-      throw InputError("-o: cannot write '" + args.output + "'");
-    }
+    write_file_atomically(args.output, text.str());
 
     std::cout << "# fobench calibrate: " << args.output << "\n\n";
     std::cout << "| fitted to | measured (ms) | model (ms) | error (%) |\n|---|---:|---:|---:|\n";

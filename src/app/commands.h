@@ -37,6 +37,7 @@ struct ReportArgs {
   std::string timeline, breakdown, speedup, trace;
   std::string case_id;  // --case: the case of --timeline and --trace
   int iter = -1;        // --iter: the iteration of --timeline and --trace
+  bool force = false;   // --force: replace pictures and traces that exist
 };
 
 int report_command(const ReportArgs& args);

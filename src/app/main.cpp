@@ -110,6 +110,8 @@ int main(int argc, char** argv) {
                          "write speedup vs baseline along the sweep's x-axis (SVG)");
   report_cmd->add_option("--trace", report.trace,
                          "write a Chrome trace (JSON) for Perfetto / chrome://tracing");
+  report_cmd->add_flag("--force", report.force,
+                       "overwrite existing --timeline, --trace, --breakdown and --speedup files");
 
   fob::CompareArgs compare;
   CLI::App* compare_cmd = app.add_subcommand(

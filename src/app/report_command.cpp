@@ -1,10 +1,13 @@
+#include <sys/stat.h>
+
 #include <cstdio>
-#include <fstream>
+#include <filesystem>
 #include <functional>
 #include <iostream>
 #include <sstream>
 
 #include "commands.h"
+#include "fob/output_file.h"
 #include "fob/pictures.h"
 #include "fob/report.h"
 #include "fob/results.h"
@@ -13,14 +16,50 @@
 namespace fob {
 namespace {
 
+struct Output {
+  const char* flag;
+  const std::string& path;
+};
+
+// What tells two outputs apart: the file for one that exists, else its absolute, normalized
+// path ("a.svg" and "./a.svg" are one file).
+std::string identity(const std::string& path) {
+  struct stat st = {};
+  if (lstat(path.c_str(), &st) == 0) {
+    return "inode " + std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino);
+  }
+  std::error_code ec;
+  const std::filesystem::path full = std::filesystem::weakly_canonical(path, ec);
+  return ec ? path : full.string();
+}
+
+// Every output is checked before the results file is read: none may be the results file, a
+// link, another output or, without --force, a file that exists.
+void check_outputs(const ReportArgs& args) {
+  const Output outputs[] = {{"--timeline", args.timeline},
+                            {"--trace", args.trace},
+                            {"--breakdown", args.breakdown},
+                            {"--speedup", args.speedup}};
+  std::vector<std::pair<const Output*, std::string>> seen;
+  for (const Output& out : outputs) {
+    if (out.path.empty()) continue;
+    check_output_path(out.flag, out.path, args.force, {args.file});
+    const std::string id = identity(out.path);
+    for (const auto& [other, other_id] : seen) {
+      if (other_id == id) {
+        throw InputError(std::string(other->flag) + " '" + other->path + "' and " + out.flag +
+                         " '" + out.path + "' name the same file; give each output its own");
+      }
+    }
+    seen.emplace_back(&out, id);
+  }
+}
+
 // Renders in memory first, so bad input (an absent case) leaves no half-written file.
 void write_file(const std::string& path, const std::function<void(std::ostream&)>& render) {
   std::ostringstream text;
   render(text);
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << text.str();
-  out.close();
-  if (!out) throw InputError("cannot write '" + path + "'");
+  write_file_atomically(path, text.str());
   std::fprintf(stderr, "fobench report: wrote %s\n", path.c_str());
 }
 
@@ -30,6 +69,7 @@ int report_command(const ReportArgs& args) {
   return guarded("report", [&] {
     const ReportFormat format = parse_report_format(args.format);
     const std::vector<std::string> group_by = parse_group_by(args.group_by);
+    check_outputs(args);
     const ResultFile file = read_results(args.file);
     // Every picture is rendered before any table is printed, so that a bad --case or --iter
     // is reported before anything else.

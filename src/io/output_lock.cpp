@@ -11,6 +11,7 @@
 #include <string>
 
 #include "fob/types.h"
+#include "output_file_detail.h"
 
 namespace fob {
 namespace {
@@ -25,15 +26,29 @@ std::string holder_of(int fd) {
 
 }  // namespace
 
+void OutputLock::refuse_planted(const std::string& results_path, const struct stat& st) {
+  if (fd_ >= 0) close(fd_);
+  fd_ = -1;
+  throw InputError("-o '" + results_path + "': '" + path_ + "' " + not_own_regular(st) +
+                   "; fobench's lock file must be a regular file with one link, never a symbolic "
+                   "link, a directory, a FIFO or a hard link: remove it");
+}
+
 OutputLock::OutputLock(const std::string& results_path) : path_(results_path + ".lock") {
   // The lock file may be unlinked by its holder between our open and our flock; then we would
   // hold a lock on a file nobody else sees, so check that the path still names what we locked.
   for (int attempt = 0; attempt < 8; ++attempt) {
-    fd_ = open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+    // O_NONBLOCK: a FIFO planted at the name must not hold the run up; it is refused below.
+    fd_ = open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);
     if (fd_ < 0) {
+      const int err = errno;
+      struct stat there = {};
+      if (lstat(path_.c_str(), &there) == 0) refuse_planted(results_path, there);
       throw InputError("-o '" + results_path + "': cannot create '" + path_ + "': " +
-                       std::strerror(errno) + "; the results file must go to a writable directory");
+                       std::strerror(err) + "; the results file must go to a writable directory");
     }
+    struct stat opened = {};
+    if (fstat(fd_, &opened) == 0 && !S_ISREG(opened.st_mode)) refuse_planted(results_path, opened);
     if (flock(fd_, LOCK_EX | LOCK_NB) != 0) {
       const int err = errno;
       const std::string holder = holder_of(fd_);
@@ -48,8 +63,11 @@ OutputLock::OutputLock(const std::string& results_path) : path_(results_path + "
                        "': " + std::strerror(err));
     }
     struct stat held = {}, named = {};
-    if (fstat(fd_, &held) == 0 && stat(path_.c_str(), &named) == 0 && held.st_ino == named.st_ino &&
-        held.st_dev == named.st_dev) {
+    if (fstat(fd_, &held) == 0 && lstat(path_.c_str(), &named) == 0 &&
+        held.st_ino == named.st_ino && held.st_dev == named.st_dev) {
+      // Checked on what is held, right before it is truncated: a second name of the same file
+      // would have its contents replaced by the lock's note.
+      if (held.st_nlink != 1) refuse_planted(results_path, held);
       break;
     }
     close(fd_);

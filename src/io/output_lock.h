@@ -4,6 +4,8 @@
 // refused before it touches either file, with the holder named.
 #pragma once
 
+#include <sys/stat.h>
+
 #include <string>
 
 namespace fob {
@@ -21,6 +23,10 @@ class OutputLock {
   void release();
 
  private:
+  // Closes what was opened and throws InputError saying what `st` (found at the lock's name)
+  // is and that it must go.
+  [[noreturn]] void refuse_planted(const std::string& results_path, const struct stat& st);
+
   std::string path_;
   int fd_ = -1;
 };

@@ -56,7 +56,7 @@ expect_input_error compare_nothing_common "nothing to compare" compare "$scratch
   "$scratch/b.h5"
 # calibrate: -o naming one of its inputs would overwrite measurements with YAML.
 md5_before=$(md5sum < "$scratch/a.h5")
-expect_input_error calibrate_over_input "is one of the results files" calibrate "$scratch/a.h5" \
+expect_input_error calibrate_over_input "is one of this command's inputs" calibrate "$scratch/a.h5" \
   -o "$scratch/a.h5" --force
 [ "$(md5sum < "$scratch/a.h5")" = "$md5_before" ] || fail "calibrate changed its input"
 echo "ok: every hostile input is exit 2"
