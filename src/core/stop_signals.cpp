@@ -44,7 +44,9 @@ void put_int(long value) {
   if (note[0] != '\0') {
     put("fobench: rank ");
     put_int(g_rank.load());
-    put(sig == SIGINT ? ": interrupted (SIGINT)" : ": stopped by SIGTERM");
+    put(sig == SIGINT   ? ": interrupted (SIGINT)"
+        : sig == SIGHUP ? ": stopped by SIGHUP"
+                        : ": stopped by SIGTERM");
     put("; ");
     put(note);
     put("\n");
@@ -68,8 +70,13 @@ void install(int rank) {
     struct sigaction action = {};
     action.sa_handler = on_stop_signal;
     sigemptyset(&action.sa_mask);
-    sigaction(SIGTERM, &action, nullptr);
-    sigaction(SIGINT, &action, nullptr);
+    for (int sig : {SIGTERM, SIGINT, SIGHUP}) sigaction(sig, &action, nullptr);
+    // A write to a closed pipe then fails with EPIPE, which stdio keeps to itself: what is
+    // printed is a copy of what the results file holds, so losing it must not end the run.
+    struct sigaction ignore = {};
+    ignore.sa_handler = SIG_IGN;
+    sigemptyset(&ignore.sa_mask);
+    sigaction(SIGPIPE, &ignore, nullptr);
     return true;
   }();
   (void)installed;

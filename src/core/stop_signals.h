@@ -1,7 +1,10 @@
-// SIGTERM and SIGINT (Slurm's time limit, scancel, Ctrl-C) end a run with exit 4 and one line on
-// stderr saying what the rank keeps: rank 0 names its results file and how many finished cases
-// it holds. A results file being replaced is never left half-written: while a WriteSection is
-// open the signal is held and acted on as soon as the section closes.
+// SIGTERM, SIGINT and SIGHUP (Slurm's time limit, scancel, Ctrl-C, a closed terminal or a
+// dropped ssh session) end a run with exit 4 and one line on stderr saying what the rank keeps:
+// rank 0 names its results file and how many finished cases it holds. SIGPIPE is ignored: a
+// closed stdout (`fobench run ... | head -1`) loses the printed lines only, while the run goes on
+// and finishes its results file with the exit code it would have had. A results file being replaced
+// is never left half-written: while a WriteSection is open the signal is held and acted on as soon
+// as the section closes.
 #pragma once
 
 #include <string>

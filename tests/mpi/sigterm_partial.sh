@@ -55,3 +55,61 @@ wait "$pid" || rc=$?
 grep -q "stopped by SIGTERM" "$scratch/ranks.err" || fail "ranks signalled: no message"
 "$FOBENCH" report "$scratch/ranks.h5.partial" > /dev/null || fail "ranks signalled: unreadable"
 echo "ok: SIGTERM to the ranks: exit 4, the .partial readable"
+
+# SIGHUP (a closed terminal, a dropped ssh session) is a stop like SIGTERM: exit 4 and the line
+# that says what is kept, not the default's silent death.
+"$MPIEXEC" -np 2 --oversubscribe --bind-to none "$FOBENCH" run \
+  -c "$FOB_SOURCE_DIR/bench_configs/smoke.yaml" -n 150 -w 1 --link-latency-us 2000 \
+  -o "$scratch/hup.h5" > "$scratch/hup.out" 2> "$scratch/hup.err" &
+pid=$!
+for _ in $(seq 1 600); do
+  if [ -e "$scratch/hup.h5.partial" ] && "$FOBENCH" report "$scratch/hup.h5.partial" \
+    --format csv 2> /dev/null | grep -v '^#' | tail -n +2 | grep -q .; then
+    break
+  fi
+  sleep 0.2
+done
+pkill -HUP -f -- "^$FOBENCH run .*$scratch/hup.h5" || fail "no rank to signal"
+rc=0
+wait "$pid" || rc=$?
+[ "$rc" = 4 ] || { cat "$scratch/hup.err" >&2; fail "SIGHUP: exit $rc, expected 4"; }
+grep -q "rank 0: stopped by SIGHUP; [0-9]* case(s).* kept in '$scratch/hup.h5.partial'" \
+  "$scratch/hup.err" || {
+  cat "$scratch/hup.err" >&2
+  fail "SIGHUP: stderr does not say what was kept"
+}
+"$FOBENCH" report "$scratch/hup.h5.partial" > /dev/null || fail "SIGHUP: .partial unreadable"
+echo "ok: SIGHUP to the ranks: exit 4, what is kept said, the .partial readable"
+
+# A closed stdout loses the printed lines only: the run goes on, finishes its results file and
+# exits 0. Its stdout here is a pipe whose reader is gone before the first line, with SIGPIPE at
+# its default (Python would leave it ignored in the process it starts).
+smoke="$FOB_SOURCE_DIR/bench_configs/smoke.yaml"
+closed_stdout() {
+  "$FOB_PYTHON" -c 'import os, signal, sys
+signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+r, w = os.pipe()
+os.close(r)
+os.dup2(w, 1)
+os.execvp(sys.argv[1], sys.argv[1:])' "$@"
+}
+# complete FILE: the finished file, no .partial, holding the three cases of --strategies baseline.
+complete() {
+  [ -e "$1" ] && [ ! -e "$1.partial" ] || fail "$1: no finished file"
+  n=$("$FOBENCH" report "$1" --format csv | grep -v '^#' | tail -n +2 | wc -l)
+  [ "$n" = 3 ] || fail "$1 holds $n cases, expected 3"
+}
+rc=0
+closed_stdout "$FOBENCH" run -c "$smoke" --strategies baseline -o "$scratch/closed.h5" \
+  2> "$scratch/closed.err" || rc=$?
+[ "$rc" = 0 ] || { cat "$scratch/closed.err" >&2; fail "closed stdout: exit $rc, expected 0"; }
+complete "$scratch/closed.h5"
+set +e
+"$FOBENCH" run -c "$smoke" --strategies baseline -o "$scratch/head.h5" 2> "$scratch/head.err" |
+  head -1 > "$scratch/head.out"
+status=("${PIPESTATUS[@]}")
+set -e
+[ "${status[0]}" = 0 ] || fail "run | head -1: exit ${status[0]}, expected 0"
+grep -q "^# fobench" "$scratch/head.out" || fail "run | head -1: no first line"
+complete "$scratch/head.h5"
+echo "ok: a closed stdout: exit 0, the results file complete"
