@@ -13,6 +13,23 @@
 
 namespace fob {
 
+// One run takes at most this many cases: the points of its sweep (the product of its lists'
+// lengths, times its `cases` entries) times its strategies, reference modes included. Each case
+// costs a plan on every rank and a group in the results file; past this a sweep is split.
+inline constexpr uint64_t kMaxSweepCases = 100000;
+// A YAML config holds at most this many values (scalars, lists and mappings, keys included) and
+// at most kMaxSweepCases items in one list: counted before yaml-cpp builds its nodes (about
+// 500 bytes each, so some 200 MB a rank at the bound), so that an absurd list is refused, not
+// loaded. The bound leaves room for a full-size list or `cases:` list.
+inline constexpr int64_t kMaxConfigValues = 400000;
+// The largest config file `run` reads: rank 0 sends it to every rank, in one int-counted message.
+inline constexpr int64_t kMaxConfigBytes = int64_t{64} << 20;
+// The most timed iterations a case takes: rank 0 keeps a start and an end per task per
+// iteration of every rank, so --iters multiplies what the results hold.
+inline constexpr int kMaxIters = 1000000;
+// The most characters of a value an error message quotes (see quote_value()).
+inline constexpr size_t kMaxQuoted = 80;
+
 // Each setting is a key of config_keys() (config_keys.h), which reads and writes it.
 struct Config {
   Workload workload = Workload::mlp;
@@ -53,8 +70,21 @@ struct Config {
 void apply_yaml(Config& config, const std::string& yaml_text, const std::string& source);
 
 // Every point of the sweep: the Cartesian product of the listed keys, times the `cases` entries
-// when there are any. A config without lists is a single point.
+// when there are any. A config without lists is a single point. The points hold no lists (their
+// `sweep` and `cases` are empty). Checks the count first (check_sweep_size).
 std::vector<Config> expand_sweep(const Config& config);
+
+// The cases the sweep makes, counted without making them: the product of the lists' lengths,
+// the `cases` entries and the strategies with the reference modes (each strategy counted at
+// every point, whether or not it applies there); UINT64_MAX where the product does not fit.
+uint64_t sweep_case_count(const Config& config);
+// InputError naming the swept keys, their lengths and the count when the sweep makes more than
+// kMaxSweepCases cases.
+void check_sweep_size(const Config& config);
+
+// A value as error messages quote it: 'value', or past kMaxQuoted bytes its start and its
+// length, 'aaaa...' (52428800 bytes), so that a huge value does not flood the terminal.
+std::string quote_value(const std::string& value);
 
 // Checks values that do not depend on the world size (ranges, names).
 // "auto" (-1) or a count of SMs >= 0; InputError naming the key and the valid values.

@@ -2,7 +2,10 @@
 #include "cases.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <ctime>
+#include <limits>
+#include <set>
 
 #include "fob/config_keys.h"
 #include "fob/strategy.h"
@@ -36,8 +39,9 @@ Config load_config(const RunArgs& args,
 
 std::vector<CaseSpec> make_cases(const Config& c, int world) {
   std::vector<std::string> specs = reference_strategies();
+  std::set<std::string> seen(specs.begin(), specs.end());  // a long list is not searched per item
   for (const std::string& s : c.strategies) {
-    if (std::find(specs.begin(), specs.end(), s) == specs.end()) specs.push_back(s);
+    if (seen.insert(s).second) specs.push_back(s);
   }
   std::vector<CaseSpec> cases;
   for (const std::string& s : specs) {
@@ -64,7 +68,7 @@ void check_strategies_apply(const std::vector<Config>& points) {
     bool somewhere = false;
     for (const Config& point : points) somewhere |= strategy_applies(strategy, point.workload);
     if (!somewhere) {
-      throw InputError("strategies: '" + s + "' applies to workload " +
+      throw InputError("strategies: " + quote_value(s) + " applies to workload " +
                        applicable_workloads(strategy) + " only, and this run has no such case");
     }
   }
@@ -72,11 +76,56 @@ void check_strategies_apply(const std::vector<Config>& points) {
 
 }  // namespace
 
+// Every rank expands the config it was sent, rather than rank 0 sending the points: each rank
+// needs every point's cases to run them, the expansion is counted and bounded before anything is
+// made (kMaxSweepCases), and it is a pure function of the config, so sending the points would
+// cost each rank as much memory and more time than making them.
 std::vector<Config> sweep_points(const Config& config) {
   std::vector<Config> points = expand_sweep(config);
   check_strategies_apply(points);
   for (const Config& point : points) validate_config(point);
   return points;
+}
+
+namespace {
+
+int64_t times(int64_t a, int64_t b) {
+  int64_t product = 0;
+  return __builtin_mul_overflow(a, b, &product) ? std::numeric_limits<int64_t>::max() : product;
+}
+
+int64_t plus(int64_t a, int64_t b) {
+  int64_t sum = 0;
+  return __builtin_add_overflow(a, b, &sum) ? std::numeric_limits<int64_t>::max() : sum;
+}
+
+}  // namespace
+
+int64_t timing_record_bytes(int64_t iters, int64_t world, int64_t tasks) {
+  // A step time (a double), a timer's name (a std::string) and two doubles per task.
+  const int64_t per_rank_iteration =
+      plus(static_cast<int64_t>(sizeof(double) + sizeof(std::string)),
+           times(tasks, 2 * static_cast<int64_t>(sizeof(double))));
+  return times(2, times(times(iters, world), per_rank_iteration));
+}
+
+void check_timing_memory(const std::vector<std::vector<int64_t>>& group_tasks, int iters, int world,
+                         int64_t available) {
+  if (available < 0) return;
+  int64_t needed = 0;
+  for (const std::vector<int64_t>& group : group_tasks) {
+    int64_t bytes = 0;
+    for (const int64_t tasks : group) bytes = plus(bytes, timing_record_bytes(iters, world, tasks));
+    needed = std::max(needed, bytes);
+  }
+  if (needed <= available) return;
+  char text[320];
+  std::snprintf(text, sizeof text,
+                "memory: rank 0 needs %.2f GiB of host memory for the timings of %d iterations "
+                "(-n/--iters) on %d rank(s) but %.2f GiB are free; lower --iters (at most %d)",
+                static_cast<double>(needed) / 1073741824.0, iters, world,
+                static_cast<double>(available) / 1073741824.0, kMaxIters);
+  throw InputError(text);
 }
 
 }  // namespace fob

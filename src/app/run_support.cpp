@@ -3,6 +3,7 @@
 #include "run_support.h"
 
 #include <hdf5.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -59,6 +60,13 @@ std::string broadcast_file(MPI_Comm comm, int rank, const std::string& path) {
   std::string text, error;
   if (rank == 0) {
     try {
+      // Sized before it is read: a file past the bound is refused without being loaded.
+      struct stat st {};
+      if (stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > kMaxConfigBytes) {
+        throw InputError("config: " + quote_value(path) + " is " + std::to_string(st.st_size) +
+                         " bytes, more than the " + std::to_string(kMaxConfigBytes) +
+                         " a config may hold");
+      }
       text = read_regular_file(path, "config");
     } catch (const InputError& e) {
       error = e.what();

@@ -8,12 +8,23 @@
 #include <charconv>
 #include <limits>
 #include <map>
+#include <set>
 #include <sstream>
 
 #include "fob/config_keys.h"
 #include "fob/strategy.h"
+#include "yaml_size.h"
 
 namespace fob {
+
+std::string quote_value(const std::string& value) {
+  if (value.size() <= kMaxQuoted) return "'" + value + "'";
+  size_t cut = kMaxQuoted;
+  // Cut before a UTF-8 continuation byte, not through a character.
+  while (cut > 0 && (static_cast<unsigned char>(value[cut]) & 0xC0) == 0x80) --cut;
+  return "'" + value.substr(0, cut) + "...' (" + std::to_string(value.size()) + " bytes)";
+}
+
 namespace {
 
 // The keys' names, every one or those a `cases` entry may set, as the messages list them.
@@ -35,9 +46,9 @@ T scalar(const YAML::Node& node, const std::string& key, const std::string& sour
   try {
     return node.as<T>();
   } catch (const YAML::Exception&) {
-    throw InputError(where(source, node) + ": " + key + ": '" +
-                     (node.IsScalar() ? node.Scalar() : std::string("<not a scalar>")) +
-                     "' is not " + expected);
+    throw InputError(where(source, node) + ": " + key + ": " +
+                     (node.IsScalar() ? quote_value(node.Scalar()) : "'<not a scalar>'") +
+                     " is not " + expected);
   }
 }
 
@@ -51,7 +62,7 @@ T parse_integer(const std::string& key, const std::string& text) {
   // from_chars takes plain decimal only: no '+', no hex, no exponent, no sign on an unsigned type.
   const auto [ptr, error] = std::from_chars(begin, end, value);
   if (error == std::errc() && ptr == end && !text.empty()) return value;
-  throw InputError(key + ": '" + text + "' is not an integer from " +
+  throw InputError(key + ": " + quote_value(text) + " is not an integer from " +
                    std::to_string(std::numeric_limits<T>::min()) + " to " +
                    std::to_string(std::numeric_limits<T>::max()) +
                    (error == std::errc::result_out_of_range ? " (out of range)" : ""));
@@ -131,8 +142,8 @@ void refuse_duplicate_keys(const YAML::Node& map, const std::string& source) {
     const int line = entry.first.Mark().line + 1;
     const auto [it, fresh] = first_line.emplace(key, line);
     if (!fresh) {
-      throw InputError(source + ":" + std::to_string(line) + ": '" + key +
-                       "' is given twice (first at line " + std::to_string(it->second) +
+      throw InputError(source + ":" + std::to_string(line) + ": " + quote_value(key) +
+                       " is given twice (first at line " + std::to_string(it->second) +
                        "); give each key once");
     }
   }
@@ -141,6 +152,7 @@ void refuse_duplicate_keys(const YAML::Node& map, const std::string& source) {
 }  // namespace
 
 void apply_yaml(Config& c, const std::string& yaml_text, const std::string& source) {
+  check_yaml_size(yaml_text, source);
   YAML::Node root;
   try {
     root = YAML::Load(yaml_text);
@@ -168,10 +180,12 @@ void apply_yaml(Config& c, const std::string& yaml_text, const std::string& sour
           const std::string k = f.first.as<std::string>();
           const ConfigKey* field = find_config_key(k);
           if (!field || !field->sweepable) {
-            throw InputError(where(source, f.first) + ": cases: '" + k +
-                             "' cannot vary per case; valid: " + key_names(true));
+            throw InputError(where(source, f.first) + ": cases: " + quote_value(k) +
+                             " cannot vary per case; valid: " + key_names(true));
           }
-          Config scratch = c;  // validates the value where it is written
+          // Validates the value where it is written. A fresh config: no setter reads another
+          // key, and a copy of `c` would copy every entry so far, once per entry.
+          Config scratch;
           apply_key(scratch, *field, f.second, source);
           fields.emplace_back(k, f.second.Scalar());
         }
@@ -181,13 +195,13 @@ void apply_yaml(Config& c, const std::string& yaml_text, const std::string& sour
     }
     const ConfigKey* k = find_config_key(key);
     if (!k) {
-      throw InputError(at + ": unknown key '" + key + "'; valid keys: " + key_names(false) +
-                       ", cases");
+      throw InputError(at + ": unknown key " + quote_value(key) +
+                       "; valid keys: " + key_names(false) + ", cases");
     }
     if (v.IsSequence() && k->sweepable) {
       std::vector<std::string> values;
       for (const auto& item : v) {
-        Config scratch = c;
+        Config scratch;  // as for `cases`: no copy of the lists so far per item
         apply_key(scratch, *k, item, source);
         values.push_back(item.Scalar());
       }
@@ -201,31 +215,91 @@ void apply_yaml(Config& c, const std::string& yaml_text, const std::string& sour
   }
 }
 
+namespace {
+
+// a * b, or UINT64_MAX where the product does not fit: a count past every bound stays past it.
+uint64_t times(uint64_t a, uint64_t b) {
+  uint64_t product = 0;
+  return __builtin_mul_overflow(a, b, &product) ? UINT64_MAX : product;
+}
+
+// The strategies make_cases() gives each point at most: the reference modes and those asked for.
+size_t strategies_per_point(const Config& config) {
+  std::set<std::string> specs(config.strategies.begin(), config.strategies.end());
+  for (const std::string& s : reference_strategies()) specs.insert(s);
+  return specs.size();
+}
+
+// Each value of a list as a YAML node, parsed once for every point it is applied to.
+std::vector<YAML::Node> loaded(const std::vector<std::string>& values) {
+  std::vector<YAML::Node> nodes;
+  nodes.reserve(values.size());
+  for (const std::string& value : values) nodes.push_back(YAML::Load(value));
+  return nodes;
+}
+
+}  // namespace
+
+uint64_t sweep_case_count(const Config& config) {
+  uint64_t count = strategies_per_point(config);
+  for (const auto& [key, values] : config.sweep) count = times(count, values.size());
+  if (!config.cases.empty()) count = times(count, config.cases.size());
+  return count;
+}
+
+void check_sweep_size(const Config& config) {
+  const uint64_t count = sweep_case_count(config);
+  if (count <= kMaxSweepCases) return;
+  std::string terms;
+  for (const ConfigKey& key : config_keys()) {
+    const auto it = config.sweep.find(key.name);
+    if (it == config.sweep.end()) continue;
+    terms += std::string(key.name) + " (" + std::to_string(it->second.size()) + " values) x ";
+  }
+  if (!config.cases.empty()) terms += "cases (" + std::to_string(config.cases.size()) + ") x ";
+  terms +=
+      "strategies (" + std::to_string(strategies_per_point(config)) + ", with the reference modes)";
+  const std::string total =
+      count == UINT64_MAX ? "more than " + std::to_string(UINT64_MAX) : std::to_string(count);
+  throw InputError("sweep: " + terms + " = " + total + " cases, more than the " +
+                   std::to_string(kMaxSweepCases) + " one run takes; split the sweep");
+}
+
 std::vector<Config> expand_sweep(const Config& config) {
+  check_sweep_size(config);
+  // The points carry no lists: copied into every point, they made a sweep cost the square of
+  // its lists.
+  Config base = config;
+  base.sweep.clear();
+  base.cases.clear();
   // Cartesian product of the swept keys, in a fixed key order so that case order is stable.
-  std::vector<Config> points = {config};
+  std::vector<Config> points = {base};
   for (const ConfigKey& key : config_keys()) {
     auto it = config.sweep.find(key.name);
     if (it == config.sweep.end()) continue;
+    const std::vector<YAML::Node> values = loaded(it->second);
     std::vector<Config> next;
+    next.reserve(points.size() * values.size());
     for (const Config& p : points) {
-      for (const std::string& value : it->second) {
+      for (const YAML::Node& value : values) {
         Config c = p;
-        apply_key(c, key, YAML::Load(value), "sweep");
-        next.push_back(c);
+        apply_key(c, key, value, "sweep");
+        next.push_back(std::move(c));
       }
     }
-    points = next;
+    points = std::move(next);
   }
   if (config.cases.empty()) return points;
   std::vector<Config> out;
+  out.reserve(config.cases.size() * points.size());
   for (const auto& fields : config.cases) {
+    std::vector<std::pair<const ConfigKey*, YAML::Node>> set;
+    for (const auto& [key, value] : fields)
+      set.emplace_back(find_config_key(key), YAML::Load(value));
     for (const Config& p : points) {
       Config c = p;
-      for (const auto& [key, value] : fields) {
-        apply_key(c, *find_config_key(key), YAML::Load(value), "cases");
-      }
-      out.push_back(c);
+      for (const auto& [key, value] : set) apply_key(c, *key, value, "cases");
+      out.push_back(std::move(c));
     }
   }
   return out;
@@ -239,8 +313,8 @@ int parse_comm_sms(const std::string& text) {
     if (used == text.size() && n >= 0) return n;
   } catch (const std::exception&) {
   }
-  throw InputError("comm_sms: '" + text +
-                   "' is not a count of SMs; valid: auto, or an integer 0 or more");
+  throw InputError("comm_sms: " + quote_value(text) +
+                   " is not a count of SMs; valid: auto, or an integer 0 or more");
 }
 
 namespace {
@@ -297,6 +371,11 @@ void check_shape_size(const Shape& s) {
 
 void validate_config(const Config& c) {
   if (c.iters < 1) throw InputError("iters: " + std::to_string(c.iters) + " must be at least 1");
+  if (c.iters > kMaxIters) {
+    throw InputError("iters: " + std::to_string(c.iters) + " is more than " +
+                     std::to_string(kMaxIters) + " timed iterations; valid: 1 to " +
+                     std::to_string(kMaxIters) + " (-n/--iters)");
+  }
   if (c.comm_sms < -1) {
     throw InputError("comm_sms: " + std::to_string(c.comm_sms) +
                      " is not a count of SMs; valid: auto, or an integer 0 or more");
@@ -318,7 +397,7 @@ void validate_config(const Config& c) {
     const std::string value = key.get(c).text;
     const std::vector<std::string> valid = split_list(key.choices());
     if (std::find(valid.begin(), valid.end(), value) == valid.end()) {
-      throw InputError(std::string(name) + ": '" + value + "' is not a " + name +
+      throw InputError(std::string(name) + ": " + quote_value(value) + " is not a " + name +
                        "; valid: " + key.choices());
     }
   }

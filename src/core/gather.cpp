@@ -1,28 +1,56 @@
 #include "gather.h"
 
 #include <algorithm>
+#include <climits>
 
 namespace fob {
+
+int64_t gather_piece_bytes(int world) {
+  return std::max<int64_t>(1, INT_MAX / std::max(world, 1));
+}
+
+GatherRound gather_round(const std::vector<int64_t>& counts, int64_t offset, int64_t piece) {
+  GatherRound round;
+  for (const int64_t count : counts) {
+    const int64_t n = std::clamp<int64_t>(count - offset, 0, piece);
+    round.displs.push_back(static_cast<int>(round.total));
+    round.counts.push_back(static_cast<int>(n));
+    round.total += n;
+  }
+  return round;
+}
 
 std::vector<std::vector<char>> gather_bytes(MPI_Comm comm, const std::vector<char>& mine) {
   int rank = 0, world = 1;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &world);
-  int count = static_cast<int>(mine.size());
-  std::vector<int> counts(world), displs(world);
-  MPI_Gather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, comm);
-  int total = 0;
-  for (int r = 0; r < world; ++r) {
-    displs[r] = total;
-    total += counts[r];
-  }
-  std::vector<char> all(rank == 0 ? std::max(total, 1) : 1);
-  MPI_Gatherv(mine.data(), count, MPI_CHAR, all.data(), counts.data(), displs.data(), MPI_CHAR, 0,
-              comm);
-  std::vector<std::vector<char>> out;
+  // 64-bit sizes: a case's timings at many iterations and ranks pass 2 GiB, which an int count
+  // would wrap.
+  const int64_t count = static_cast<int64_t>(mine.size());
+  std::vector<int64_t> counts(world);
+  MPI_Gather(&count, 1, MPI_INT64_T, counts.data(), 1, MPI_INT64_T, 0, comm);
+  int64_t longest = count;
+  MPI_Allreduce(MPI_IN_PLACE, &longest, 1, MPI_INT64_T, MPI_MAX, comm);
+  std::vector<std::vector<char>> out(rank == 0 ? world : 0);
   if (rank == 0) {
+    for (int r = 0; r < world; ++r) out[r].reserve(static_cast<size_t>(counts[r]));
+  }
+  const int64_t piece = gather_piece_bytes(world);
+  std::vector<char> buffer;
+  for (int64_t offset = 0; offset < longest; offset += piece) {
+    const int n = static_cast<int>(std::clamp<int64_t>(count - offset, 0, piece));
+    const char* send = n > 0 ? mine.data() + offset : mine.data();
+    GatherRound round;
+    if (rank == 0) {
+      round = gather_round(counts, offset, piece);
+      buffer.resize(static_cast<size_t>(std::max<int64_t>(round.total, 1)));
+    }
+    MPI_Gatherv(send, n, MPI_CHAR, buffer.data(), round.counts.data(), round.displs.data(),
+                MPI_CHAR, 0, comm);
+    if (rank != 0) continue;
     for (int r = 0; r < world; ++r) {
-      out.emplace_back(all.begin() + displs[r], all.begin() + displs[r] + counts[r]);
+      const char* from = buffer.data() + round.displs[r];
+      out[r].insert(out[r].end(), from, from + round.counts[r]);
     }
   }
   return out;

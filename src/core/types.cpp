@@ -2,6 +2,8 @@
 
 #include <array>
 
+#include "fob/config.h"
+
 namespace fob {
 
 const char* to_string(DType dtype) {
@@ -32,7 +34,7 @@ DType parse_dtype(const std::string& text) {
   for (DType d : kAllDTypes) {
     if (text == to_string(d)) return d;
   }
-  throw InputError("dtype: '" + text + "' is not a dtype; valid: " + dtype_choices());
+  throw InputError("dtype: " + quote_value(text) + " is not a dtype; valid: " + dtype_choices());
 }
 
 int dtype_bytes(DType dtype) {
@@ -82,7 +84,8 @@ Workload parse_workload(const std::string& text) {
   for (Workload w : kAllWorkloads) {
     if (text == to_string(w)) return w;
   }
-  throw InputError("workload: '" + text + "' is not a workload; valid: " + workload_choices());
+  throw InputError("workload: " + quote_value(text) +
+                   " is not a workload; valid: " + workload_choices());
 }
 
 uint64_t fnv1a(const std::string& text) {

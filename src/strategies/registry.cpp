@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <stdexcept>
 
+#include "fob/config.h"
 #include "fob/strategy.h"
 #include "fob/workload.h"
 
@@ -115,18 +116,19 @@ StrategySpec parse_strategy(const std::string& text) {
   }
   const Strategy* s = find_strategy(text);
   if (!s) {
-    throw InputError("strategies: '" + text + "' is not a strategy; valid: " + strategy_choices());
+    throw InputError("strategies: " + quote_value(text) +
+                     " is not a strategy; valid: " + strategy_choices());
   }
   StrategySpec spec{s, s->default_param, text};
   if (colon == std::string::npos) return spec;
   if (!s->param_name) {
-    throw InputError("strategies: '" + text + "': " + name +
+    throw InputError("strategies: " + quote_value(text) + ": " + name +
                      " takes no parameter; valid: " + strategy_choices());
   }
   char* end = nullptr;
   long value = std::strtol(param_text.c_str(), &end, 10);
   if (param_text.empty() || *end != '\0' || value < 1 || value > 1 << 20) {
-    throw InputError("strategies: '" + text + "': " + s->param_name +
+    throw InputError("strategies: " + quote_value(text) + ": " + s->param_name +
                      " must be a positive integer, as in " + name + ":4");
   }
   spec.param = static_cast<int>(value);

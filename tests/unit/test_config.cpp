@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "../common/input_error.h"
 #include "fob/config.h"
 #include "fob/config_keys.h"
 #include "fob/strategy.h"
@@ -18,22 +19,6 @@
 
 namespace fob {
 namespace {
-
-template <typename F>
-std::string input_error(F&& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    return std::string("<another exception: ") + e.what() + ">";
-  }
-  return "<no exception>";
-}
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
 
 TEST(ApplyYaml, SetsEveryField) {
   Config c;
