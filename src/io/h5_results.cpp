@@ -1,27 +1,17 @@
-// HDF5 reader and writer for results files (DESIGN.md section 5), on the HDF5 C API.
+// HDF5 writer for results files (DESIGN.md section 5), on the HDF5 C API; the reader is
+// h5_reader.cpp.
 //
 // Every HDF5 call's return code is checked here, so the library's automatic error printing is
 // switched off and its error stack is turned into the exception message instead.
 #include <hdf5.h>
 
-#include <signal.h>
-
-#include <algorithm>
-#include <atomic>
-#include <cmath>
-#include <csignal>
-#include <cstring>
-#include <filesystem>
-#include <limits>
-#include <stdexcept>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "fob/metrics.h"
 #include "fob/results.h"
-#include "fob/text_file.h"
 #include "fob/types.h"
+#include "h5_reader.h"
 #include "h5_schema.h"
 #include "h5_util.h"
 
@@ -48,9 +38,10 @@ H5Id enum_type(int count, const Where& w) {
   return type;
 }
 
-// The `tasks` row is TaskRecord itself. Files from before `stream` and `kind` were enums hold
-// plain int8 there, which HDF5 does not convert to an enum: `enums` says which the file has.
-H5Id task_mem_type(const Where& w, bool enums = true) {
+}  // namespace
+
+// The `tasks` row is TaskRecord itself (h5_reader.h).
+H5Id h5io::task_mem_type(const Where& w, bool enums) {
   H5Id type = make_type(H5Tcreate(H5T_COMPOUND, sizeof(TaskRecord)), w);
   H5Id label = fixed_string_type(sizeof(TaskLabel::text), w);
   H5Id stream = enums ? enum_type<StreamId>(kNumStreams, w) : H5Id();
@@ -69,11 +60,13 @@ H5Id task_mem_type(const Where& w, bool enums = true) {
 }
 
 // Whether a `tasks` dataset stores `kind` as an enum (files since schema 1's enums).
-bool tasks_have_enums(hid_t dset, const Where& w) {
+bool h5io::tasks_have_enums(hid_t dset, const Where& w) {
   H5Id type(check_id(H5Dget_type(dset), w, "reading the tasks type"), H5Tclose);
   const int member = H5Tget_member_index(type, "kind");
   return member >= 0 && H5Tget_member_class(type, static_cast<unsigned>(member)) == H5T_ENUM;
 }
+
+namespace {
 
 struct SummaryRow {
   char case_id[kShortStrLen];
@@ -372,189 +365,5 @@ void write_summary(hid_t file, const std::vector<CaseResult>& cases,
 }
 
 }  // namespace h5io
-
-namespace {
-
-CaseResult read_case(hid_t cases_group, const std::string& id, const std::string& path) {
-  Where w{path, "case '/cases/" + id + "'"};
-  H5Id group(check_id(H5Gopen2(cases_group, id.c_str(), H5P_DEFAULT), w, "opening group"),
-             H5Gclose);
-  CaseResult c;
-  c.id = id;
-  c.workload = read_attr_str(group, "workload", w);
-  c.strategy = read_attr_str(group, "strategy", w);
-  c.batch = read_attr_i64(group, "batch", w);
-  c.seq = read_attr_i64(group, "seq", w);
-  c.hidden = read_attr_i64(group, "hidden", w);
-  c.ffn = read_attr_i64(group, "ffn", w);
-  // Files from before attention recorded no head count: the count a run of the same config
-  // records now (the default, which only attention depends on), so that the case keys agree.
-  c.heads = has_attr(group, "heads") ? read_attr_i64(group, "heads", w)
-                                     : Shape{.hidden = c.hidden}.head_count();
-  c.dtype = read_attr_str(group, "dtype", w);
-  c.world = static_cast<int32_t>(read_attr_i64(group, "world", w));
-  c.iters = static_cast<int32_t>(read_attr_i64(group, "iters", w));
-  c.warmup = static_cast<int32_t>(read_attr_i64(group, "warmup", w));
-  c.verified = static_cast<int32_t>(read_attr_i64(group, "verified", w));
-  c.max_abs_err = read_attr_f64(group, "max_abs_err", w);
-  if (has_attr(group, "auto_slices")) c.auto_slices = read_attr_str(group, "auto_slices", w);
-  if (has_attr(group, "stored_ranks")) {
-    c.stored = static_cast<int32_t>(read_attr_i64(group, "stored_ranks", w));
-  }
-  if (c.world < 0 || c.iters < 0) {
-    throw InputError("'" + path + "': " + w.what + " has negative world or iters");
-  }
-  if (!c.stored_fits()) {
-    throw InputError("'" + path + "': " + w.what + " has stored_ranks " + std::to_string(c.stored) +
-                     ", which does not divide its world " + std::to_string(c.world));
-  }
-  // The arrays hold the stored ranks (all of them without stored_ranks).
-  const hsize_t world = static_cast<hsize_t>(c.ranks());
-  const hsize_t iters = static_cast<hsize_t>(c.iters);
-
-  std::vector<hsize_t> dims;
-  {
-    H5Id dset = open_dataset(group, "step_seconds", 2, dims, w);
-    expect_dims(dims, {iters, world}, "step_seconds", w);
-    c.step_seconds.resize(iters * world);
-    read_dataset(dset, H5T_NATIVE_DOUBLE, c.step_seconds.data(), c.step_seconds.size(),
-                 "step_seconds", w);
-  }
-  {
-    H5Id dset = open_dataset(group, "tasks", 2, dims, w);
-    if (dims[0] != world) expect_dims(dims, {world, dims[1]}, "tasks", w);
-    c.max_tasks = static_cast<int32_t>(dims[1]);
-    c.tasks.resize(dims[0] * dims[1]);
-    H5Id mem = task_mem_type(w, tasks_have_enums(dset, w));
-    read_dataset(dset, mem, c.tasks.data(), c.tasks.size(), "tasks", w);
-  }
-  {
-    H5Id dset = open_dataset(group, "deps", 2, dims, w);
-    expect_dims(dims, {dims[0], 3}, "deps", w);
-    std::vector<int32_t> flat(dims[0] * 3);
-    read_dataset(dset, H5T_NATIVE_INT32, flat.data(), flat.size(), "deps", w);
-    c.deps.resize(dims[0]);
-    for (size_t i = 0; i < c.deps.size(); ++i) {
-      c.deps[i] = DepRecord{flat[3 * i], flat[3 * i + 1], flat[3 * i + 2]};
-    }
-  }
-  // A file from before rounds were recorded has none: CaseResult::rounds() reads it as one.
-  if (H5Lexists(group, "round_iters", H5P_DEFAULT) > 0) {
-    H5Id dset = open_dataset(group, "round_iters", 1, dims, w);
-    c.round_iters.resize(dims[0]);
-    read_dataset(dset, H5T_NATIVE_INT32, c.round_iters.data(), c.round_iters.size(), "round_iters",
-                 w);
-    int64_t sum = 0;
-    for (int32_t n : c.round_iters) sum += n;
-    if (sum != c.iters) {
-      throw InputError("'" + path + "': " + w.what + " has rounds of " + std::to_string(sum) +
-                       " iterations in all, not its " + std::to_string(c.iters));
-    }
-  }
-  const hsize_t tasks = static_cast<hsize_t>(c.max_tasks);
-  const std::pair<const char*, std::vector<double>*> timings[] = {{"task_start", &c.task_start},
-                                                                  {"task_end", &c.task_end}};
-  for (auto [name, out] : timings) {
-    H5Id dset = open_dataset(group, name, 3, dims, w);
-    expect_dims(dims, {iters, world, tasks}, name, w);
-    out->resize(iters * world * tasks);
-    read_dataset(dset, H5T_NATIVE_DOUBLE, out->data(), out->size(), name, w);
-  }
-  read_case_timers(group, c, w);
-  return c;
-}
-
-}  // namespace
-
-// ---- reading --------------------------------------------------------------------------------
-
-namespace {
-
-ResultFile read_results_unchecked(const std::string& path) {
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) {
-    throw InputError("cannot open '" + path + "' as HDF5: no such file");
-  }
-  require_regular_file(path, "results file");
-  H5Eclear2(H5E_DEFAULT);
-  // A run still writing its .partial file holds HDF5's file lock; reading it meanwhile (to
-  // watch a sweep) is safe because every finished case was flushed, so do not take the lock.
-  H5Id fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
-  H5Pset_file_locking(fapl, false, true);
-  hid_t raw = H5Fopen(path.c_str(), H5F_ACC_RDONLY, fapl);
-  if (raw < 0) throw InputError("cannot open '" + path + "' as HDF5: " + h5_error_text());
-  H5Id file(raw, H5Fclose);
-  Where w{path, "/"};
-  const std::string not_ours = "'" + path + "' is not a fobench results file";
-  if (!has_attr(file, "schema")) throw InputError(not_ours + " (no 'schema' attribute)");
-  std::string schema;
-  try {
-    schema = read_attr_str(file, "schema", w);
-  } catch (const InputError&) {
-    throw InputError(not_ours + " ('schema' is not a string)");
-  }
-  if (schema.rfind("fobench/", 0) != 0) throw InputError(not_ours + " (schema '" + schema + "')");
-  if (!has_attr(file, "version")) throw InputError(not_ours + " (no 'version' attribute)");
-  const int64_t version = read_attr_i64(file, "version", w);
-  if (version > kSchemaVersion) {
-    throw InputError("'" + path + "': schema version " + std::to_string(version) +
-                     " is newer than this fobench reads (" + std::to_string(kSchemaVersion) + ")");
-  }
-
-  ResultFile out;
-  auto opt_str = [&](hid_t obj, const char* name, const Where& where) {
-    return has_attr(obj, name) ? read_attr_str(obj, name, where) : std::string();
-  };
-  out.run.git_commit = opt_str(file, "git_commit", w);
-  out.run.created_utc = opt_str(file, "created_utc", w);
-  out.run.command_line = opt_str(file, "command_line", w);
-  out.run.config_yaml = opt_str(file, "config_yaml", w);
-  out.run.tuned = has_attr(file, "tuned") && read_attr_i64(file, "tuned", w) != 0;
-
-  if (H5Lexists(file, "system", H5P_DEFAULT) > 0) {
-    Where ws{path, "/system"};
-    H5Id sys(check_id(H5Gopen2(file, "system", H5P_DEFAULT), ws, "opening group"), H5Gclose);
-    SystemInfo& s = out.system;
-    s.backend = opt_str(sys, "backend", ws);
-    s.transport = opt_str(sys, "transport", ws);
-    s.world_size = has_attr(sys, "world_size")
-                       ? static_cast<int32_t>(read_attr_i64(sys, "world_size", ws))
-                       : 0;
-    s.hostnames = opt_str(sys, "hostnames", ws);
-    s.devices = opt_str(sys, "devices", ws);
-    s.mpi_version = opt_str(sys, "mpi_version", ws);
-    s.nccl_version = opt_str(sys, "nccl_version", ws);
-    s.cuda_version = opt_str(sys, "cuda_version", ws);
-    s.blas = opt_str(sys, "blas", ws);
-    s.link_emulation = opt_str(sys, "link_emulation", ws);
-    s.timer = has_attr(sys, "timer") ? read_attr_str(sys, "timer", ws) : kTimerUnknown;
-    s.timer_requested = opt_str(sys, "timer_requested", ws);
-    s.notes = opt_str(sys, "notes", ws);
-    s.simulated = opt_str(sys, "simulated", ws);
-    s.env = opt_str(sys, "env", ws);
-  }
-
-  // A .partial file interrupted before its first case may still lack /cases: it has none.
-  if (H5Lexists(file, "cases", H5P_DEFAULT) > 0) {
-    Where wc{path, "/cases"};
-    H5Id cases(check_id(H5Gopen2(file, "cases", H5P_DEFAULT), wc, "opening group"), H5Gclose);
-    std::vector<std::string> ids = group_members(cases, wc);
-    std::sort(ids.begin(), ids.end());
-    for (const std::string& id : ids) out.cases.push_back(read_case(cases, id, path));
-  }
-  return out;
-}
-
-}  // namespace
-
-ResultFile read_results(const std::string& path) {
-  silence_hdf5();
-  try {
-    return read_results_unchecked(path);
-  } catch (const RuntimeFault& e) {
-    // A file that opens but does not read back is damaged input (exit 2), not a run fault.
-    throw InputError(std::string("cannot read '") + path + "': " + e.what());
-  }
-}
 
 }  // namespace fob

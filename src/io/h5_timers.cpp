@@ -59,15 +59,17 @@ void append_case_timers(hid_t group, const CaseResult& c, int from_iter, const W
 
 void read_case_timers(hid_t group, CaseResult& c, const Where& w) {
   const bool names = has_attr(group, "timers");
-  const bool table = H5Lexists(group, "iteration_timer", H5P_DEFAULT) > 0;
+  const bool table = has_link(group, "iteration_timer", w);
   if (!names && !table) return;
   if (names != table) {
     throw InputError("'" + w.file + "': " + w.what + " has " +
                      (names ? "timers but no iteration_timer" : "iteration_timer but no timers"));
   }
-  c.timers = split(read_attr_str(group, "timers", w));
+  c.timers = split(read_attr_str(group, "timers", Text::lines, w));
+  // Each name is shown on a line of its own.
+  for (std::string& timer : c.timers) timer = clean_text(timer, Text::line);
   std::vector<hsize_t> dims;
-  H5Id dset = open_dataset(group, "iteration_timer", 2, dims, w);
+  H5Id dset = open_dataset(group, "iteration_timer", 2, H5T_INTEGER, sizeof(int8_t), dims, w);
   expect_dims(dims, {static_cast<hsize_t>(c.iters), static_cast<hsize_t>(c.ranks())},
               "iteration_timer", w);
   c.iteration_timer.resize(dims[0] * dims[1]);

@@ -1,7 +1,10 @@
 #include "h5_util.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
+#include <limits>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -119,63 +122,6 @@ bool has_attr(hid_t obj, const char* name) {
   return H5Aexists(obj, name) > 0;
 }
 
-H5Id open_attr(hid_t obj, const char* name, const Where& w) {
-  return H5Id(
-      check_id(H5Aopen(obj, name, H5P_DEFAULT), w, std::string("opening attribute '") + name + "'"),
-      H5Aclose);
-}
-
-// Reads fixed- and variable-length string attributes alike, so files touched by h5py (which
-// writes variable-length ones) read back too.
-std::string read_attr_str(hid_t obj, const char* name, const Where& w) {
-  H5Id attr = open_attr(obj, name, w);
-  H5Id ftype = make_type(H5Aget_type(attr), w);
-  const std::string op = std::string("reading attribute '") + name + "'";
-  if (H5Tget_class(ftype) != H5T_STRING) {
-    throw InputError("'" + w.file + "': attribute '" + name + "' " + w.what + " is not a string");
-  }
-  H5Id space(check_id(H5Aget_space(attr), w, op), H5Sclose);
-  if (H5Sget_simple_extent_npoints(space) != 1) {
-    throw InputError("'" + w.file + "': attribute '" + name + "' " + w.what +
-                     " is not a single string");
-  }
-  if (H5Tis_variable_str(ftype) > 0) {
-    H5Id mtype = make_type(H5Tcopy(H5T_C_S1), w);
-    check(H5Tset_size(mtype, H5T_VARIABLE), w, op);
-    check(H5Tset_cset(mtype, H5Tget_cset(ftype)), w, op);
-    char* data = nullptr;
-    check(H5Aread(attr, mtype, &data), w, op);
-    std::string value = data ? data : "";
-    H5free_memory(data);
-    return value;
-  }
-  const size_t len = H5Tget_size(ftype);
-  std::vector<char> buf(len + 1, '\0');
-  check(H5Aread(attr, ftype, buf.data()), w, op);
-  return from_fixed(buf.data(), len);
-}
-
-namespace {
-
-void read_attr_num(hid_t obj, const char* name, hid_t mem_type, void* value, const Where& w) {
-  H5Id attr = open_attr(obj, name, w);
-  check(H5Aread(attr, mem_type, value), w, std::string("reading attribute '") + name + "'");
-}
-
-}  // namespace
-
-int64_t read_attr_i64(hid_t obj, const char* name, const Where& w) {
-  int64_t value = 0;
-  read_attr_num(obj, name, H5T_NATIVE_INT64, &value, w);
-  return value;
-}
-
-double read_attr_f64(hid_t obj, const char* name, const Where& w) {
-  double value = 0;
-  read_attr_num(obj, name, H5T_NATIVE_DOUBLE, &value, w);
-  return value;
-}
-
 void write_dataset(hid_t loc, const char* name, hid_t file_type, hid_t mem_type,
                    const std::vector<hsize_t>& dims, const void* data, const Where& w,
                    const hsize_t* max_dims, hid_t create_plist) {
@@ -241,22 +187,316 @@ void append_to_dataset(hid_t loc, const char* name, hid_t mem_type, hsize_t rows
         "appending to " + what);
 }
 
-// Opens a dataset, checks its rank and returns its dims.
-H5Id open_dataset(hid_t loc, const char* name, int rank, std::vector<hsize_t>& dims,
-                  const Where& w) {
-  if (H5Lexists(loc, name, H5P_DEFAULT) <= 0) {
-    throw InputError("'" + w.file + "': " + w.what + " has no dataset '" + name + "'");
+// ---- reading --------------------------------------------------------------------------------
+
+namespace {
+
+[[noreturn]] void refuse(const Where& w, const std::string& object, const std::string& why) {
+  throw InputError("'" + w.file + "': " + object + " of " + w.what + " " + why);
+}
+
+std::string attr_name(const char* name) {
+  return std::string("attribute '") + name + "'";
+}
+
+std::string dataset_name(const char* name) {
+  return std::string("dataset '") + name + "'";
+}
+
+constexpr const char* kReplacement = "\xEF\xBF\xBD";  // U+FFFD
+
+// The length of the valid UTF-8 sequence at text[i] (a byte >= 0x80), or 0 where there is none.
+size_t utf8_length(const std::string& text, size_t i) {
+  const auto byte = [&](size_t k) { return static_cast<unsigned char>(text[k]); };
+  const unsigned char lead = byte(i);
+  size_t len = 0;
+  uint32_t code = 0, least = 0;
+  if ((lead & 0xE0) == 0xC0) {
+    len = 2, code = lead & 0x1Fu, least = 0x80;
+  } else if ((lead & 0xF0) == 0xE0) {
+    len = 3, code = lead & 0x0Fu, least = 0x800;
+  } else if ((lead & 0xF8) == 0xF0) {
+    len = 4, code = lead & 0x07u, least = 0x10000;
+  } else {
+    return 0;
   }
-  H5Id dset(
-      check_id(H5Dopen2(loc, name, H5P_DEFAULT), w, std::string("opening dataset '") + name + "'"),
-      H5Dclose);
-  H5Id space(check_id(H5Dget_space(dset), w, "reading a dataspace"), H5Sclose);
-  if (H5Sget_simple_extent_ndims(space) != rank) {
-    throw InputError("'" + w.file + "': dataset '" + name + "' of " + w.what + " should have " +
-                     std::to_string(rank) + " dimensions");
+  if (len > text.size() - i) return 0;
+  for (size_t k = 1; k < len; ++k) {
+    if ((byte(i + k) & 0xC0) != 0x80) return 0;
+    code = (code << 6) | (byte(i + k) & 0x3Fu);
+  }
+  // Overlong forms, UTF-16 surrogates and code points beyond U+10FFFF are not UTF-8; U+0080 to
+  // U+009F are the C1 control characters, CSI (a terminal escape on its own) among them.
+  const bool invalid = code < least || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF);
+  return invalid || code < 0xA0 ? 0 : len;
+}
+
+}  // namespace
+
+std::string clean_text(const std::string& raw, Text kind) {
+  std::string out;
+  out.reserve(raw.size());
+  for (size_t i = 0; i < raw.size();) {
+    const unsigned char ch = static_cast<unsigned char>(raw[i]);
+    if (ch >= 0x80) {
+      const size_t len = utf8_length(raw, i);
+      if (len == 0) {
+        out += kReplacement;
+        ++i;
+      } else {
+        out.append(raw, i, len);
+        i += len;
+      }
+      continue;
+    }
+    const bool kept = kind == Text::lines && (ch == '\n' || ch == '\t');
+    if ((ch < 0x20 || ch == 0x7F) && !kept) {
+      out += kReplacement;
+    } else {
+      out += static_cast<char>(ch);
+    }
+    ++i;
+  }
+  return out;
+}
+
+namespace {
+
+// Four times the file (the writer's elements take as many bytes in memory as in the file, give
+// or take alignment) and 1 MiB for the smallest files.
+constexpr uint64_t kBudgetPerFileByte = 4;
+constexpr uint64_t kBudgetSlack = uint64_t{1} << 20;
+
+}  // namespace
+
+ReadBudget::ReadBudget(uint64_t file_bytes)
+    : file_bytes_(file_bytes), left_(kBudgetPerFileByte * file_bytes + kBudgetSlack) {}
+
+void ReadBudget::charge(uint64_t bytes, const char* name, const Where& w) {
+  if (bytes > left_) {
+    refuse(w, dataset_name(name),
+           "declares " + std::to_string(bytes) + " bytes, beyond the " + std::to_string(left_) +
+               " its file of " + std::to_string(file_bytes_) +
+               " bytes leaves to read: the file is damaged or crafted");
+  }
+  left_ -= bytes;
+}
+
+bool has_link(hid_t loc, const char* name, const Where& w) {
+  const htri_t exists = H5Lexists(loc, name, H5P_DEFAULT);
+  if (exists < 0) fail(w, std::string("looking up '") + name + "'");
+  return exists > 0;
+}
+
+void require_hard_link(hid_t loc, const char* name, const Where& w) {
+  H5L_info_t info{};
+  check(H5Lget_info(loc, name, &info, H5P_DEFAULT), w,
+        std::string("looking up link '") + name + "'");
+  if (info.type != H5L_TYPE_HARD) {
+    const char* kind = info.type == H5L_TYPE_SOFT       ? "a soft link"
+                       : info.type == H5L_TYPE_EXTERNAL ? "an external link"
+                                                        : "a user-defined link";
+    refuse(w, std::string("'") + name + "'",
+           std::string("is ") + kind +
+               ": a results file links only its own objects, and this one is not followed");
+  }
+}
+
+H5Id open_group(hid_t loc, const char* name, const Where& w) {
+  require_hard_link(loc, name, w);
+  return H5Id(check_id(H5Gopen2(loc, name, H5P_DEFAULT), w, "opening group"), H5Gclose);
+}
+
+namespace {
+
+// Whether a dataspace holds exactly one element: scalar, or simple with every dimension 1
+// (each checked, since their product is computed modulo 2^64).
+bool single_element(hid_t space) {
+  const H5S_class_t kind = H5Sget_simple_extent_type(space);
+  if (kind == H5S_SCALAR) return true;
+  const int ndims = H5Sget_simple_extent_ndims(space);
+  if (kind != H5S_SIMPLE || ndims < 0 || ndims > H5S_MAX_RANK) return false;
+  hsize_t dims[H5S_MAX_RANK] = {};
+  if (H5Sget_simple_extent_dims(space, dims, nullptr) < 0) return false;
+  return std::all_of(dims, dims + ndims, [](hsize_t d) { return d == 1; });
+}
+
+// The attribute and its type, refused unless it holds one element of class `want`, at most
+// `max_size` bytes.
+std::pair<H5Id, H5Id> open_single_attr(hid_t obj, const char* name, H5T_class_t want,
+                                       const char* what, size_t max_size, const Where& w) {
+  H5Id attr(check_id(H5Aopen(obj, name, H5P_DEFAULT), w, "opening " + attr_name(name)), H5Aclose);
+  H5Id type = make_type(H5Aget_type(attr), w);
+  if (H5Tget_class(type) != want) refuse(w, attr_name(name), std::string("is not ") + what);
+  const size_t size = H5Tget_size(type);
+  if (size == 0 || size > max_size) {
+    refuse(
+        w, attr_name(name),
+        "has elements of " + std::to_string(size) + " bytes, not " + what + " the writer stores");
+  }
+  H5Id space(check_id(H5Aget_space(attr), w, "reading the dataspace of " + attr_name(name)),
+             H5Sclose);
+  if (!single_element(space)) {
+    refuse(w, attr_name(name),
+           "holds " + std::to_string(H5Sget_simple_extent_npoints(space)) +
+               " values where the schema has one");
+  }
+  return {std::move(attr), std::move(type)};
+}
+
+}  // namespace
+
+// Fixed- and variable-length strings alike, so files touched by h5py (which writes
+// variable-length ones) read back too.
+std::string read_attr_str(hid_t obj, const char* name, Text kind, const Where& w) {
+  const size_t limit = kind == Text::line ? kLineBytes : kTextBytes;
+  auto [attr, type] = open_single_attr(obj, name, H5T_STRING, "a string", limit, w);
+  const std::string op = "reading " + attr_name(name);
+  const htri_t variable = H5Tis_variable_str(type);
+  if (variable < 0) fail(w, op);
+  std::string value;
+  if (variable > 0) {
+    // HDF5 allocates what the file's heap object holds, which the file's own size bounds.
+    H5Id mem = make_type(H5Tcopy(H5T_C_S1), w);
+    check(H5Tset_size(mem, H5T_VARIABLE), w, op);
+    check(H5Tset_cset(mem, H5Tget_cset(type)), w, op);
+    char* data = nullptr;
+    check(H5Aread(attr, mem, &data), w, op);
+    if (data) value.assign(data, strnlen(data, limit + 1));
+    H5free_memory(data);
+  } else {
+    const size_t len = H5Tget_size(type);
+    std::vector<char> buf(len + 1, '\0');
+    check(H5Aread(attr, type, buf.data()), w, op);
+    value = from_fixed(buf.data(), len);
+  }
+  if (value.size() > limit) {
+    refuse(w, attr_name(name), "holds more than " + std::to_string(limit) + " bytes");
+  }
+  return clean_text(value, kind);
+}
+
+int64_t read_attr_int(hid_t obj, const char* name, int64_t low, int64_t high, const Where& w) {
+  auto [attr, type] = open_single_attr(obj, name, H5T_INTEGER, "an integer", 8, w);
+  // HDF5 clips an unsigned value beyond int64 to its maximum, which the range then refuses.
+  int64_t value = 0;
+  check(H5Aread(attr, H5T_NATIVE_INT64, &value), w, "reading " + attr_name(name));
+  if (value < low || value > high) {
+    refuse(w, attr_name(name),
+           "is " + std::to_string(value) + ", outside " + std::to_string(low) + " to " +
+               std::to_string(high));
+  }
+  return value;
+}
+
+double read_attr_f64(hid_t obj, const char* name, const Where& w) {
+  auto [attr, type] = open_single_attr(obj, name, H5T_FLOAT, "a floating-point number", 16, w);
+  double value = 0;
+  check(H5Aread(attr, H5T_NATIVE_DOUBLE, &value), w, "reading " + attr_name(name));
+  return value;
+}
+
+namespace {
+
+// The dimensions of every array in a results file are int32 counts (ranks, iterations, tasks).
+constexpr hsize_t kMaxDim = std::numeric_limits<int32_t>::max();
+
+// Refuses storage the writer never makes, from the creation properties alone: asking HDF5 for
+// the extent of a virtual dataset would already open its source files.
+uint64_t check_storage_kind(hid_t dset, const char* name, size_t elem, const Where& w) {
+  H5Id dcpl(
+      check_id(H5Dget_create_plist(dset), w, "reading the properties of " + dataset_name(name)),
+      H5Pclose);
+  const H5D_layout_t layout = H5Pget_layout(dcpl);
+  if (layout == H5D_VIRTUAL) {
+    refuse(w, dataset_name(name), "is a virtual dataset, whose data would come from other files");
+  }
+  if (layout != H5D_CONTIGUOUS && layout != H5D_CHUNKED && layout != H5D_COMPACT) {
+    refuse(w, dataset_name(name), "has a storage layout the writer never uses");
+  }
+  const int external = H5Pget_external_count(dcpl);
+  if (external != 0) {
+    if (external < 0) fail(w, "reading the external files of " + dataset_name(name));
+    refuse(w, dataset_name(name), "keeps its data in external files, outside the results file");
+  }
+  const int filters = H5Pget_nfilters(dcpl);
+  if (filters != 0) {
+    if (filters < 0) fail(w, "reading the filters of " + dataset_name(name));
+    refuse(w, dataset_name(name),
+           "is filtered (compressed or encoded): the writer never filters, and what a filter "
+           "expands to is not bounded by what the file stores");
+  }
+  if (layout != H5D_CHUNKED) return 0;
+  hsize_t chunk[H5S_MAX_RANK] = {};
+  const int rank = H5Pget_chunk(dcpl, H5S_MAX_RANK, chunk);
+  if (rank < 0) fail(w, "reading the chunks of " + dataset_name(name));
+  uint64_t bytes = elem;
+  for (int i = 0; i < rank; ++i) {
+    if (__builtin_mul_overflow(bytes, chunk[i], &bytes)) bytes = UINT64_MAX;
+  }
+  return bytes;
+}
+
+// The dims of a simple dataspace of rank `rank`, each checked, and their product.
+uint64_t checked_extent(hid_t dset, const char* name, int rank, std::vector<hsize_t>& dims,
+                        const Where& w) {
+  H5Id space(check_id(H5Dget_space(dset), w, "reading the dataspace of " + dataset_name(name)),
+             H5Sclose);
+  if (H5Sget_simple_extent_type(space) != H5S_SIMPLE || H5Sget_simple_extent_ndims(space) != rank) {
+    refuse(w, dataset_name(name), "should have " + std::to_string(rank) + " dimensions");
   }
   dims.assign(static_cast<size_t>(rank), 0);
-  H5Sget_simple_extent_dims(space, dims.data(), nullptr);
+  check(H5Sget_simple_extent_dims(space, dims.data(), nullptr), w,
+        "reading the dims of " + dataset_name(name));
+  uint64_t count = 1;
+  for (hsize_t d : dims) {
+    if (d > kMaxDim) {
+      refuse(w, dataset_name(name),
+             "has a dimension of " + std::to_string(d) + ", beyond the 2^31 - 1 of any count");
+    }
+    if (__builtin_mul_overflow(count, d, &count)) count = UINT64_MAX;
+  }
+  return count;
+}
+
+}  // namespace
+
+H5Id open_dataset(hid_t loc, const char* name, int rank, H5T_class_t type_class, size_t mem_bytes,
+                  std::vector<hsize_t>& dims, const Where& w) {
+  if (!w.budget) throw std::logic_error("reading " + dataset_name(name) + " without a budget");
+  if (!has_link(loc, name, w)) {
+    throw InputError("'" + w.file + "': " + w.what + " has no dataset '" + name + "'");
+  }
+  require_hard_link(loc, name, w);
+  H5Id dset(check_id(H5Dopen2(loc, name, H5P_DEFAULT), w, "opening " + dataset_name(name)),
+            H5Dclose);
+  H5Id type(check_id(H5Dget_type(dset), w, "reading the type of " + dataset_name(name)), H5Tclose);
+  const size_t elem = H5Tget_size(type);
+  const uint64_t chunk_bytes = check_storage_kind(dset, name, elem, w);
+  if (H5Tget_class(type) != type_class || elem == 0) {
+    refuse(w, dataset_name(name), "has a type of another class than the schema gives it");
+  }
+  const uint64_t count = checked_extent(dset, name, rank, dims, w);
+  uint64_t declared = 0, in_memory = 0;
+  if (__builtin_mul_overflow(count, elem, &declared)) declared = UINT64_MAX;
+  if (__builtin_mul_overflow(count, mem_bytes, &in_memory)) in_memory = UINT64_MAX;
+  if (declared > 0) {
+    // The writer writes every element it declares, so a file storing less was damaged or made
+    // to declare what it does not hold (reading would allocate it all the same).
+    const uint64_t stored = H5Dget_storage_size(dset);
+    if (declared > stored) {
+      refuse(w, dataset_name(name),
+             "declares " + std::to_string(declared) + " bytes but the file stores " +
+                 std::to_string(stored) + " for it: the file is damaged or crafted");
+    }
+  }
+  // A chunk is read whole into memory where it fits HDF5's 1 MiB chunk cache.
+  if (chunk_bytes > std::max<uint64_t>(declared, uint64_t{1} << 20)) {
+    refuse(w, dataset_name(name),
+           "has chunks of " + std::to_string(chunk_bytes) + " bytes, more than its own " +
+               std::to_string(declared));
+  }
+  w.budget->charge(std::max(declared, in_memory), name, w);
   return dset;
 }
 
@@ -264,7 +504,7 @@ void read_dataset(hid_t dset, hid_t mem_type, void* data, size_t count, const ch
                   const Where& w) {
   if (count == 0) return;
   check(H5Dread(dset, mem_type, H5S_ALL, H5S_ALL, H5P_DEFAULT, data), w,
-        std::string("reading dataset '") + name + "'");
+        "reading " + dataset_name(name));
 }
 
 void expect_dims(const std::vector<hsize_t>& got, const std::vector<hsize_t>& want,
@@ -294,6 +534,11 @@ std::vector<std::string> group_members(hid_t group, const Where& w) {
       fail(w, "listing");
     }
     name.resize(static_cast<size_t>(len));
+    // Opened by name, a path would be followed link by link: only plain names are members.
+    if (name.empty() || name == "." || name.find('/') != std::string::npos ||
+        name.find('\0') != std::string::npos) {
+      refuse(w, "the link '" + clean_text(name, Text::line) + "'", "is not a plain name");
+    }
     names.push_back(std::move(name));
   }
   return names;
