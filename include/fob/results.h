@@ -13,6 +13,7 @@
 namespace fob {
 
 class OutputLock;
+class JournalWriter;
 
 inline constexpr const char* kSchema = "fobench/1";
 // The newest schema version this fobench reads and writes. 2: a case may hold one period of a
@@ -187,50 +188,44 @@ struct ResultFile {
   std::vector<CaseStats> stats;
 };
 
-// Writes NAME.h5.partial, rewritten case by case, then renamed to NAME.h5 by finish().
-// Refuses to start when NAME.h5 exists unless `force` (InputError). HDF5 only on rank 0.
-// Writes a results file case by case. The file is built in memory and every flush replaces
-// NAME.h5.partial whole (written beside it, synced, renamed over it), so a full disk, a signal
-// or a crash during a write leaves the previous flush as it was: readable, resumable. A second
-// run writing the same file is refused (OutputLock) before either file is touched.
+// Writes a results file case by case: each case (or round) is appended to the journal
+// NAME.h5.partial and synced (src/io/journal.h), so a flush costs that case however long the
+// sweep, and a full disk, a signal or a crash keeps every case flushed before, readable and
+// resumable. finish() writes NAME.h5 once, whole and compact, from the journal. A second run
+// writing the same file is refused (OutputLock) before either file is touched. Rank 0 only.
 class ResultWriter {
  public:
   // Starts NAME.h5.partial. InputError (before anything is measured) when the file may not or
-  // cannot be written: it exists without `force`, another run holds it, or the directory does
-  // not take the first flush.
-  ResultWriter(const std::string& path, bool force, const RunInfo& run, const SystemInfo& sys);
-  // Reopens an interrupted run's NAME.h5.partial to add cases to it (--resume).
+  // cannot be written: it exists without `force`, is one of `inputs`, another run holds it, or
+  // the directory does not take the journal's header.
+  ResultWriter(const std::string& path, bool force, const RunInfo& run, const SystemInfo& sys,
+               const std::vector<std::string>& inputs = {});
+  // Reopens an interrupted run's journal NAME.h5.partial to add cases to it (--resume).
   explicit ResultWriter(const std::string& partial_path);
+  // The cases flushed so far: their keys, ids, iterations and rounds, not their timings.
   const std::vector<CaseResult>& cases() const { return cases_; }
   ~ResultWriter();
   ResultWriter(const ResultWriter&) = delete;
   ResultWriter& operator=(const ResultWriter&) = delete;
 
-  // Writes the case, refreshes /summary and flushes to disk. A case written before with fewer
-  // rounds gets only its new rounds appended; any other earlier version with its id is
-  // replaced. RuntimeFault, with the flushed file untouched, when the write fails.
+  // Flushes the case. A case flushed before with fewer rounds gets only its new rounds
+  // appended; any other earlier version with its id is replaced. RuntimeFault, with what was
+  // flushed before untouched, when the write fails.
   void add_case(const CaseResult& result);
-  // Writes new cases (none of whose ids the file has) and flushes once: for cases computed
-  // rather than measured (`fobench sim`), where a flush per case would only rewrite a large
-  // file once per case. cases() then holds their keys and ids, not their timings.
+  // Flushes new cases (none of whose ids were flushed before) at once: for cases computed
+  // rather than measured (`fobench sim`).
   void add_cases(const std::vector<CaseResult>& results);
-  void finish();  // renames .partial to the final name
+  // Writes NAME.h5 from the journal, then removes the journal; returns what it wrote.
+  ResultFile finish();
   const std::string& final_path() const { return path_; }
   const std::string& partial_path() const { return partial_; }
 
  private:
-  // Replaces the .partial with the in-memory file; `before_run` makes a failure bad input.
-  void flush(const std::string& what, bool before_run);
-
+  void remember(const CaseResult& result);
   std::string path_, partial_;
-  long long file_ = -1;  // hid_t of the in-memory file
   std::unique_ptr<OutputLock> lock_;
+  std::unique_ptr<JournalWriter> journal_;
   std::vector<CaseResult> cases_;
-  std::vector<CaseStats> stats_;  // case_stats() of cases_, kept so /summary costs one case
-  // The timer the run asked for, and what /system says took the times (files_timer()).
-  std::string requested_timer_, written_timer_;
-  void refresh_timer();
-  size_t cases_on_disk_ = 0;  // how many cases the .partial holds
 };
 
 // The file an interrupted NAME.h5.partial becomes when its run finishes; InputError when the
@@ -270,9 +265,16 @@ void append_round(CaseResult& result, const RoundTimes& round);
 // The peer a task record names: the send peer, else the receive peer, for transfers; else -1.
 int32_t recorded_peer(const Task& task);
 
-// Reads a file written by ResultWriter (final or .partial). Throws InputError when it is not a
-// fobench file, has a newer schema, or cannot be opened.
+// Reads a file written by ResultWriter: a finished HDF5 file (parsed in a child process under
+// memory and time limits, src/io/read_results.cpp) or a journal NAME.h5.partial, also one
+// still being written. Throws InputError when it is not a fobench file, is damaged or crafted,
+// has a newer schema, or cannot be opened; never crashes or hangs on what it holds.
 ResultFile read_results(const std::string& path);
+// Whether `path` starts like a journal (what --resume continues); InputError when it cannot
+// be opened as a regular file.
+bool is_journal_file(const std::string& path);
+// Why --resume refuses `path`, which is not a journal.
+std::string not_a_journal(const std::string& path);
 
 // Why this run may not add its cases to `existing` (an interrupted file): the first of backend,
 // transport, world size, link emulation, timer and every config setting (the seed, dtype,

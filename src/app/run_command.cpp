@@ -1,4 +1,5 @@
 // `fobench run`: validate everything, then run every case and write results case by case.
+#include <limits.h>
 #include <mpi.h>
 #include <unistd.h>
 
@@ -10,7 +11,9 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <set>
 
+#include "backends/cpu/host_memory.h"
 #include "cases.h"
 #include "commands.h"
 #include "core/stop_signals.h"
@@ -55,9 +58,14 @@ int finalize(int code) {
   _exit(kExitRuntimeFault);  // MPI_Abort does not return; should it, do not go on
 }
 
-std::string kept_note(const ResultWriter& writer) {
-  return std::to_string(writer.cases().size()) + " case(s) are kept in '" + writer.partial_path() +
-         "' (fobench report reads it; --resume " + writer.partial_path() + " goes on)";
+// What a stopped run keeps: cases measured through their last round, and those with rounds
+// still to come (`partly`), which a resume measures again.
+std::string kept_note(const ResultWriter& writer, size_t partly) {
+  const size_t whole = writer.cases().size() - std::min(partly, writer.cases().size());
+  return std::to_string(whole) + " case(s)" +
+         (partly ? " and " + std::to_string(partly) + " partly measured one(s)" : "") +
+         " are kept in '" + writer.partial_path() + "' (fobench report reads it; --resume " +
+         writer.partial_path() + " goes on)";
 }
 
 // The results file's directory, made if missing; a path no directory can be made at (a
@@ -65,7 +73,21 @@ std::string kept_note(const ResultWriter& writer) {
 void create_output_directory(const std::string& output) {
   const std::filesystem::path out(output);
   if (!out.has_parent_path()) return;
+  // Checked before the first directory is made, so a path too long to hold leaves none behind.
   std::error_code ec;
+  const std::string absolute = std::filesystem::absolute(out, ec).string();
+  if (absolute.size() >= PATH_MAX) {
+    throw InputError("-o: a path of " + std::to_string(absolute.size()) +
+                     " characters, longer than the system takes (PATH_MAX " +
+                     std::to_string(PATH_MAX) + ")");
+  }
+  for (const auto& part : out) {
+    if (part.string().size() > NAME_MAX) {
+      throw InputError("-o: a name of " + std::to_string(part.string().size()) +
+                       " characters in the path, longer than the system takes (NAME_MAX " +
+                       std::to_string(NAME_MAX) + ")");
+    }
+  }
   std::filesystem::create_directories(out.parent_path(), ec);
   if (ec) {
     throw InputError("-o '" + output + "': cannot create the directory '" +
@@ -224,6 +246,20 @@ int run_command(const RunArgs& args) {
                     config.rounds > 1 ? ", or pass --rounds 1 to hold one case at a time" : "");
       problem = text;
     }
+    if (rank == 0 && problem.empty()) {
+      // Rank 0 also holds every rank's task times of a group's cases until their last round.
+      std::vector<std::vector<int64_t>> group_tasks(plans.size());
+      for (size_t g = 0; g < plans.size(); ++g) {
+        for (const Plan& plan : plans[g]) {
+          group_tasks[g].push_back(static_cast<int64_t>(plan.tasks.size()));
+        }
+      }
+      try {
+        check_timing_memory(group_tasks, config.iters, world, host_available_bytes());
+      } catch (const InputError& e) {
+        problem = e.what();
+      }
+    }
     int bad = problem.empty() ? 0 : 1, any = 0;
     {
       const watchdog::Wait wait("the memory check");
@@ -262,6 +298,7 @@ int run_command(const RunArgs& args) {
                            "': a resumed run finishes its own file, '" + target +
                            "'; give one or the other");
         }
+        if (!is_journal_file(*args.resume)) throw InputError(not_a_journal(*args.resume));
         const std::string why = resume_mismatch(read_results(*args.resume), run_info, system);
         if (!why.empty()) {
           throw InputError("--resume '" + *args.resume + "': " + why +
@@ -280,7 +317,9 @@ int run_command(const RunArgs& args) {
         return;
       }
       create_output_directory(config.output);
-      writer = std::make_unique<ResultWriter>(config.output, args.force, run_info, system);
+      std::vector<std::string> inputs;
+      if (!args.config_path.empty()) inputs.push_back(args.config_path);
+      writer = std::make_unique<ResultWriter>(config.output, args.force, run_info, system, inputs);
     });
   } catch (const InputError& e) {
     if (rank == 0) std::fprintf(stderr, "fobench: error: %s\n", e.what());
@@ -288,7 +327,7 @@ int run_command(const RunArgs& args) {
   }
   if (rank == 0) {
     // Printed once the results file is settled: a refused run prints nothing but its error.
-    stop::set_note(kept_note(*writer));
+    stop::set_note(kept_note(*writer, 0));
     std::printf("# fobench %s  backend %s  transport %s  world %d  link %s  timer %s\n",
                 FOB_VERSION, system.backend.c_str(), system.transport.c_str(), world,
                 system.link_emulation.c_str(), system.timer.c_str());
@@ -312,7 +351,6 @@ int run_command(const RunArgs& args) {
   exec.rounds = config.rounds;
   Executor executor(*backend, comm);
   bool all_verified = true;
-  std::vector<CaseResult> done;
   try {
     const auto start = std::chrono::steady_clock::now();
     const int rounds = std::clamp(config.rounds, 1, config.iters);
@@ -320,13 +358,19 @@ int run_command(const RunArgs& args) {
     for (int s : skip) to_run += s ? 0 : 1;
     const size_t slots_total = to_run * rounds;
     size_t slots_done = 0;
+    std::set<std::string> partly;  // ids of cases with rounds still to come
     // Rank 0 writes each case after each of its shares, so a stopped run keeps what it measured.
     auto flush = [&](const CaseResult& r, int round, int rounds_total) {
       ++slots_done;
       if (rank != 0) return;
       watchdog::test_stop_point("writing case " + r.id);
       writer->add_case(r);
-      stop::set_note(kept_note(*writer));
+      if (round + 1 < rounds_total) {
+        partly.insert(r.id);
+      } else {
+        partly.erase(r.id);
+      }
+      stop::set_note(kept_note(*writer, partly.size()));
       const double elapsed =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       const double left = elapsed / slots_done * (slots_total - slots_done);
@@ -371,13 +415,8 @@ int run_command(const RunArgs& args) {
         if (r.verified == 0) all_verified = false;
       }
     }
-    if (rank == 0) done = writer->cases();
     if (rank == 0) {
-      writer->finish();
-      stop::set_note("the run finished; its results are in '" + writer->final_path() + "'");
-      std::sort(done.begin(), done.end(),
-                [](const CaseResult& a, const CaseResult& b) { return a.id < b.id; });
-      ResultFile file{run_info, system, done, {}};
+      const ResultFile file = writer->finish();
       std::cout << "\n";
       write_report(std::cout, file, ReportFormat::md);
       std::cout << "\nresults: " << writer->final_path() << "\n";

@@ -179,14 +179,16 @@ int sim_command(const SimArgs& args) {
     std::unique_ptr<ResultWriter> writer;
     const std::optional<std::string> output = given(args.run, "output");
     if (!output.value_or("").empty()) {
-      writer = std::make_unique<ResultWriter>(*output, args.run.force, file.run, file.system);
+      std::vector<std::string> inputs{args.machine};
+      if (!args.run.config_path.empty()) inputs.push_back(args.run.config_path);
+      writer =
+          std::make_unique<ResultWriter>(*output, args.run.force, file.run, file.system, inputs);
     }
     Simulated simulated = simulate_all(specs, cost, writer != nullptr);
     file.cases = std::move(simulated.cases);
     file.stats = std::move(simulated.stats);
     if (writer) {
-      // Nothing here was measured, so the file is written once, whole: a flush per case would
-      // rewrite a sweep's file once per case.
+      // Nothing here was measured: one flush for every case.
       writer->add_cases(file.cases);
       writer->finish();
     }

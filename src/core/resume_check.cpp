@@ -41,6 +41,11 @@ std::string differs(const std::string& what, const std::string& in_file, const s
 std::string resume_mismatch(const ResultFile& existing, const RunInfo& run,
                             const SystemInfo& system) {
   const SystemInfo& was = existing.system;
+  // Another build may measure or record differently; its cases and this one's are not one
+  // setting, and the finished file would name one build for both.
+  if (existing.run.git_commit != run.git_commit) {
+    return differs("fobench build (git_commit)", existing.run.git_commit, run.git_commit);
+  }
   if (was.backend != system.backend) return differs("backend", was.backend, system.backend);
   if (was.transport != system.transport) {
     return differs("transport", was.transport, system.transport);

@@ -260,46 +260,6 @@ ResultFile read_image_unchecked(const std::string& path, const std::vector<char>
   return read_file(file, Where{path, "/", &budget});
 }
 
-// The file's bytes, from one open file: a regular file (opened without blocking, so that a
-// FIFO swapped in after the check cannot hang the reader), read up to the size it had then,
-// so that a writer renaming a new flush over it leaves this reader its old one whole.
-std::vector<char> read_file_bytes(const std::string& path) {
-  const int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) {
-    if (errno == ENOENT) throw InputError("cannot open '" + path + "' as HDF5: no such file");
-    throw InputError("cannot open '" + path + "' as HDF5: " + std::strerror(errno));
-  }
-  struct stat st {};
-  std::vector<char> bytes;
-  std::string error;
-  if (fstat(fd, &st) != 0) {
-    error = std::strerror(errno);
-  } else if (!S_ISREG(st.st_mode)) {
-    const char* kind = S_ISDIR(st.st_mode)    ? "a directory"
-                       : S_ISFIFO(st.st_mode) ? "a FIFO"
-                       : S_ISSOCK(st.st_mode) ? "a socket"
-                                              : "a device";
-    close(fd);
-    throw InputError("results file: '" + path + "' is " + kind + ", not a regular file");
-  } else {
-    bytes.resize(static_cast<size_t>(st.st_size));
-    size_t done = 0;
-    while (done < bytes.size() && error.empty()) {
-      const ssize_t n = read(fd, bytes.data() + done, bytes.size() - done);
-      if (n > 0) {
-        done += static_cast<size_t>(n);
-      } else if (n == 0) {
-        bytes.resize(done);  // it shrank meanwhile: HDF5 then finds it truncated
-      } else if (errno != EINTR) {
-        error = std::strerror(errno);
-      }
-    }
-  }
-  close(fd);
-  if (!error.empty()) throw InputError("results file: cannot read '" + path + "': " + error);
-  return bytes;
-}
-
 }  // namespace
 
 ResultFile read_h5_image(const std::string& path, const std::vector<char>& image) {
@@ -310,10 +270,6 @@ ResultFile read_h5_image(const std::string& path, const std::vector<char>& image
     // A file that opens but does not read back is damaged input (exit 2), not a run fault.
     throw InputError(std::string("cannot read '") + path + "': " + e.what());
   }
-}
-
-ResultFile read_results(const std::string& path) {
-  return read_h5_image(path, read_file_bytes(path));
 }
 
 }  // namespace fob

@@ -170,7 +170,7 @@ TempFile::TempFile(const std::string& target) : target_(target) {
   const auto [prefix, name] = split_path(target);
   // O_EXCL with O_NOFOLLOW creates a new file or fails: a link or FIFO planted at the name is
   // never opened, and another name is tried.
-  constexpr int kFlags = O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
+  constexpr int kFlags = O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC;
   for (int attempt = 0; attempt < 100; ++attempt) {
     std::string candidate = prefix + "." + name + "." + random_chars() + kTempSuffix;
     const int fd = open(candidate.c_str(), kFlags, 0644);

@@ -1,9 +1,8 @@
-// ResultWriter: the results file, built in memory (HDF5's core driver) and flushed by replacing
-// NAME.h5.partial whole. HDF5 updates a file in place (superblock, object headers, heaps), so
-// a write cut short by a full disk or a kill leaves a file that no longer opens; writing the
-// new image beside the old one and renaming it over is the only way a failed flush cannot
-// damage what an earlier one put on disk. The cost is rewriting the file at every flush
-// (outside the timed iterations).
+// ResultWriter: cases go to the journal NAME.h5.partial as they finish (journal.h says why a
+// journal), and NAME.h5 is written once at the end: an HDF5 image built in memory from the
+// journal, written to a fresh temporary beside the target and renamed over it, so the finished
+// file has no space left behind by replaced objects and nothing planted at a fixed name is
+// ever opened.
 #include <fcntl.h>
 #include <hdf5.h>
 #include <sys/statvfs.h>
@@ -11,7 +10,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <string>
@@ -19,10 +17,12 @@
 
 #include "core/stop_signals.h"
 #include "fob/metrics.h"
+#include "fob/output_file.h"
 #include "fob/results.h"
 #include "fob/types.h"
 #include "h5_schema.h"
 #include "h5_util.h"
+#include "journal.h"
 #include "output_lock.h"
 
 namespace fob {
@@ -32,127 +32,92 @@ using namespace h5io;  // NOLINT: the helpers this file is written in
 namespace {
 
 constexpr size_t kCoreIncrement = 1 << 20;
-// Room left on the file system beyond the new image (an eighth of it, and 16 KiB), so that a
-// flush neither fills the disk for everything else nor fails half-way on a racing writer.
-unsigned long long spare_bytes(size_t image) {
-  return image / 8 + (16 << 10);
-}
 
-// A file access list that keeps the file in memory and never writes it back by itself.
-H5Id in_memory_access(const Where& w) {
+// The finished file as an HDF5 image in memory (the core driver, never written back by itself).
+std::vector<char> hdf5_image(const ResultFile& file, const std::string& path) {
+  silence_hdf5();
+  H5Eclear2(H5E_DEFAULT);
+  Where w{path, "/"};
   H5Id fapl(check_id(H5Pcreate(H5P_FILE_ACCESS), w, "creating access list"), H5Pclose);
   check(H5Pset_fapl_core(fapl, kCoreIncrement, false), w, "choosing the in-memory driver");
   check(H5Pset_file_locking(fapl, false, true), w, "leaving file locks to OutputLock");
-  return fapl;
-}
-
-std::string size_text(unsigned long long bytes) {
-  char text[32];
-  if (bytes >= (1ULL << 20)) {
-    std::snprintf(text, sizeof text, "%.1f MiB", bytes / 1048576.0);
-  } else {
-    std::snprintf(text, sizeof text, "%.1f KiB", bytes / 1024.0);
+  H5Id h5(check_id(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl), w,
+                   "creating the file in memory"),
+          H5Fclose);
+  write_header(h5, file.run, file.system, path);
+  {
+    H5Id cases(check_id(H5Gopen2(h5, "cases", H5P_DEFAULT), w, "opening /cases"), H5Gclose);
+    for (const CaseResult& c : file.cases) write_case(cases, c, path);
   }
-  return text;
+  write_summary(h5, file.cases, file.stats, path);
+  write_timer(h5, file.system.timer, path);
+  check(H5Fflush(h5, H5F_SCOPE_GLOBAL), w, "flushing");
+  const ssize_t size = H5Fget_file_image(h5, nullptr, 0);
+  if (size < 0) fail(w, "sizing the file image");
+  std::vector<char> image(static_cast<size_t>(size));
+  if (H5Fget_file_image(h5, image.data(), image.size()) != size) fail(w, "copying the image");
+  return image;
 }
 
-// Writes `image` to `tmp`, syncs it, renames it over `target` and syncs the directory; on any
-// failure removes `tmp` and returns why, leaving `target` as it was.
-std::string replace_file(const std::string& tmp, const std::string& target,
-                         const std::vector<char>& image) {
+// Room for `bytes` more on the file system holding `path`, with a sixteenth and 16 KiB to spare
+// for everything else.
+std::string space_for(const std::string& path, size_t bytes) {
   namespace fs = std::filesystem;
-  const fs::path dir = fs::path(target).has_parent_path() ? fs::path(target).parent_path() : ".";
+  const fs::path dir = fs::path(path).has_parent_path() ? fs::path(path).parent_path() : ".";
   struct statvfs vfs = {};
-  if (statvfs(dir.c_str(), &vfs) == 0) {
-    const unsigned long long free_bytes =
-        static_cast<unsigned long long>(vfs.f_bavail) * vfs.f_frsize;
-    const unsigned long long spare = spare_bytes(image.size());
-    if (free_bytes < image.size() + spare) {
-      return "not enough space on the file system (the file needs " + size_text(image.size()) +
-             " and " + size_text(spare) + " spare, " + size_text(free_bytes) + " are free)";
-    }
-  }
-  const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return "cannot create '" + tmp + "': " + std::strerror(errno);
-  std::string error;
-  size_t done = 0;
-  while (done < image.size() && error.empty()) {
-    const ssize_t n = write(fd, image.data() + done, image.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) error = "writing '" + tmp + "': " + std::strerror(n < 0 ? errno : EIO);
-    if (n > 0) done += static_cast<size_t>(n);
-  }
-  if (error.empty() && fsync(fd) != 0) error = "syncing '" + tmp + "': " + std::strerror(errno);
-  if (close(fd) != 0 && error.empty()) error = "closing '" + tmp + "': " + std::strerror(errno);
-  if (error.empty() && std::rename(tmp.c_str(), target.c_str()) != 0) {
-    error = "renaming '" + tmp + "' to '" + target + "': " + std::strerror(errno);
-  }
-  if (!error.empty()) {
-    unlink(tmp.c_str());
-    return error;
-  }
-  // The rename is durable once the directory is.
-  const int dfd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
-    fsync(dfd);
-    close(dfd);
-  }
-  return "";
+  if (statvfs(dir.c_str(), &vfs) != 0) return "";
+  const unsigned long long free_bytes =
+      static_cast<unsigned long long>(vfs.f_bavail) * vfs.f_frsize;
+  if (free_bytes >= bytes + bytes / 16 + (16 << 10)) return "";
+  return "not enough space on the file system (" + std::to_string(bytes) + " bytes to write, " +
+         std::to_string(free_bytes) + " free)";
 }
 
-void require_not_special(const std::string& path, const std::string& role) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  const fs::file_status st = fs::symlink_status(path, ec);
-  if (ec || !fs::exists(st)) return;
-  if (!fs::is_regular_file(st)) {
-    throw InputError("-o '" + path + "': " + role + " exists and is " +
-                     (fs::is_directory(st)
-                          ? "a directory; name a results file in it, e.g. '" + path + "/results.h5'"
-                          : std::string("not a regular file; name a results "
-                                        "file (.h5)")));
-  }
+// Whether `now` is `before` with more rounds: then only those rounds need writing.
+bool continues(const CaseResult& before, const CaseResult& now) {
+  const std::vector<int32_t> had = before.rounds(), has = now.rounds();
+  return before.world == now.world && before.ranks() == now.ranks() &&
+         before.max_tasks == now.max_tasks && before.iters < now.iters && had.size() < has.size() &&
+         std::equal(had.begin(), had.end(), has.begin());
 }
 
 }  // namespace
 
 ResultWriter::ResultWriter(const std::string& path, bool force, const RunInfo& run,
-                           const SystemInfo& sys)
-    : path_(path),
-      partial_(path + ".partial"),
-      requested_timer_(sys.requested_timer()),
-      written_timer_(sys.timer) {
+                           const SystemInfo& sys, const std::vector<std::string>& inputs)
+    : path_(path), partial_(path + ".partial") {
   namespace fs = std::filesystem;
   // Named before anything else happens to it: no other run may be writing this file.
-  require_not_special(path_, "it");
+  check_output_path("-o", path_, true, inputs);
   lock_ = std::make_unique<OutputLock>(path_);
-  require_not_special(partial_, "'" + partial_ + "'");
+  check_output_path("-o", path_, force, inputs);
   std::error_code ec;
-  if (!force && fs::exists(path_, ec)) {
-    throw InputError("output file '" + path_ + "' already exists; pass --force to overwrite it");
+  const fs::file_status partial = fs::symlink_status(partial_, ec);
+  if (fs::exists(partial) && !fs::is_regular_file(partial)) {
+    throw InputError("-o '" + path_ + "': '" + partial_ +
+                     "' exists and is not a regular file; remove it or choose another -o");
   }
-  // A leftover .partial is what an interrupted run kept; it is data too.
-  if (!force && fs::exists(partial_, ec)) {
+  // A leftover journal is what an interrupted run kept; it is data too.
+  if (!force && fs::exists(partial)) {
     throw InputError("'" + partial_ +
                      "' exists (left by an interrupted run?); pass --force to overwrite it, or "
                      "--resume it");
   }
-  silence_hdf5();
-  H5Eclear2(H5E_DEFAULT);
-  Where w{partial_, "/"};
-  H5Id fapl = in_memory_access(w);
-  file_ = H5Fcreate(partial_.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl);
-  if (file_ < 0) {
-    throw InputError("cannot create HDF5 file '" + partial_ + "' in memory: " + h5_error_text());
-  }
+  const stop::WriteSection section;
+  const std::string full = space_for(partial_, 4 << 10);
   try {
-    write_header(static_cast<hid_t>(file_), run, sys, partial_);
-    flush("starting the file", true);
-  } catch (...) {
-    H5Fclose(static_cast<hid_t>(file_));
-    file_ = -1;
-    throw;
+    if (!full.empty()) throw RuntimeFault(full);
+    journal_ = std::make_unique<JournalWriter>(partial_, run, sys);
+  } catch (const std::exception& e) {
+    throw InputError("-o '" + path_ + "': cannot write '" + partial_ + "': " + e.what() +
+                     "; nothing was measured");
   }
+}
+
+std::string not_a_journal(const std::string& path) {
+  return "--resume: '" + path +
+         "' is not a journal this fobench writes (an HDF5 .partial of an earlier version: "
+         "`fobench report` reads it; resume it with the fobench that wrote it, or start again)";
 }
 
 std::string partial_target(const std::string& partial) {
@@ -168,161 +133,113 @@ ResultWriter::ResultWriter(const std::string& partial_path)
     : path_(partial_target(partial_path)), partial_(partial_path) {
   lock_ = std::make_unique<OutputLock>(path_);
   std::error_code ec;
-  if (std::filesystem::exists(path_, ec)) {
+  if (std::filesystem::exists(std::filesystem::symlink_status(path_, ec))) {
     throw InputError("--resume: '" + path_ + "' already exists; the run it belongs to finished");
   }
-  // Reading first checks the schema and gives the cases the summary is computed over.
-  ResultFile existing = read_results(partial_);
-  cases_ = std::move(existing.cases);
-  requested_timer_ = existing.system.requested_timer();
-  written_timer_ = existing.system.timer;
-  for (const CaseResult& c : cases_) stats_.push_back(case_stats(c));
-  cases_on_disk_ = cases_.size();
-  silence_hdf5();
-  H5Eclear2(H5E_DEFAULT);
-  Where w{partial_, "/"};
-  H5Id fapl = in_memory_access(w);
-  file_ = H5Fopen(partial_.c_str(), H5F_ACC_RDWR, fapl);
-  if (file_ < 0) {
-    throw InputError("--resume: cannot open '" + partial_ + "': " + h5_error_text());
+  const int fd = open_existing_regular(partial_, "--resume");
+  std::string bytes;
+  try {
+    char buf[1 << 16];
+    for (;;) {
+      const ssize_t n = read(fd, buf, sizeof buf);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) throw InputError("--resume: cannot read '" + partial_ + "': " + strerror(errno));
+      if (n == 0) break;
+      bytes.append(buf, static_cast<size_t>(n));
+    }
+    if (!is_journal(bytes)) throw InputError(not_a_journal(partial_));
+  } catch (...) {
+    close(fd);
+    throw;
+  }
+  size_t intact = 0;
+  const ResultFile existing = read_journal(bytes, partial_, &intact);
+  journal_ = std::make_unique<JournalWriter>(partial_, fd, intact);
+  for (const CaseResult& c : existing.cases) remember(c);
+}
+
+ResultWriter::~ResultWriter() = default;
+
+void ResultWriter::remember(const CaseResult& result) {
+  CaseResult kept = described(result);
+  kept.stored = result.stored;
+  kept.max_tasks = result.max_tasks;
+  auto same = [&](const CaseResult& c) { return c.id == result.id; };
+  auto it = std::find_if(cases_.begin(), cases_.end(), same);
+  if (it != cases_.end()) {
+    *it = std::move(kept);
+  } else {
+    cases_.push_back(std::move(kept));
   }
 }
-
-ResultWriter::~ResultWriter() {
-  if (file_ >= 0) H5Fclose(static_cast<hid_t>(file_));
-}
-
-void ResultWriter::flush(const std::string& what, bool before_run) {
-  const stop::WriteSection section;
-  const hid_t file = static_cast<hid_t>(file_);
-  Where w{partial_, ""};
-  check(H5Fflush(file, H5F_SCOPE_GLOBAL), w, "flushing");
-  const ssize_t size = H5Fget_file_image(file, nullptr, 0);
-  if (size < 0) fail(w, "sizing the file image");
-  std::vector<char> image(static_cast<size_t>(size));
-  if (H5Fget_file_image(file, image.data(), image.size()) != size) fail(w, "copying the image");
-  const std::string error = replace_file(partial_ + ".tmp", partial_, image);
-  if (error.empty()) {
-    cases_on_disk_ = cases_.size();
-    return;
-  }
-  if (before_run) {
-    throw InputError("-o '" + path_ + "': cannot write '" + partial_ + "': " + error +
-                     "; nothing was measured");
-  }
-  throw RuntimeFault("cannot write " + what + " to '" + partial_ + "': " + error + "; the " +
-                     std::to_string(cases_on_disk_) +
-                     " case(s) flushed before are kept there, readable and resumable "
-                     "(--resume)");
-}
-
-namespace {
-
-// Whether `now` is `before` with more rounds: then only those rounds need writing.
-bool continues(const CaseResult& before, const CaseResult& now) {
-  const std::vector<int32_t> had = before.rounds(), has = now.rounds();
-  return before.world == now.world && before.ranks() == now.ranks() &&
-         before.max_tasks == now.max_tasks && before.iters < now.iters && had.size() < has.size() &&
-         std::equal(had.begin(), had.end(), has.begin());
-}
-
-// Appends iterations [from, now.iters) of `now`'s timings to `kept`.
-void append_tail(CaseResult& kept, const CaseResult& now) {
-  const size_t world = static_cast<size_t>(now.ranks());
-  const size_t per_iter = world * static_cast<size_t>(now.max_tasks);
-  const size_t from = static_cast<size_t>(kept.iters);
-  auto tail = [](std::vector<double>& into, const std::vector<double>& from_v, size_t at) {
-    into.insert(into.end(), from_v.begin() + static_cast<std::ptrdiff_t>(at), from_v.end());
-  };
-  tail(kept.step_seconds, now.step_seconds, from * world);
-  tail(kept.task_start, now.task_start, from * per_iter);
-  tail(kept.task_end, now.task_end, from * per_iter);
-  kept.timers = now.timers;
-  kept.iteration_timer = now.iteration_timer;
-  kept.round_iters = now.rounds();
-  kept.iters = now.iters;
-  kept.verified = now.verified;
-  kept.max_abs_err = now.max_abs_err;
-  kept.auto_slices = now.auto_slices;
-}
-
-}  // namespace
 
 void ResultWriter::add_case(const CaseResult& result) {
-  if (file_ < 0) throw RuntimeFault("'" + partial_ + "' is already closed; cannot add a case");
-  const hid_t file = static_cast<hid_t>(file_);
-  Where w{partial_, "/cases"};
-  H5Id cases(check_id(H5Gopen2(file, "cases", H5P_DEFAULT), w, "opening group"), H5Gclose);
-  auto same = [&](const CaseResult& c) { return c.id == result.id; };
-  auto kept = std::find_if(cases_.begin(), cases_.end(), same);
-  const bool on_file = H5Lexists(cases, result.id.c_str(), H5P_DEFAULT) > 0;
-  if (on_file && kept != cases_.end() && continues(*kept, result)) {
-    // A case measured in rounds: each round appends its iterations, in the file and here.
-    append_case(cases, result, kept->iters, static_cast<int>(kept->rounds().size()), partial_);
-    append_tail(*kept, result);
-    // Only this case's statistics changed; the others' are kept, so a round costs its case.
-    stats_[static_cast<size_t>(kept - cases_.begin())] = case_stats(*kept);
-  } else {
-    if (on_file) {
-      check(H5Ldelete(cases, result.id.c_str(), H5P_DEFAULT), w, "replacing case " + result.id);
-    }
-    write_case(cases, result, partial_);
-    if (kept != cases_.end()) {
-      stats_.erase(stats_.begin() + (kept - cases_.begin()));
-      cases_.erase(kept);
-    }
-    cases_.push_back(result);
-    stats_.push_back(case_stats(result));
+  if (!journal_) throw RuntimeFault("'" + partial_ + "' is already closed; cannot add a case");
+  if (!result.arrays_match() || !result.timers_match()) {
+    throw RuntimeFault("cannot write case '" + result.id + "' to '" + partial_ +
+                       "': its arrays do not match its iterations");
   }
-  write_summary(file, cases_, stats_, partial_);
-  refresh_timer();
-  flush("case " + result.id, false);
+  auto kept = std::find_if(cases_.begin(), cases_.end(),
+                           [&](const CaseResult& c) { return c.id == result.id; });
+  const stop::WriteSection section;
+  try {
+    if (kept != cases_.end() && continues(*kept, result)) {
+      // A case measured in rounds: each round appends its iterations.
+      journal_->add_rounds(result, kept->iters, static_cast<int>(kept->rounds().size()));
+    } else {
+      journal_->add_case(result);
+    }
+  } catch (const RuntimeFault& e) {
+    throw RuntimeFault("cannot write case " + result.id + " to '" + partial_ + "': " + e.what() +
+                       "; the " + std::to_string(cases_.size()) +
+                       " case(s) flushed before are kept there, readable and resumable "
+                       "(--resume)");
+  }
+  remember(result);
 }
 
 void ResultWriter::add_cases(const std::vector<CaseResult>& results) {
-  if (file_ < 0) throw RuntimeFault("'" + partial_ + "' is already closed; cannot add a case");
-  const hid_t file = static_cast<hid_t>(file_);
-  Where w{partial_, "/cases"};
-  H5Id cases(check_id(H5Gopen2(file, "cases", H5P_DEFAULT), w, "opening group"), H5Gclose);
+  if (!journal_) throw RuntimeFault("'" + partial_ + "' is already closed; cannot add a case");
   for (const CaseResult& result : results) {
     const bool known = std::any_of(cases_.begin(), cases_.end(),
                                    [&](const CaseResult& c) { return c.id == result.id; });
-    if (known || H5Lexists(cases, result.id.c_str(), H5P_DEFAULT) > 0) {
-      throw std::logic_error("add_cases: case " + result.id + " is in the file already");
-    }
-    write_case(cases, result, partial_);
-    // Only what /summary and the stats read is kept: the file has the timings.
-    cases_.push_back(described(result));
-    stats_.push_back(case_stats(result));
+    if (known) throw std::logic_error("add_cases: case " + result.id + " is in the file already");
   }
-  write_summary(file, cases_, stats_, partial_);
-  refresh_timer();
-  flush(std::to_string(results.size()) + " cases", false);
-}
-
-void ResultWriter::refresh_timer() {
-  const std::string timer = files_timer(requested_timer_, cases_);
-  if (timer == written_timer_) return;
-  write_timer(static_cast<hid_t>(file_), timer, partial_);
-  written_timer_ = timer;
-}
-
-void ResultWriter::finish() {
-  if (file_ < 0) throw RuntimeFault("'" + partial_ + "' is already closed");
   const stop::WriteSection section;
-  // Every case is on disk already (add_case flushed it); closing the in-memory copy writes
-  // nothing.
-  const herr_t status = H5Fclose(static_cast<hid_t>(file_));
-  file_ = -1;
-  if (status < 0) {
-    throw RuntimeFault("HDF5 error closing '" + partial_ + "': " + h5_error_text());
+  try {
+    journal_->add_cases(results);
+  } catch (const RuntimeFault& e) {
+    throw RuntimeFault("cannot write " + std::to_string(results.size()) + " cases to '" + partial_ +
+                       "': " + e.what() + "; the " + std::to_string(cases_.size()) +
+                       " case(s) flushed before are kept there, readable and resumable");
   }
-  std::error_code ec;
-  std::filesystem::rename(partial_, path_, ec);
-  if (ec) {
-    throw RuntimeFault("cannot rename '" + partial_ + "' to '" + path_ + "': " + ec.message());
+  for (const CaseResult& result : results) remember(result);
+}
+
+ResultFile ResultWriter::finish() {
+  if (!journal_) throw RuntimeFault("'" + partial_ + "' is already closed");
+  const stop::WriteSection section;
+  ResultFile file = read_journal(journal_->contents(), partial_);
+  for (const CaseResult& c : file.cases) file.stats.push_back(case_stats(c));
+  const std::vector<char> image = hdf5_image(file, path_);
+  const std::string kept = "; the " + std::to_string(file.cases.size()) +
+                           " case(s) flushed before are kept there ('" + partial_ +
+                           "'), readable and resumable (--resume)";
+  try {
+    const std::string full = space_for(path_, image.size());
+    if (!full.empty()) throw RuntimeFault(full);
+    TempFile tmp(path_);
+    tmp.write_all(std::string_view(image.data(), image.size()));
+    tmp.commit();
+  } catch (const std::exception& e) {
+    throw RuntimeFault("cannot write the finished file '" + path_ + "': " + e.what() + kept);
   }
+  // From here the results are in NAME.h5: a signal acted on when this section closes says so.
+  stop::set_note("the run finished; its results are in '" + path_ + "'");
+  journal_->remove();
+  journal_.reset();
   lock_->release();
+  return file;
 }
 
 }  // namespace fob

@@ -25,4 +25,16 @@ inline CaseResult small_case(const std::string& id, int world) {
   return c;
 }
 
+// The system a file of small cases says it was taken on.
+inline SystemInfo small_system(const std::string& backend, const std::string& transport, int world,
+                               const std::string& timer) {
+  SystemInfo s;
+  s.backend = backend;
+  s.transport = transport;
+  s.world_size = world;
+  s.link_emulation = "none";
+  s.timer = timer;
+  return s;
+}
+
 }  // namespace fob

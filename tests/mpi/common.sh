@@ -57,3 +57,14 @@ expect_bad() {
   if [ -e "$out" ] || [ -e "$out.partial" ]; then fail "$name: an output file was written"; fi
   echo "ok: $name: $(grep -m1 'error' "$scratch/$name.err")"
 }
+
+# A file that must keep its bytes whatever is planted to point at it: plant_victim sets
+# $victim; victim_unchanged NAME fails when its bytes changed.
+plant_victim() {
+  victim="$scratch/victim"
+  printf 'precious results\n' > "$victim"
+  victim_sum=$(sha256sum < "$victim")
+}
+victim_unchanged() {
+  [ "$(sha256sum < "$victim")" = "$victim_sum" ] || fail "$1: the planted link's target changed"
+}

@@ -6,9 +6,7 @@
 # shellcheck source=common.sh
 source "$(dirname "$0")/common.sh"
 smoke="$FOB_SOURCE_DIR/bench_configs/smoke.yaml"
-victim="$scratch/victim"
-printf 'precious results\n' > "$victim"
-victim_sum=$(sha256sum < "$victim")
+plant_victim
 
 # planted NAME KIND: `fobench run -o NAME.h5` (one rank, no mpirun) with KIND planted at
 # NAME.h5.lock must be refused, naming it.
@@ -21,7 +19,7 @@ planted() {
   grep -qF -- "'$out.lock' $kind; fobench's lock file must be a regular file" "$scratch/$name.err" ||
     { cat "$scratch/$name.err" >&2; fail "$name: the message does not say '$out.lock' $kind"; }
   grep -q -- "remove it" "$scratch/$name.err" || fail "$name: the message does not say what to do"
-  [ "$(sha256sum < "$victim")" = "$victim_sum" ] || fail "$name: the planted link's target changed"
+  victim_unchanged "$name"
   if [ -e "$out" ] || [ -e "$out.partial" ]; then fail "$name: a results file was written"; fi
   echo "ok: $name: $(grep -m1 error "$scratch/$name.err")"
 }

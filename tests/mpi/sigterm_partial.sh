@@ -30,12 +30,16 @@ wait "$pid" || rc=$?
 n=$("$FOBENCH" report "$out.partial" --format csv | grep -v '^#' | tail -n +2 | wc -l)
 [ "$n" -ge 2 ] || fail "the .partial file holds $n cases, expected at least 2"
 grep -q "compute_only" "$scratch/report.md" || fail "finished case compute_only missing"
-echo "ok: .partial holds $n finished cases after SIGTERM"
-grep -q "rank 0: stopped by SIGTERM; [0-9]* case(s) are kept in '$out.partial'" "$scratch/run.err" || {
+echo "ok: .partial holds $n cases after SIGTERM"
+kept=$(grep -o "rank 0: stopped by SIGTERM; [0-9]* case(s)\( and [0-9]* partly measured one(s)\)\? are kept in '$out.partial'" "$scratch/run.err") || {
   cat "$scratch/run.err" >&2
   fail "stderr does not say what the stopped run kept"
 }
-echo "ok: stderr says what was kept"
+# Cases measured through their last round and those with rounds to come add up to the file's.
+whole=$(sed 's/.*SIGTERM; \([0-9]*\) case.*/\1/' <<< "$kept")
+partly=$(sed -n 's/.* and \([0-9]*\) partly.*/\1/p' <<< "$kept")
+[ $((whole + ${partly:-0})) = "$n" ] || fail "the kept line ($kept) does not add up to the $n cases"
+echo "ok: stderr says what was kept: $whole whole, ${partly:-0} partly measured"
 
 # Slurm signals the ranks themselves (time limit, scancel): the run's own exit code is 4, not
 # 1 (a failed verification). mpirun signalled itself answers 1 whatever the ranks say.

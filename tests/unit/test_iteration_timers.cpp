@@ -20,13 +20,7 @@ constexpr const char* kCupti = "cupti kernel activity";
 constexpr const char* kEvents = "cuda events (stream order)";
 
 SystemInfo cuda_system() {
-  SystemInfo s;
-  s.backend = "cuda";
-  s.transport = "nccl";
-  s.world_size = 2;
-  s.link_emulation = "none";
-  s.timer = kCupti;
-  return s;
+  return small_system("cuda", "nccl", 2, kCupti);
 }
 
 CaseResult two_rank_case(const std::string& id) {

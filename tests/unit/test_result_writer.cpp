@@ -18,12 +18,7 @@ namespace {
 namespace fs = std::filesystem;
 
 SystemInfo system_info() {
-  SystemInfo s;
-  s.backend = "cpu";
-  s.transport = "mpi";
-  s.world_size = 1;
-  s.timer = "host steady_clock";
-  return s;
+  return small_system("cpu", "mpi", 1, "host steady_clock");
 }
 
 // One rank, one task, `iters` timed iterations: a case whose size grows with `iters`.

@@ -1,0 +1,285 @@
+#include "case_codec.h"
+
+#include <array>
+#include <bit>
+#include <cstring>
+#include <string>
+
+#include "fob/plan.h"
+#include "fob/types.h"
+
+namespace fob::codec {
+
+static_assert(std::endian::native == std::endian::little,
+              "the journal and the reader's messages are little-endian images");
+
+namespace {
+
+// Bounds beyond any real run (and well inside the integer types): a field past them is damage
+// or a crafted file, refused before a product of them could wrap.
+constexpr int64_t kMaxWorld = 1 << 20;
+constexpr int64_t kMaxIters = 1 << 30;
+constexpr int64_t kMaxTasks = 1 << 24;
+constexpr size_t kMaxIdChars = 64;
+
+}  // namespace
+
+void Encoder::raw(const void* p, size_t n) {
+  out_.append(static_cast<const char*>(p), n);
+}
+
+void Encoder::str(const std::string& s) {
+  u64(s.size());
+  out_.append(s);
+}
+
+void Decoder::fail(const std::string& what) const {
+  throw InputError(where_ + ": " + what + " (at byte " + std::to_string(at_) + ")");
+}
+
+void Decoder::take(void* p, size_t n) {
+  if (n > left()) fail("ends " + std::to_string(n - left()) + " byte(s) early");
+  std::memcpy(p, in_.data() + at_, n);
+  at_ += n;
+}
+
+size_t Decoder::count(size_t elem, const char* what) {
+  const uint64_t n = u64();
+  if (elem > 0 && n > left() / elem) {
+    fail(std::string(what) + " claims " + std::to_string(n) + " elements, more than the " +
+         std::to_string(left()) + " bytes left can hold");
+  }
+  return static_cast<size_t>(n);
+}
+
+std::string Decoder::str() {
+  std::string s(count(1, "a string"), '\0');
+  if (!s.empty()) take(s.data(), s.size());
+  return s;
+}
+
+std::string Decoder::text(h5io::Text kind) {
+  std::string s = str();
+  const size_t most = kind == h5io::Text::line ? h5io::kLineBytes : h5io::kTextBytes;
+  if (s.size() > most) {
+    fail("a string of " + std::to_string(s.size()) + " bytes where at most " +
+         std::to_string(most) + " belong");
+  }
+  return h5io::clean_text(s, kind);
+}
+
+void put_lines(Encoder& e, const std::vector<std::string>& lines) {
+  e.u64(lines.size());
+  for (const std::string& line : lines) e.str(line);
+}
+
+std::vector<std::string> get_lines(Decoder& d, const char* what) {
+  std::vector<std::string> lines(d.count(sizeof(uint64_t), what));
+  for (std::string& line : lines) line = d.text(h5io::Text::line);
+  return lines;
+}
+
+void put_run(Encoder& e, const RunInfo& run) {
+  e.str(run.git_commit);
+  e.str(run.created_utc);
+  e.str(run.command_line);
+  e.str(run.config_yaml);
+  e.u8(run.tuned ? 1 : 0);
+}
+
+RunInfo get_run(Decoder& d) {
+  RunInfo run;
+  run.git_commit = d.text(h5io::Text::line);
+  run.created_utc = d.text(h5io::Text::line);
+  run.command_line = d.text(h5io::Text::lines);
+  run.config_yaml = d.text(h5io::Text::lines);
+  run.tuned = d.u8() != 0;
+  return run;
+}
+
+namespace {
+
+// SystemInfo's text fields, in one order for both directions.
+template <typename Sys>
+auto system_texts(Sys& s) {
+  return std::array{&s.backend,        &s.transport,    &s.hostnames,       &s.devices,
+                    &s.mpi_version,    &s.nccl_version, &s.cuda_version,    &s.blas,
+                    &s.link_emulation, &s.timer,        &s.timer_requested, &s.env,
+                    &s.notes,          &s.simulated};
+}
+
+}  // namespace
+
+void put_system(Encoder& e, const SystemInfo& sys) {
+  e.i32(sys.world_size);
+  for (const std::string* s : system_texts(sys)) e.str(*s);
+}
+
+SystemInfo get_system(Decoder& d) {
+  SystemInfo sys;
+  sys.world_size = d.i32();
+  for (std::string* s : system_texts(sys)) {
+    const bool long_text = s == &sys.env || s == &sys.notes || s == &sys.simulated;
+    const bool per_rank = s == &sys.hostnames || s == &sys.devices;
+    *s = d.text(long_text ? h5io::Text::lines : per_rank ? h5io::Text::list : h5io::Text::line);
+  }
+  return sys;
+}
+
+namespace {
+
+void put_key(Encoder& e, const CaseKey& k) {
+  e.str(k.workload);
+  e.str(k.strategy);
+  for (int64_t v : {k.batch, k.seq, k.hidden, k.ffn, k.heads}) e.i64(v);
+  e.str(k.dtype);
+  e.i32(k.world);
+}
+
+void get_key(Decoder& d, CaseKey& k) {
+  k.workload = d.text(h5io::Text::line);
+  k.strategy = d.text(h5io::Text::line);
+  for (int64_t* v : {&k.batch, &k.seq, &k.hidden, &k.ffn, &k.heads}) *v = d.i64();
+  k.dtype = d.text(h5io::Text::line);
+  k.world = d.i32();
+}
+
+void put_task(Encoder& e, const TaskRecord& t) {
+  e.i32(t.rank);
+  e.i32(t.task);
+  e.u8(static_cast<uint8_t>(t.stream));
+  e.u8(static_cast<uint8_t>(t.kind));
+  e.i32(t.peer);
+  e.i64(t.bytes);
+  e.f64(t.flops);
+  e.str(std::string(t.label));
+}
+
+constexpr size_t kTaskBytesAtLeast = 4 + 4 + 1 + 1 + 4 + 8 + 8 + 8;
+
+TaskRecord get_task(Decoder& d) {
+  TaskRecord t;
+  t.rank = d.i32();
+  t.task = d.i32();
+  t.stream = static_cast<int8_t>(d.u8());
+  t.kind = static_cast<int8_t>(d.u8());
+  t.peer = d.i32();
+  t.bytes = d.i64();
+  t.flops = d.f64();
+  const std::string label = d.text(h5io::Text::line);
+  if (label.size() > TaskLabel::kLabelChars) d.fail("a task label longer than its 63 characters");
+  t.label = TaskLabel(label);
+  return t;
+}
+
+}  // namespace
+
+void put_case(Encoder& e, const CaseResult& c) {
+  put_key(e, c.key());
+  e.str(c.id);
+  for (int32_t v : {c.iters, c.warmup, c.verified, c.stored, c.max_tasks}) e.i32(v);
+  e.f64(c.max_abs_err);
+  e.str(c.auto_slices);
+  e.array(c.round_iters);
+  e.u64(c.tasks.size());
+  for (const TaskRecord& t : c.tasks) put_task(e, t);
+  e.u64(c.deps.size());
+  for (const DepRecord& dep : c.deps) {
+    for (int32_t v : {dep.rank, dep.task, dep.on}) e.i32(v);
+  }
+  e.array(c.step_seconds);
+  e.array(c.task_start);
+  e.array(c.task_end);
+  put_lines(e, c.timers);
+  e.array(c.iteration_timer);
+}
+
+CaseResult get_case(Decoder& d) {
+  CaseResult c;
+  get_key(d, c);
+  c.id = d.text(h5io::Text::line);
+  for (int32_t* v : {&c.iters, &c.warmup, &c.verified, &c.stored, &c.max_tasks}) *v = d.i32();
+  c.max_abs_err = d.f64();
+  c.auto_slices = d.text(h5io::Text::lines);
+  c.round_iters = d.array<int32_t>("round_iters");
+  c.tasks.resize(d.count(kTaskBytesAtLeast, "tasks"));
+  for (TaskRecord& t : c.tasks) t = get_task(d);
+  c.deps.resize(d.count(3 * sizeof(int32_t), "deps"));
+  for (DepRecord& dep : c.deps) {
+    for (int32_t* v : {&dep.rank, &dep.task, &dep.on}) *v = d.i32();
+  }
+  c.step_seconds = d.array<double>("step_seconds");
+  c.task_start = d.array<double>("task_start");
+  c.task_end = d.array<double>("task_end");
+  c.timers = get_lines(d, "timers");
+  c.iteration_timer = d.array<int8_t>("iteration_timer");
+  check_case(c, d);
+  return c;
+}
+
+void check_case(const CaseResult& c, const Decoder& d) {
+  const std::string name = "case '" + c.id.substr(0, kMaxIdChars) + "'";
+  if (c.id.empty() || c.id.size() > kMaxIdChars || c.id.find('/') != std::string::npos ||
+      c.id == "." || c.id == "..") {
+    d.fail("a case id that cannot name a case");
+  }
+  auto within = [&](const char* what, int64_t v, int64_t most) {
+    if (v < 0 || v > most) {
+      d.fail(name + " has " + what + " " + std::to_string(v) + ", outside 0.." +
+             std::to_string(most));
+    }
+  };
+  within("world", c.world, kMaxWorld);
+  if (c.world < 1) d.fail(name + " has no ranks");
+  within("iters", c.iters, kMaxIters);
+  within("max_tasks", c.max_tasks, kMaxTasks);
+  within("stored_ranks", c.stored, kMaxWorld);
+  if (!c.stored_fits()) d.fail(name + " has stored_ranks that do not divide its world");
+  const size_t ranks = static_cast<size_t>(c.ranks());
+  const size_t per_iter = ranks * static_cast<size_t>(c.max_tasks);  // < 2^44: no wrap
+  if (c.tasks.size() != per_iter || c.step_seconds.size() / ranks != static_cast<size_t>(c.iters) ||
+      (ranks > 0 && c.step_seconds.size() % ranks != 0) ||
+      c.task_start.size() != c.task_end.size() ||
+      (per_iter > 0 && c.task_start.size() / per_iter != static_cast<size_t>(c.iters)) ||
+      (per_iter > 0 && c.task_start.size() % per_iter != 0) ||
+      (per_iter == 0 && !c.task_start.empty())) {
+    d.fail(name + "'s arrays do not have the sizes its world, iters and max_tasks say");
+  }
+  int64_t sum = 0;
+  for (int32_t n : c.round_iters) {
+    if (n < 0) d.fail(name + " has a round of negative length");
+    sum += n;
+  }
+  if (!c.round_iters.empty() && sum != c.iters) {
+    d.fail(name + " has rounds of " + std::to_string(sum) + " iterations, not its " +
+           std::to_string(c.iters));
+  }
+  if (!c.timers_match()) d.fail(name + "'s iteration timers do not match its iterations");
+  for (const TaskRecord& t : c.tasks) {
+    if (t.stream < 0 || t.stream >= kNumStreams || t.kind < 0 || t.kind >= kNumTaskKinds) {
+      d.fail(name + " has a task of an unknown stream or kind");
+    }
+  }
+}
+
+std::string encode_file(const ResultFile& file) {
+  Encoder e;
+  put_run(e, file.run);
+  put_system(e, file.system);
+  e.u64(file.cases.size());
+  for (const CaseResult& c : file.cases) put_case(e, c);
+  return std::move(e.bytes());
+}
+
+ResultFile decode_file(std::string_view bytes, const std::string& where) {
+  Decoder d(bytes, where);
+  ResultFile file;
+  file.run = get_run(d);
+  file.system = get_system(d);
+  file.cases.resize(d.count(1, "cases"));
+  for (CaseResult& c : file.cases) c = get_case(d);
+  if (d.left() != 0) d.fail(std::to_string(d.left()) + " byte(s) after the last case");
+  return file;
+}
+
+}  // namespace fob::codec
