@@ -56,6 +56,8 @@ class Executor {
   };
 
   IterationTimes iterate(const Plan& plan, double timeout_s);
+  // The barrier after rank 0 wrote a slot of `iters` iterations of a case.
+  void wait_for_the_write(const Plan& plan, int iters, const std::string& id);
   // Poisons the outputs, runs one iteration and checks it; `when` names the moment in messages.
   void verify_case(const Plan& plan, const ExecOptions& options, const char* when,
                    CaseResult& result);

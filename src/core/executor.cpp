@@ -238,6 +238,7 @@ std::vector<CaseResult> Executor::run_cases(const std::vector<const Plan*>& plan
       samples[c].ends.clear();
       samples[c].timers.clear();
       if (after_slot) after_slot(results[c], round, rounds);
+      wait_for_the_write(*plans[c], iters, results[c].id);
     }
   }
   if (resident) {
@@ -245,6 +246,16 @@ std::vector<CaseResult> Executor::run_cases(const std::vector<const Plan*>& plan
   }
   for (const Plan* plan : plans) waits_.erase(plan);
   return results;
+}
+
+// Rank 0 writes each slot as it is gathered (the callback) while the other ranks would already
+// wait in the next step: that write is rank 0 working, not lost, so the others wait for it here
+// with the write's own allowance on top of --timeout: 10 s to sync, and 10 MB/s for the bytes
+// (the slot's task times and steps), which any disk that holds a results file writes.
+void Executor::wait_for_the_write(const Plan& plan, int iters, const std::string& id) {
+  const double bytes = 16.0 * static_cast<double>(plan.tasks.size() + 1) * world_ * iters;
+  const watchdog::Wait wait("rank 0 writing case " + id + " to disk", 10.0 + bytes / 10e6);
+  MPI_Barrier(comm_);
 }
 
 void Executor::verify_case(const Plan& plan, const ExecOptions& options, const char* when,

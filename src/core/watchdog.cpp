@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
@@ -26,6 +27,7 @@ struct State {
   bool running = false, quit = false, armed = false;
   int rank = 0, world = 1;
   double timeout_s = 300;
+  double allowance_s = 0;  // the armed step's allowance beyond the timeout
   Clock::time_point since, deadline;
   std::string what, context;
 };
@@ -45,8 +47,11 @@ std::string waited_for(const State& s) {
 [[noreturn]] void fire(State& s) {
   const double waited = std::chrono::duration<double>(Clock::now() - s.since).count();
   std::string message = "fobench: rank " + std::to_string(s.rank) + ": waited " +
-                        std::to_string(static_cast<long long>(waited + 0.5)) +
-                        " s (--timeout) for " + waited_for(s) + " in " + s.what;
+                        std::to_string(static_cast<long long>(waited + 0.5)) + " s (--timeout" +
+                        (s.allowance_s > 0 ? " and " + std::to_string(std::lround(s.allowance_s)) +
+                                                 " s allowed for its work"
+                                           : std::string()) +
+                        ") for " + waited_for(s) + " in " + s.what;
   if (!s.context.empty()) message += " (" + s.context + ")";
   message += ": a rank that does not arrive is stopped, wedged or lost; ending the run";
   const std::string kept = stop::note();  // what the rank keeps, as after a SIGTERM
@@ -101,16 +106,19 @@ void stop() {
   s.wake.notify_all();
 }
 
-Wait::Wait(const std::string& what) {
+Wait::Wait(const std::string& what) : Wait(what, 0) {}
+
+Wait::Wait(const std::string& what, double allowance_s) {
   test_stop_point(what);
   State& s = state();
   std::lock_guard lock(s.mutex);
   if (!s.running || s.armed) return;  // an enclosing Wait already bounds this one
   s.armed = armed_ = true;
   s.what = what;
+  s.allowance_s = allowance_s;
   s.since = Clock::now();
   s.deadline = s.since + std::chrono::duration_cast<Clock::duration>(
-                             std::chrono::duration<double>(s.timeout_s));
+                             std::chrono::duration<double>(s.timeout_s + allowance_s));
 }
 
 Wait::~Wait() {

@@ -24,6 +24,9 @@ void stop();
 class Wait {
  public:
   explicit Wait(const std::string& what);
+  // A step that may also include `allowance_s` of known work on the awaited rank (rank 0
+  // writing a case to disk): the rank waits at most the timeout plus the allowance.
+  Wait(const std::string& what, double allowance_s);
   ~Wait();
   Wait(const Wait&) = delete;
   Wait& operator=(const Wait&) = delete;
