@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "../common/input_error.h"
 #include "../common/plan_closure.h"
 #include "fob/plan.h"
 #include "fob/strategy.h"
@@ -783,18 +784,6 @@ TEST(PlanCoverage, EveryStrategyIsTested) {
     }
     EXPECT_TRUE(found) << s->name;
   }
-}
-
-template <typename F>
-std::string input_error(F&& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.what();
-  } catch (...) {
-    return "<another exception>";
-  }
-  return "<no exception>";
 }
 
 TEST(ValidateCase, TokensMustDivideByWorld) {
