@@ -40,6 +40,15 @@ std::string where(const std::string& source, const YAML::Node& node) {
   return source + ":" + std::to_string(node.Mark().line + 1);
 }
 
+// A mapping's key as text: a key that is a list or a mapping (`? [a]: 1`) names nothing.
+std::string key_text(const YAML::Node& key, const std::string& source) {
+  if (!key.IsScalar()) {
+    throw InputError(where(source, key) + ": a key must be a name (one of " + key_names(false) +
+                     "), not a list or a mapping");
+  }
+  return key.Scalar();
+}
+
 template <typename T>
 T scalar(const YAML::Node& node, const std::string& key, const std::string& source,
          const char* expected) {
@@ -138,7 +147,7 @@ void apply_key(Config& c, const ConfigKey& key, const YAML::Node& v, const std::
 void refuse_duplicate_keys(const YAML::Node& map, const std::string& source) {
   std::map<std::string, int> first_line;
   for (const auto& entry : map) {
-    const std::string key = entry.first.Scalar();
+    const std::string key = key_text(entry.first, source);
     const int line = entry.first.Mark().line + 1;
     const auto [it, fresh] = first_line.emplace(key, line);
     if (!fresh) {
@@ -163,7 +172,7 @@ void apply_yaml(Config& c, const std::string& yaml_text, const std::string& sour
   if (!root.IsMap()) throw InputError(source + ": the config must be a mapping of keys to values");
   refuse_duplicate_keys(root, source);
   for (const auto& entry : root) {
-    const std::string key = entry.first.as<std::string>();
+    const std::string key = key_text(entry.first, source);
     const YAML::Node& v = entry.second;
     const std::string at = where(source, entry.first);
     if (key == "cases") {
@@ -177,7 +186,7 @@ void apply_yaml(Config& c, const std::string& yaml_text, const std::string& sour
         refuse_duplicate_keys(item, source);
         std::vector<std::pair<std::string, std::string>> fields;
         for (const auto& f : item) {
-          const std::string k = f.first.as<std::string>();
+          const std::string k = key_text(f.first, source);
           const ConfigKey* field = find_config_key(k);
           if (!field || !field->sweepable) {
             throw InputError(where(source, f.first) + ": cases: " + quote_value(k) +

@@ -90,6 +90,16 @@ TEST(ApplyYaml, EmptyDocumentChangesNothing) {
   EXPECT_EQ(c.iters, Config().iters);
 }
 
+// Found by the config fuzzer: yaml-cpp's conversion of such a key escaped as exit 3.
+TEST(ApplyYaml, AKeyThatIsAListOrMappingIsBadInput) {
+  for (const char* text :
+       {"batch: 2\n? [a]\n: 1\n", "cases:\n  - {? {x: 1}: 2}\n", "? [a]\n: 1\n? [b]\n: 2\n"}) {
+    Config c;
+    const std::string msg = input_error([&] { apply_yaml(c, text, "cfg.yaml"); });
+    EXPECT_TRUE(contains(msg, "a key must be a name")) << text << ": " << msg;
+  }
+}
+
 TEST(ApplyYaml, UnknownKeyNamesKeyLineAndValidKeys) {
   Config c;
   const std::string msg =
