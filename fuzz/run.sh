@@ -5,7 +5,7 @@
 #   fuzz/run.sh [SECONDS]
 #
 # FOB_FUZZ_BUILD_DIR: the build folder (default build-fuzz); FOB_FUZZ_TARGETS: which targets
-# (default "results config"); FOB_FUZZ_BYTES=1: let the results target flip bytes too (finds
+# (default "results journal config"); FOB_FUZZ_BYTES=1: let the results target flip bytes too (finds
 # HDF5's own bugs, see README). Exit 0 when no target found anything, 1 when one did (its input
 # is saved under BUILD/artifacts/TARGET/ and named in the output), 77 when clang or its libFuzzer
 # runtime is missing (CTest reports the test skipped).
@@ -14,7 +14,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 seconds=${1:-60}
 build=${FOB_FUZZ_BUILD_DIR:-build-fuzz}
-targets=${FOB_FUZZ_TARGETS:-results config}
+targets=${FOB_FUZZ_TARGETS:-results journal config}
 cxx=${FOB_FUZZ_CXX:-clang++}
 cc=${FOB_FUZZ_CC:-clang}
 if [[ ! "$seconds" =~ ^[0-9]+$ ]] || ((seconds < 1)); then

@@ -1,0 +1,27 @@
+// libFuzzer target over the journal reader (src/io/journal.h): the bytes of a NAME.h5.partial as
+// `fobench report` and `--resume` read them, parsed by fobench's own decoder, in process. Any
+// crash, sanitizer report, exception other than InputError, or a case whose arrays do not hold
+// what it says, is a bug.
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <string_view>
+
+#include "fob/types.h"
+#include "io/journal.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string_view bytes(reinterpret_cast<const char*>(data), size);
+  try {
+    size_t intact = 0;
+    const fob::ResultFile file = fob::read_journal(bytes, "fuzz.h5.partial", &intact);
+    if (intact > size) std::abort();
+    for (const fob::CaseResult& c : file.cases) {
+      if (!c.arrays_match() || !c.timers_match()) std::abort();
+      for (int i = 0; i < c.iters; ++i) (void)c.step(i);
+    }
+  } catch (const fob::InputError&) {
+    // Refused as bad input, naming the record: what the reader is for.
+  }
+  return 0;
+}
