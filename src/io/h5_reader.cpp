@@ -208,8 +208,13 @@ void check_schema(hid_t file, const Where& w) {
     throw InputError(not_ours + " ('schema' is not a string)");
   }
   if (schema.rfind("fobench/", 0) != 0) throw InputError(not_ours + " (schema '" + schema + "')");
+  // Another fobench/N is another layout altogether, not a later version of this one.
+  if (schema != kSchema) {
+    throw InputError("'" + w.file + "': schema '" + schema + "' is not one this fobench reads ('" +
+                     kSchema + "')");
+  }
   if (!has_attr(file, "version")) throw InputError(not_ours + " (no 'version' attribute)");
-  const int64_t version = read_attr_int(file, "version", 0, kMaxInt32, w);
+  const int64_t version = read_attr_int(file, "version", 1, kMaxInt32, w);
   if (version > kSchemaVersion) {
     throw InputError("'" + w.file + "': schema version " + std::to_string(version) +
                      " is newer than this fobench reads (" + std::to_string(kSchemaVersion) + ")");

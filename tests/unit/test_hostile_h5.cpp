@@ -205,6 +205,20 @@ TEST(HostileH5, AttributesOfAnotherClassAreRefused) {
   expect_refused(path, {"attribute 'strategy'", "is not a string"});
 }
 
+// Only the schema this fobench writes, at a version from 1 to its own.
+TEST(HostileH5, AnotherSchemaOrAVersionOutOfRangeIsRefused) {
+  TempDir dir;
+  std::string path = good_file(dir, "schema2.h5");
+  Craft(path).str_attr("/", "schema", "fobench/2");
+  expect_refused(path, {"schema 'fobench/2' is not one this fobench reads"});
+  for (const int64_t version : {int64_t{-7}, int64_t{0}, int64_t{kSchemaVersion + 1}}) {
+    SCOPED_TRACE(version);
+    path = good_file(dir, "version" + std::to_string(version + 10) + ".h5");
+    Craft(path).attr("/", "version", H5T_NATIVE_INT64, 0, &version);
+    expect_refused(path, {"version"});
+  }
+}
+
 TEST(HostileH5, StringsBeyondTheirBoundAreRefused) {
   TempDir dir;
   std::string path = good_file(dir, "long_strategy.h5");
