@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "core/stop_signals.h"
+#include "core/watchdog.h"
 #include "fob/metrics.h"
 #include "fob/output_file.h"
 #include "fob/results.h"
@@ -236,6 +237,7 @@ ResultFile ResultWriter::finish() {
   }
   // From here the results are in NAME.h5: a signal acted on when this section closes says so.
   stop::set_note("the run finished; its results are in '" + path_ + "'");
+  watchdog::test_stop_point("finishing the results file");
   journal_->remove();
   journal_.reset();
   lock_->release();

@@ -50,6 +50,13 @@ bad_run output_is_config "config.yaml" run -c "$scratch/config.yaml" -o "$scratc
   --force
 cmp -s "$smoke" "$scratch/config.yaml" || fail "the config was overwritten"
 
+# A path too long for the system is refused before any of its directories is made.
+long=$(printf 'd%.0s' $(seq 200))
+deep="$scratch/deep"
+for _ in $(seq 25); do deep="$deep/$long"; done
+bad_run too_long_path "PATH_MAX" run -c "$smoke" -o "$deep/r.h5"
+[ ! -e "$scratch/deep" ] || fail "too_long_path: directories were left behind"
+
 # A journal whose resume is refused keeps its bytes; one from another build is refused.
 timeout 120 "$FOBENCH" run -c "$smoke" -o "$scratch/h.h5" > /dev/null 2>&1 || fail "smoke run"
 "$FOB_PYTHON" - "$scratch/h.h5" "$scratch/crafted.h5" <<'EOF' || fail "crafting with h5py"

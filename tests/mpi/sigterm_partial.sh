@@ -117,3 +117,24 @@ set -e
 grep -q "^# fobench" "$scratch/head.out" || fail "run | head -1: no first line"
 complete "$scratch/head.h5"
 echo "ok: a closed stdout: exit 0, the results file complete"
+
+# SIGTERM while the finished file is renamed into place: held until it is, then exit 4 saying
+# where the results are (not a .partial that no longer exists).
+FOB_TEST_STOP="0:finishing the results file" "$FOBENCH" run -c "$FOB_SOURCE_DIR/bench_configs/smoke.yaml" \
+  -o "$scratch/fin.h5" > /dev/null 2> "$scratch/fin.err" &
+pid=$!
+for _ in $(seq 600); do
+  [ "$(ps -o stat= -p "$pid" | cut -c1)" != T ] || break
+  sleep 0.1
+done
+[ "$(ps -o stat= -p "$pid" | cut -c1)" = T ] || fail "the run did not reach the final rename"
+kill -TERM "$pid"
+kill -CONT "$pid"
+rc=0
+wait "$pid" || rc=$?
+[ "$rc" = 4 ] || { cat "$scratch/fin.err" >&2; fail "SIGTERM at the rename: exit $rc, expected 4"; }
+grep -q "stopped by SIGTERM; the run finished; its results are in '$scratch/fin.h5'" \
+  "$scratch/fin.err" || { cat "$scratch/fin.err" >&2; fail "SIGTERM at the rename: wrong note"; }
+[ -e "$scratch/fin.h5" ] && [ ! -e "$scratch/fin.h5.partial" ] || fail "SIGTERM at the rename: files"
+"$FOBENCH" report "$scratch/fin.h5" > /dev/null || fail "SIGTERM at the rename: the file does not read"
+echo "ok: SIGTERM at the final rename: exit 4, the note names the finished file"
