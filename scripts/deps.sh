@@ -33,6 +33,7 @@ pkg-config|pkg-config|cmd:pkg-config|module load pkg-config
 libopenmpi-dev|MPI C++ compiler wrapper (mpicxx)|cmd:mpicxx|module load openmpi
 openmpi-bin|MPI launcher (mpirun)|cmd:mpirun|module load openmpi
 libhdf5-dev|HDF5 C library headers (hdf5.h)|hdr:hdf5.h|module load hdf5
+hdf5-tools|HDF5 tools (h5repack: the test that a results file is as compact as HDF5 makes it)|cmd:h5repack|module load hdf5
 libopenblas-dev|OpenBLAS CBLAS headers (cblas.h)|hdr:cblas.h|module load openblas
 libyaml-cpp-dev|yaml-cpp headers (yaml-cpp/yaml.h)|hdr:yaml-cpp/yaml.h|module load yaml-cpp
 libcli11-dev|CLI11 headers (CLI/CLI.hpp)|hdr:CLI/CLI.hpp|module load cli11
