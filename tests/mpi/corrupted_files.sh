@@ -36,3 +36,19 @@ PY
   rm -rf "$scratch/flipped"
   unset seen
 done
+
+# What HDF5 does to its reader on some of them, made to happen: the child's death and its hang
+# are exit 2 naming the file, the hang within the reader's deadline (10 s for a small file).
+rc=0
+FOB_TEST_READER=crash timeout 60 "$FOBENCH" report "$scratch/good.h5" > /dev/null \
+  2> "$scratch/crash.err" || rc=$?
+[ "$rc" = 2 ] || { cat "$scratch/crash.err" >&2; fail "a crashing reader: exit $rc, expected 2"; }
+grep -q "the HDF5 library crashed reading it" "$scratch/crash.err" || fail "a crashing reader: message"
+rc=0
+start=$(date +%s)
+FOB_TEST_READER=hang timeout 60 "$FOBENCH" report "$scratch/good.h5" > /dev/null \
+  2> "$scratch/hang.err" || rc=$?
+[ "$rc" = 2 ] || { cat "$scratch/hang.err" >&2; fail "a hanging reader: exit $rc, expected 2"; }
+grep -q "took more than 10 s" "$scratch/hang.err" || fail "a hanging reader: message"
+[ $(($(date +%s) - start)) -le 30 ] || fail "a hanging reader was stopped only after 30 s"
+echo "ok: a reader that crashes or hangs is exit 2 naming the file: $(head -c 150 "$scratch/hang.err")"
