@@ -1,5 +1,6 @@
 // Writing the results file's groups (DESIGN.md section 5), for ResultWriter; reading is
-// read_results() in h5_results.cpp, beside them.
+// read_h5_image() in h5_reader.cpp (read_results.cpp runs it in a
+// child process).
 #pragma once
 
 #include <hdf5.h>

@@ -106,7 +106,9 @@ std::pair<Side, Side> sides(const A2aProblem& p, bool to_heads) {
 std::vector<int> exchange_range(PlanBuilder& b, const A2aProblem& p, bool to_heads, int to,
                                 int from, int64_t begin, int64_t rows, int tag,
                                 const std::string& label) {
-  const auto [src, dst] = sides(p, to_heads);
+  // Named, not bound: clang before 16 cannot capture structured bindings in a lambda.
+  const std::pair<Side, Side> ends = sides(p, to_heads);
+  const Side &src = ends.first, &dst = ends.second;
   std::vector<int> ids;
   for_each_run(p, begin, rows, [&](int64_t local, int64_t run) {
     ids.push_back(b.exchange({src.buffer, src.row(p, to, local), run}, to,
@@ -120,7 +122,9 @@ std::vector<int> exchange_range(PlanBuilder& b, const A2aProblem& p, bool to_hea
 // sequence it touches; on one rank, copies.
 void all_to_all_range(PlanBuilder& b, const A2aProblem& p, bool to_heads, int64_t begin,
                       int64_t rows, const std::string& label) {
-  const auto [src, dst] = sides(p, to_heads);
+  // Named, not bound: clang before 16 cannot capture structured bindings in a lambda.
+  const std::pair<Side, Side> ends = sides(p, to_heads);
+  const Side &src = ends.first, &dst = ends.second;
   auto emit = [&](int64_t local, int64_t run, int batch, const std::string& name) {
     if (b.world() == 1) {
       for (int i = 0; i < batch; ++i) {
