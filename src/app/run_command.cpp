@@ -95,6 +95,19 @@ void create_output_directory(const std::string& output) {
   }
 }
 
+// Rank 0 writes NAME.h5 from its journal while the others would wait in MPI_Finalize: that is
+// rank 0 working, so they wait for it here with an allowance for the write on top of --timeout
+// (10 s, and 5 MB/s for every case's task times: the journal is read back and the file written).
+void wait_for_the_finished_file(MPI_Comm comm, const std::vector<std::vector<Plan>>& plans,
+                                int world, int iters) {
+  double bytes = 0;
+  for (const auto& group : plans) {
+    for (const Plan& plan : group) bytes += 16.0 * (plan.tasks.size() + 1) * world * iters;
+  }
+  const watchdog::Wait wait("rank 0 writing the finished results file", 10.0 + bytes / 5e6);
+  MPI_Barrier(comm);
+}
+
 // This rank and the world size as the launcher tells them before MPI_Init (Open MPI, PMIx,
 // Slurm, MPICH's PMI); rank 0 of 1 when started alone.
 struct LaunchRank {
@@ -415,10 +428,12 @@ int run_command(const RunArgs& args) {
         if (r.verified == 0) all_verified = false;
       }
     }
+    ResultFile finished;
+    if (rank == 0) finished = writer->finish();
+    wait_for_the_finished_file(comm, plans, world, config.iters);
     if (rank == 0) {
-      const ResultFile file = writer->finish();
       std::cout << "\n";
-      write_report(std::cout, file, ReportFormat::md);
+      write_report(std::cout, finished, ReportFormat::md);
       std::cout << "\nresults: " << writer->final_path() << "\n";
     }
   } catch (const std::exception& e) {

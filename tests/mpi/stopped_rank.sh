@@ -42,6 +42,7 @@ stopped step "0:the reduction of timed iteration 2" "the reduction of timed iter
 stopped gather "1:gathering the case's timings" "gathering the case's timings"
 # Rank 0 writing is work, not a lost rank: the other waits --timeout and the write's allowance.
 stopped writing "0:writing case 0001" "rank 0 writing case 0001 to disk"
+stopped finishing "0:finishing the results file" "rank 0 writing the finished results file"
 stopped finalize "1:MPI_Finalize" "MPI_Finalize"
 
 # From outside, at a moment no test chose: whatever the rank was doing, the job ends.
