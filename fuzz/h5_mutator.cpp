@@ -424,6 +424,9 @@ std::vector<char> mutate_results_image(const uint8_t* data, size_t size, size_t 
   const hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
   H5Pset_fapl_core(fapl, 1 << 16, false);
   H5Pset_file_image(fapl, const_cast<uint8_t*>(data), size);
+  // Closing the file closes whatever a mutation left open, so nothing outlives the input and
+  // HDF5's exit handler has no half-mutated file to close.
+  H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG);
   // A name no file has: the core driver opens a file image under a name that must not exist.
   const std::string name = "/dev/null/fob-fuzz-mutate-" + std::to_string(opened++);
   const hid_t file = H5Fopen(name.c_str(), H5F_ACC_RDWR, fapl);

@@ -255,7 +255,9 @@ ResultFile read_image_unchecked(const std::string& path, const std::vector<char>
   if (image.empty()) throw InputError("cannot open '" + path + "' as HDF5: the file is empty");
   H5Id fapl(H5Pcreate(H5P_FILE_ACCESS), H5Pclose);
   if (!fapl.valid() || H5Pset_fapl_core(fapl, 1 << 16, false) < 0 ||
-      H5Pset_file_image(fapl, const_cast<char*>(image.data()), image.size()) < 0) {
+      H5Pset_file_image(fapl, const_cast<char*>(image.data()), image.size()) < 0 ||
+      // Closing the file closes whatever an error path left open: nothing outlives the read.
+      H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG) < 0) {
     throw RuntimeFault("cannot read '" + path + "' from memory: " + h5_error_text());
   }
   const hid_t raw = H5Fopen(image_name().c_str(), H5F_ACC_RDONLY, fapl);
