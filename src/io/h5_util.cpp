@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "fob/types.h"
+#include "json_text.h"
 
 namespace fob::h5io {
 
@@ -203,61 +204,10 @@ std::string dataset_name(const char* name) {
   return std::string("dataset '") + name + "'";
 }
 
-constexpr const char* kReplacement = "\xEF\xBF\xBD";  // U+FFFD
-
-// The length of the valid UTF-8 sequence at text[i] (a byte >= 0x80), or 0 where there is none.
-size_t utf8_length(const std::string& text, size_t i) {
-  const auto byte = [&](size_t k) { return static_cast<unsigned char>(text[k]); };
-  const unsigned char lead = byte(i);
-  size_t len = 0;
-  uint32_t code = 0, least = 0;
-  if ((lead & 0xE0) == 0xC0) {
-    len = 2, code = lead & 0x1Fu, least = 0x80;
-  } else if ((lead & 0xF0) == 0xE0) {
-    len = 3, code = lead & 0x0Fu, least = 0x800;
-  } else if ((lead & 0xF8) == 0xF0) {
-    len = 4, code = lead & 0x07u, least = 0x10000;
-  } else {
-    return 0;
-  }
-  if (len > text.size() - i) return 0;
-  for (size_t k = 1; k < len; ++k) {
-    if ((byte(i + k) & 0xC0) != 0x80) return 0;
-    code = (code << 6) | (byte(i + k) & 0x3Fu);
-  }
-  // Overlong forms, UTF-16 surrogates and code points beyond U+10FFFF are not UTF-8; U+0080 to
-  // U+009F are the C1 control characters, CSI (a terminal escape on its own) among them.
-  const bool invalid = code < least || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF);
-  return invalid || code < 0xA0 ? 0 : len;
-}
-
 }  // namespace
 
 std::string clean_text(const std::string& raw, Text kind) {
-  std::string out;
-  out.reserve(raw.size());
-  for (size_t i = 0; i < raw.size();) {
-    const unsigned char ch = static_cast<unsigned char>(raw[i]);
-    if (ch >= 0x80) {
-      const size_t len = utf8_length(raw, i);
-      if (len == 0) {
-        out += kReplacement;
-        ++i;
-      } else {
-        out.append(raw, i, len);
-        i += len;
-      }
-      continue;
-    }
-    const bool kept = kind == Text::lines && (ch == '\n' || ch == '\t');
-    if ((ch < 0x20 || ch == 0x7F) && !kept) {
-      out += kReplacement;
-    } else {
-      out += static_cast<char>(ch);
-    }
-    ++i;
-  }
-  return out;
+  return fob::clean_text(raw, kind == Text::lines);
 }
 
 namespace {

@@ -90,6 +90,20 @@ std::string json_string(const std::string& text) {
   return out + "\"";
 }
 
+std::string clean_text(const std::string& raw, bool multiline) {
+  std::string out;
+  out.reserve(raw.size());
+  for_each_code_point(raw, [&](char32_t c, std::string_view bytes) {
+    const bool kept = multiline && (c == '\n' || c == '\t');
+    if (bytes.empty() || (is_control(c) && !kept)) {
+      out += kReplacement;
+    } else {
+      out += bytes;
+    }
+  });
+  return out;
+}
+
 std::string one_line_text(const std::string& text) {
   std::string out;
   for_each_code_point(text, [&](char32_t c, std::string_view bytes) {

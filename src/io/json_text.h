@@ -12,6 +12,11 @@ namespace fob {
 // UTF-8 passes through and each byte that is not part of a valid sequence becomes U+FFFD.
 std::string json_string(const std::string& text);
 
+// `raw` as a results file's string is kept (h5io::clean_text, the journal): every control
+// character but, when `multiline`, \n and \t, and each byte that is not valid UTF-8, becomes
+// U+FFFD; valid UTF-8 passes through.
+std::string clean_text(const std::string& raw, bool multiline);
+
 // `text` fit for one line of Markdown, CSV or LaTeX, or a cell of a table: tabs and line
 // breaks become spaces, any other control character (an ESC would reach the reader's
 // terminal) and each byte that is not valid UTF-8 becomes U+FFFD.
