@@ -6,7 +6,8 @@
     tasks = load_tasks("results/NAME.h5", "0003")  # one row per task, rank and iteration
 
 Run as a script it prints both for the first case. Needs h5py and pandas (Debian:
-python3-h5py, python3-pandas). Reads NAME.h5.partial files of running sweeps as well.
+python3-h5py, python3-pandas). A running or interrupted sweep's NAME.h5.partial is fobench's
+journal, not HDF5: `fobench report NAME.h5.partial --format csv` reads it (pandas.read_csv).
 """
 import sys
 
@@ -21,8 +22,12 @@ def _text(value):
 
 
 def _open(path):
-    # locking=False: a .partial file may still be open for writing by a running sweep.
-    return h5py.File(path, "r", locking=False)
+    with open(path, "rb") as f:
+        if f.read(8) == b"FOBJRNL\n":
+            raise ValueError(
+                f"{path} is fobench's journal of a running or interrupted sweep, not HDF5: read "
+                f"it with `fobench report {path} --format csv`, or wait for NAME.h5")
+    return h5py.File(path, "r")
 
 
 def _names(dtype):
