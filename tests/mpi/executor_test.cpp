@@ -367,10 +367,5 @@ TEST_F(Fixture, TimingsRespectDependenciesAndOverlapOnAnEmulatedLink) {
 }  // namespace fob
 
 int main(int argc, char** argv) {
-  int provided = 0;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
-  ::testing::InitGoogleTest(&argc, argv);
-  const int failed = fob::run_tests_on_every_rank();
-  MPI_Finalize();
-  return failed;
+  return fob::mpi_gtest_main(argc, argv);
 }

@@ -91,6 +91,7 @@ class CpuBackend : public Backend {
     auto init = [threads] { blas_set_threads(threads); };
     compute_ = std::make_unique<CpuStream>(init);
     comm_ = std::make_unique<CpuStream>();
+    link_.share_cores_with(computing_);
   }
 
   std::string name() const override { return "cpu"; }
@@ -244,6 +245,7 @@ class CpuBackend : public Backend {
     // as a gap before the task, as a GPU kernel waiting for SMs would.
     const bool compute = task.stream == StreamId::compute;
     if (compute && !slots_.acquire(abort_)) return;
+    if (compute) computing_ = true;
     start_[task.id] = now_seconds() - t0_;
     if (current_->elem == 4) {
       execute<float>(task);
@@ -251,7 +253,10 @@ class CpuBackend : public Backend {
       execute<double>(task);
     }
     end_[task.id] = now_seconds() - t0_;
-    if (compute) slots_.release();
+    if (compute) {
+      computing_ = false;
+      slots_.release();
+    }
     {
       std::lock_guard<std::mutex> lock(done_mu_);
       done_[task.id] = 1;
@@ -410,6 +415,7 @@ class CpuBackend : public Backend {
   BackendOptions options_;
   int rank_ = 0, world_ = 1;
   std::atomic<bool> abort_{false};
+  std::atomic<bool> computing_{false};  // a compute task runs (the link's waits back off)
   Link link_;
   CoreSlots slots_;
   std::unique_ptr<CpuStream> compute_, comm_;

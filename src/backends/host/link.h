@@ -41,6 +41,11 @@ class Link {
   Link(const Link&) = delete;
   Link& operator=(const Link&) = delete;
 
+  // `computing` is up while a compute thread of this rank runs on the cores this rank's waits
+  // would spin on (the CPU backend's GEMMs): waits then back off instead of polling eagerly.
+  // Without it (a GPU computes) every wait polls eagerly.
+  void share_cores_with(const std::atomic<bool>& computing) { computing_ = &computing; }
+
   // Human-readable state for timeout messages.
   std::string state() const;
 
@@ -56,6 +61,7 @@ class Link {
   MPI_Comm comm_;
   LinkEmulation emulation_;
   const std::atomic<bool>& abort_;
+  const std::atomic<bool>* computing_ = nullptr;
   double clock_offset_ = 0;
   bool loopback_ = false;
   int self_ = 0;
