@@ -10,7 +10,8 @@
 # build; relative to the source tree); MPIRUN the launcher (default mpirun, e.g. mpiexec or a
 # full path). Paths in the fobench arguments are relative to the source tree, where this
 # script runs. The default backend is auto: cuda where built and a GPU is visible (every rank
-# sees every GPU; rank -> GPU by local rank), else cpu.
+# sees every GPU; rank -> GPU by local rank), else cpu. PROGRAM launches another MPI program
+# of the build the same way, with the arguments as they are (e.g. PROGRAM=build/bench/fob_comm_bench).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -21,7 +22,7 @@ fi
 np=$1
 shift
 
-fobench="${BUILD_DIR:-build}/fobench"
+fobench="${PROGRAM:-${BUILD_DIR:-build}/fobench}"
 if [[ ! -x "$fobench" ]]; then
   echo "local.sh: $fobench not found; build it first with scripts/build.sh" >&2
   exit 2
@@ -40,4 +41,7 @@ if "$mpirun" --version 2>/dev/null | grep -q 'Open MPI'; then
   fi
 fi
 
+if [[ -n "${PROGRAM:-}" ]]; then
+  exec "${launch[@]}" "$fobench" "$@"
+fi
 exec "${launch[@]}" "$fobench" run "$@"
