@@ -1,4 +1,4 @@
-// What a run measured, as held in memory and in the HDF5 file (DESIGN.md section 5).
+// What a run measured, as held in memory and in the HDF5 file (docs/DESIGN.md section 5).
 #pragma once
 
 #include <cstdint>

@@ -7,13 +7,13 @@
 
 namespace fob {
 
-// Exit codes are part of the contract (DESIGN.md section 4).
+// Exit codes are part of the contract (docs/DESIGN.md section 4).
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitVerifyFailed = 1;
 inline constexpr int kExitBadInput = 2;
 inline constexpr int kExitRuntimeFault = 3;
-// SIGTERM, SIGINT or SIGHUP ended the run; the cases finished before it are kept (README, exit
-// codes).
+// SIGTERM, SIGINT or SIGHUP ended the run; the cases finished before it are kept (docs/DESIGN.md
+// section 4).
 inline constexpr int kExitInterrupted = 4;
 
 // Bad input: unknown key, bad value, shape that does not divide. Exit 2.

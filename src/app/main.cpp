@@ -1,4 +1,4 @@
-// fobench: one binary, subcommands (DESIGN.md section 4).
+// fobench: one binary, subcommands (docs/DESIGN.md section 4).
 #include <CLI/CLI.hpp>
 
 #include <algorithm>

@@ -82,7 +82,7 @@ void flash_gemm_reduce_scatter(PlanBuilder& b, const RsProblem& p, int m) {
 }
 
 // Flash-All-to-All #1 (derived from the rank-adaptive rule; the paper's text on all-to-all
-// could not be read, see README): the piece for r+1, r+2, ..., r+N-1 is projected just before
+// could not be read, see docs/DESIGN.md section 1): the piece for r+1, r+2, ..., r+N-1 is projected just before
 // it is sent, each transfer free-running behind the next projection, and this rank's own heads
 // come last, straight into qkv: the first GEMM waits for nothing and the last needs no
 // transfer. Exchange k also receives rank r-k's piece of this rank's heads.
@@ -146,7 +146,7 @@ extern constinit const Strategy kFlash = {
     .gemm_reduce_scatter = flash_gemm_reduce_scatter,
     .gemm_all_to_all = flash_gemm_all_to_all,
     .all_to_all_gemm = flash_all_to_all_gemm,
-    // As DESIGN.md has it for GEMM + all-reduce.
+    // As docs/DESIGN.md section 1 (Workloads: gemm_ar) has it for GEMM + all-reduce.
     .all_gather_blocks = all_gather_blocks_direct,
 };
 

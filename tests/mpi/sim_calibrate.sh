@@ -49,7 +49,7 @@ assert set(measured) == set(simulated), (sorted(measured), sorted(simulated))
 # slicing:2 is the one known gap: its chunk's transfer shares the rank's time slice with the
 # compute thread on an oversubscribed 2-core machine (4 threads), and its MPI copies there are
 # slower than the link fit says; the model has no term for that, and measures -14% to -24% on
-# this project's machine (README, the simulator section). Every other strategy must be within 15%.
+# this project's machine (docs/DESIGN.md section 9). Every other strategy must be within 15%.
 bound = {"slicing:2": 0.30}
 over = []
 for strategy, m in measured.items():

@@ -1,7 +1,7 @@
-// Structural invariants of every strategy's plans (DESIGN.md section 1), for every workload and
-// world size 1..8: dependencies, a deadlock-free cross-rank schedule, matched transfers, outputs
-// computed exactly once, GEMM work, transfer counts, and the ordering properties that separate
-// Flash-Overlap from the lock-stepped decomposition.
+// Structural invariants of every strategy's plans (docs/DESIGN.md section 1), for every workload
+// and world size 1..8: dependencies, a deadlock-free cross-rank schedule, matched transfers,
+// outputs computed exactly once, GEMM work, transfer counts, and the ordering properties that
+// separate Flash-Overlap from the lock-stepped decomposition.
 #include <gtest/gtest.h>
 
 #include <algorithm>
