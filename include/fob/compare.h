@@ -86,11 +86,6 @@ Interval cluster_bootstrap_change(const SampleClusters& base, const SampleCluste
                                   int resamples = kBootstrapResamples,
                                   uint64_t seed = kBootstrapSeed);
 
-// The same with every sample its own cluster: the iteration bootstrap, which sees only the noise
-// between single samples.
-Interval bootstrap_change(const std::vector<double>& base, const std::vector<double>& next,
-                          int resamples = kBootstrapResamples, uint64_t seed = kBootstrapSeed);
-
 // A setting that differs between the two files, so that a change measures more than the code.
 struct SettingDifference {
   std::string setting;      // "link emulation", "timer"

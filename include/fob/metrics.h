@@ -37,11 +37,10 @@ struct Summary : CaseKey {
 // the task arrays do not match the case's shape. Tasks without times (NaN) are left out.
 double measured_concurrency(const CaseResult& c);
 
-// nccl-tests' algbw and busbw, in GB/s, of a case whose step took `seconds` (the summary
-// passes T; compare passes each iteration's step), as its strategy prices its transfers
+// nccl-tests' busbw, in GB/s, of a case whose step took `seconds` (the summary passes T;
+// compare passes each iteration's step), as its strategy prices its transfers
 // (Strategy::collective_bytes, busbw_factor: comm_only's). NaN for a strategy without a price,
 // a single rank or a zero time.
-double case_algbw(const CaseResult& c, double seconds);
 double case_busbw(const CaseResult& c, double seconds);
 
 // Cases match their references by (workload, batch, seq, hidden, ffn, heads, dtype, world).

@@ -243,13 +243,6 @@ Interval cluster_bootstrap_change(const SampleClusters& base, const SampleCluste
   return {percentile(changes, 0.025), percentile(changes, 0.975)};
 }
 
-Interval bootstrap_change(const std::vector<double>& base, const std::vector<double>& next,
-                          int resamples, uint64_t seed) {
-  // Drawing n single-sample clusters takes the same n draws from the engine as drawing n
-  // samples did, so this interval is the one the iteration bootstrap always gave.
-  return cluster_bootstrap_change(as_singletons(base), as_singletons(next), resamples, seed);
-}
-
 Comparison compare_results(const ResultFile& base, const ResultFile& next, CompareMetric metric,
                            double threshold_pct) {
   if (!std::isfinite(threshold_pct) || threshold_pct < 0) {

@@ -190,10 +190,6 @@ double busbw_of(const CaseKey& c, double sent_bytes, double seconds) {
 
 }  // namespace
 
-double case_algbw(const CaseResult& c, double seconds) {
-  return algbw_of(c, rank0_sent_bytes(c), seconds);
-}
-
 double case_busbw(const CaseResult& c, double seconds) {
   return busbw_of(c, rank0_sent_bytes(c), seconds);
 }

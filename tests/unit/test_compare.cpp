@@ -19,6 +19,15 @@ namespace {
 
 constexpr int kWorld = 2;
 
+// The iteration bootstrap: every sample its own cluster, which sees only the noise between
+// single samples (what compare's interval is measured against).
+Interval bootstrap_change(const std::vector<double>& base, const std::vector<double>& next) {
+  SampleClusters b, n;
+  for (const double x : base) b.push_back({x});
+  for (const double x : next) n.push_back({x});
+  return cluster_bootstrap_change(b, n);
+}
+
 // A case whose slowest rank took `steps[i]` in iteration i (rank 0 a little less).
 CaseResult make_case(const std::string& id, const std::string& strategy,
                      const std::vector<double>& steps) {

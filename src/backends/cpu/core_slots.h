@@ -22,7 +22,6 @@ class CoreSlots {
   CoreSlots(const CoreSlots&) = delete;
   CoreSlots& operator=(const CoreSlots&) = delete;
 
-  bool active() const { return sem_ != nullptr; }
   int slots() const { return slots_; }
   int local_ranks() const { return local_ranks_; }  // ranks on this host
   int local_rank() const { return local_rank_; }    // this rank's place among them
