@@ -46,6 +46,7 @@ python3-h5py|Python h5py module (import h5py, used by tests reading results)|py:
 python3-pandas|Python pandas module (import pandas, used by the results/to_pandas.py example and its test)|py:pandas|module load py-pandas (or: pip install --user pandas)
 libblas3|reference BLAS (the libblas.so.3 scripts/gpu_bundle.sh carries instead of OpenBLAS)|opt:file:/usr/lib/x86_64-linux-gnu/blas/libblas.so.3|none needed (only for the GPU bundle)
 debootstrap|debootstrap (the bare Debian root of the bundle_bare_root test, which needs root)|opt:cmd:debootstrap|none needed (the test is skipped without it)
+clang-format|clang-format (the format test of src, include, tests, bench and fuzz)|opt:cmd:clang-format|none needed (the format test is skipped without it)
 clang|clang++ (the fuzz build of fuzz/run.sh and the fuzz test)|opt:cmd:clang++|none needed (the fuzz test is skipped without it)
 libclang-rt-14-dev|libFuzzer and the sanitizer runtimes of clang 14 (fuzz/run.sh)|opt:cmd:clang++|none needed (the fuzz test is skipped without it)
 EOF

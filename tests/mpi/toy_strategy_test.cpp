@@ -1,7 +1,7 @@
-// docs/DESIGN.md section 2's promise, tested: a strategy is one file and one line in registry.cpp (or, outside
-// fobench's sources, one register_strategy call). A toy strategy defined here — slicing's
-// halves under another name, role and tuning list — is run and verified by the executor on the
-// CPU backend (mpirun -np 2), gets its metrics in the summary and the report, offers its
+// docs/DESIGN.md section 2's promise, tested: a strategy is one file and one line in registry.cpp
+// (or, outside fobench's sources, one register_strategy call). A toy strategy defined here —
+// slicing's halves under another name, role and tuning list — is run and verified by the executor
+// on the CPU backend (mpirun -np 2), gets its metrics in the summary and the report, offers its
 // --auto-slices candidates, is simulated on a machine file and takes part in calibrate, with no
 // other change anywhere.
 #include <gtest/gtest.h>

@@ -105,8 +105,9 @@ namespace {
 TEST(Timer, CompareRefusesTheCudaModelAgainstAGpu) {
   SystemInfo gpu = system_with("cupti kernel activity");
   gpu.devices = "NVIDIA H200 (GPU 0, bus 0000:19:00.0)";
-  SystemInfo model = system_with("cupti kernel activity on the cuda model (CPU): CPU threads, "
-                                 "not GPU times");
+  SystemInfo model = system_with(
+      "cupti kernel activity on the cuda model (CPU): CPU threads, "
+      "not GPU times");
   model.devices = std::string(kCudaModelDevice) + " (GPU 0, bus 0000:01:00.0)";
   EXPECT_TRUE(model.on_cuda_model());
   EXPECT_FALSE(gpu.on_cuda_model());

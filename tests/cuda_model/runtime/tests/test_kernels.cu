@@ -11,16 +11,19 @@ __global__ void add_kernel(float* dst, const float* src, int count) {
   }
 }
 
-__global__ void __launch_bounds__(kThreads) block_sum_kernel(const float* in, float* out, int count) {
+__global__ void __launch_bounds__(kThreads)
+    block_sum_kernel(const float* in, float* out, int count) {
   __shared__ float partial[kThreads / 32];
   float value = 0;
   for (int i = threadIdx.x; i < count; i += blockDim.x) value += in[i];
-  for (int offset = 16; offset > 0; offset /= 2) value += __shfl_xor_sync(0xffffffffu, value, offset);
+  for (int offset = 16; offset > 0; offset /= 2)
+    value += __shfl_xor_sync(0xffffffffu, value, offset);
   if (threadIdx.x % 32 == 0) partial[threadIdx.x / 32] = value;
   __syncthreads();
   if (threadIdx.x < 32) {
     value = threadIdx.x < kThreads / 32 ? partial[threadIdx.x] : 0.0f;
-    for (int offset = 16; offset > 0; offset /= 2) value += __shfl_down_sync(0xffffffffu, value, offset);
+    for (int offset = 16; offset > 0; offset /= 2)
+      value += __shfl_down_sync(0xffffffffu, value, offset);
     if (threadIdx.x == 0) *out = value;
   }
 }
