@@ -1,7 +1,7 @@
 // Every plan fobench makes — each workload, each strategy (and its parameter), N = 1..8, every
 // rank, plain and loopback — is fingerprinted field by field and compared with
-// tests/data/plan_fingerprints.txt, recorded at 750ec34 (identical to b2fe981, before the plan
-// builder kept runs): code that moves knowledge around must not change what any rank runs.
+// tests/data/plan_fingerprints.txt: code that moves knowledge around must not change what any
+// rank runs.
 // Regenerate deliberately with FOB_UPDATE_PLAN_FINGERPRINTS=1 when a plan is meant to change, and
 // say why in the commit.
 #include <gtest/gtest.h>
