@@ -28,6 +28,13 @@ class RuntimeFault : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// A results file that could not be written: its message already says which measured cases are
+// kept and where, so nothing adds that again.
+class WriteFault : public RuntimeFault {
+ public:
+  using RuntimeFault::RuntimeFault;
+};
+
 enum class DType : uint8_t { fp32, fp64, bf16, fp16 };
 const char* to_string(DType dtype);
 DType parse_dtype(const std::string& text);  // throws InputError naming the choices

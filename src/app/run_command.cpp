@@ -8,9 +8,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 
 #include "backends/cpu/host_memory.h"
@@ -49,8 +51,8 @@ int finalize(int code) {
   if (dynamic_cast<const std::bad_alloc*>(&e)) what = "out of host memory (std::bad_alloc)";
   const std::string self = "rank " + std::to_string(rank) + ":";
   if (what.find(self) == std::string::npos) what = self + " " + what;
-  // A message that already says what was kept (a failed write) is not told twice.
-  const std::string kept = what.find("kept") == std::string::npos ? stop::note() : "";
+  // A failed write's message already says what was kept: it is not told twice.
+  const std::string kept = dynamic_cast<const WriteFault*>(&e) ? "" : stop::note();
   if (!kept.empty()) what += "; " + kept;
   std::fprintf(stderr, "fobench: %s\n", what.c_str());
   std::fflush(stderr);
@@ -139,308 +141,391 @@ double early_timeout(const RunArgs& args) {
   }
 }
 
-}  // namespace
+// Bad input that only this rank can see (its own memory): it reports it itself, where other
+// bad input is reported once, by rank 0.
+class RankInputError : public InputError {
+ public:
+  using InputError::InputError;
+};
 
-int run_command(const RunArgs& args) {
-  // MPI_Init waits for every rank too: the watchdog starts before it, with the rank the
-  // launcher gives and the timeout the command line and config file give, as far as this
-  // rank can tell before the ranks talk.
+// What the phases of a run fill in, in order.
+struct Run {
+  explicit Run(const RunArgs& a) : args(a) {}
+  const RunArgs& args;
+  MPI_Comm comm = MPI_COMM_WORLD;
+  int rank = 0, world = 1;
+  Config config;
+  std::vector<Config> points;
+  // One group per point of the sweep; a group's cases run interleaved, groups one after another.
+  std::vector<std::vector<CaseSpec>> groups;
+  int plan_world = 1;  // the world the plans are for (--world with --dry-run)
+  RunInfo run_info;
+  std::unique_ptr<Backend> backend;
+  std::vector<std::vector<Plan>> plans;  // this rank's, per group
+  RankPlaces places;
+  SystemInfo system;
+  std::unique_ptr<ResultWriter> writer;
+  std::vector<int> skip;  // per case across the sweep: already finished in a resumed file
+};
+
+// The one mapping from what a phase threw to how the run ends. Before anything is measured, bad
+// input ends every rank with exit 2 after MPI_Finalize, reported by rank 0 (or by the rank that
+// alone can see it); once cases run, every error is a runtime fault: exit 3 for all, named by
+// its rank. Returns the exit code, or nothing when the phase completed.
+enum class Stage { before_measuring, measuring };
+std::optional<int> run_phase(Run& run, Stage stage, const std::function<void()>& phase) {
+  try {
+    phase();
+    return std::nullopt;
+  } catch (const InputError& e) {
+    if (stage == Stage::measuring) fault(run.comm, run.rank, e);
+    if (run.rank == 0 || dynamic_cast<const RankInputError*>(&e)) {
+      std::fprintf(stderr, "fobench: error: %s\n", e.what());
+    }
+    run.backend.reset();
+    return finalize(kExitBadInput);
+  } catch (const std::exception& e) {
+    fault(run.comm, run.rank, e);
+  }
+}
+
+// MPI_Init waits for every rank too: the watchdog starts before it, with the rank the launcher
+// gives and the timeout the command line and config file give, as far as this rank can tell
+// before the ranks talk. Returns whether the library runs threads as fobench needs.
+bool start_mpi(Run& run) {
   const LaunchRank launched = launch_rank();
   stop::install(launched.rank);
-  watchdog::start(launched.rank, launched.world, early_timeout(args));
+  watchdog::start(launched.rank, launched.world, early_timeout(run.args));
   int provided = 0;
   {
     const watchdog::Wait wait("MPI_Init");
     MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided);
   }
-  MPI_Comm comm = MPI_COMM_WORLD;
-  int rank = 0, world = 1;
-  MPI_Comm_rank(comm, &rank);
-  MPI_Comm_size(comm, &world);
-  MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
-  stop::install(rank);
-  watchdog::start(rank, world, early_timeout(args));
-  if (rank == 0) stop::set_note("nothing was measured yet");
+  MPI_Comm_rank(run.comm, &run.rank);
+  MPI_Comm_size(run.comm, &run.world);
+  MPI_Comm_set_errhandler(run.comm, MPI_ERRORS_RETURN);
+  stop::install(run.rank);
+  watchdog::start(run.rank, run.world, early_timeout(run.args));
+  if (run.rank == 0) stop::set_note("nothing was measured yet");
+  return provided >= MPI_THREAD_SERIALIZED;
+}
 
-  Config config;
-  // One group per point of the sweep; a group's cases run interleaved, groups one after another.
-  std::vector<std::vector<CaseSpec>> groups;
-  std::unique_ptr<ResultWriter> writer;
-  RunInfo run_info;
-  try {
-    if (provided < MPI_THREAD_SERIALIZED) {
-      throw RuntimeFault("the MPI library does not provide MPI_THREAD_SERIALIZED");
-    }
-    config = load_config(args,
-                         [&](const std::string& path) { return broadcast_file(comm, rank, path); });
-    watchdog::start(rank, world, config.timeout);
-    const int plan_world = args.dry_run && args.world ? *args.world : world;
-    std::vector<Config> points = sweep_points(config);
-    for (const Config& point : points) groups.push_back(make_cases(point, plan_world));
-
-    if (args.dry_run) {
-      if (rank == 0) {
-        for (const auto& group : groups) {
-          for (const CaseSpec& spec : group) {
-            for (int r = 0; r < plan_world; ++r) print_plan(std::cout, make_plan(spec, r));
-            std::cout << "\n";
-          }
-        }
-      }
-      return finalize(kExitOk);
-    }
-    resolve_backend(config);
-    for (Config point : points) {
-      point.backend = config.backend;
-      point.transport = config.transport;
-      resolve_backend(point);  // each point's dtype must suit the backend
-    }
-
-    // Every rank must run the same cases; a mismatch would deadlock the first collective.
-    const std::string effective = config.to_yaml();
-    uint64_t hash = fnv1a(effective), low = hash, high = hash;
-    {
-      const watchdog::Wait wait("the check that every rank holds the same settings");
-      MPI_Allreduce(MPI_IN_PLACE, &low, 1, MPI_UINT64_T, MPI_MIN, comm);
-      MPI_Allreduce(MPI_IN_PLACE, &high, 1, MPI_UINT64_T, MPI_MAX, comm);
-    }
-    if (low != high) throw InputError("config: the ranks do not hold the same settings");
-
-    run_info.git_commit = git_commit();
-    run_info.created_utc = utc_now("%Y-%m-%dT%H:%M:%SZ");
-    run_info.command_line = args.command_line;
-    run_info.config_yaml = effective;
-    if (config.output.empty())
-      config.output = "results/fobench-" + utc_now("%Y%m%d-%H%M%S") + ".h5";
-  } catch (const InputError& e) {
-    if (rank == 0) std::fprintf(stderr, "fobench: error: %s\n", e.what());
-    return finalize(kExitBadInput);
-  } catch (const std::exception& e) {
-    fault(comm, rank, e);
+// Every rank must run the same cases; a mismatch would deadlock the first collective.
+void check_same_settings(const Run& run, const std::string& effective) {
+  uint64_t hash = fnv1a(effective), low = hash, high = hash;
+  {
+    const watchdog::Wait wait("the check that every rank holds the same settings");
+    MPI_Allreduce(MPI_IN_PLACE, &low, 1, MPI_UINT64_T, MPI_MIN, run.comm);
+    MPI_Allreduce(MPI_IN_PLACE, &high, 1, MPI_UINT64_T, MPI_MAX, run.comm);
   }
+  if (low != high) throw InputError("config: the ranks do not hold the same settings");
+}
 
-  BackendOptions options;
-  options.comm = comm;
-  options.link = config.link;
-  options.blas_threads = config.blas_threads;
-  options.seed = config.seed;
-  options.transport = config.transport;
-  options.graphs = config.graphs;
-  options.comm_sms = config.comm_sms;
-  options.timeout_s = config.timeout;
-  std::unique_ptr<Backend> backend;
-  std::vector<std::vector<Plan>> plans(groups.size());
-  try {
-    {
-      // Making a backend is collective (the NCCL communicator, the emulated link's clocks).
-      const watchdog::Wait wait("setting up the " + config.backend + " backend");
-      backend = config.backend == "cuda" ? make_cuda_backend(options) : make_cpu_backend(options);
+// The config as rank 0 read it, the same on every rank; the sweep's cases; the backend `auto`
+// means, suited to every point's dtype; what the results file records of the run.
+void agree_on_settings(Run& run) {
+  run.config = load_config(
+      run.args, [&](const std::string& path) { return broadcast_file(run.comm, run.rank, path); });
+  watchdog::start(run.rank, run.world, run.config.timeout);
+  run.plan_world = run.args.dry_run && run.args.world ? *run.args.world : run.world;
+  run.points = sweep_points(run.config);
+  for (const Config& point : run.points) run.groups.push_back(make_cases(point, run.plan_world));
+  if (run.args.dry_run) return;
+  resolve_backend(run.config);
+  for (Config point : run.points) {
+    point.backend = run.config.backend;
+    point.transport = run.config.transport;
+    resolve_backend(point);  // each point's dtype must suit the backend
+  }
+  const std::string effective = run.config.to_yaml();
+  check_same_settings(run, effective);
+  run.run_info.git_commit = git_commit();
+  run.run_info.created_utc = utc_now("%Y-%m-%dT%H:%M:%SZ");
+  run.run_info.command_line = run.args.command_line;
+  run.run_info.config_yaml = effective;
+  if (run.config.output.empty()) {
+    run.config.output = "results/fobench-" + utc_now("%Y%m%d-%H%M%S") + ".h5";
+  }
+}
+
+void print_plans(const Run& run) {
+  if (run.rank != 0) return;
+  for (const auto& group : run.groups) {
+    for (const CaseSpec& spec : group) {
+      for (int r = 0; r < run.plan_world; ++r) print_plan(std::cout, make_plan(spec, r));
+      std::cout << "\n";
     }
+  }
+}
+
+// What this rank lacks to hold the plans' buffers (and rank 0, every rank's task times until a
+// group's last round), in words; empty when it has enough.
+std::string memory_problem(const Run& run) {
+  const Config& config = run.config;
+  int64_t needed = 0;
+  for (const auto& group : run.plans) {
     // Interleaved rounds keep a group's buffers resident; one round holds one case at a time.
-    int64_t needed = 0;
-    for (size_t g = 0; g < groups.size(); ++g) {
-      int64_t group_bytes = 0;
-      for (const CaseSpec& spec : groups[g]) {
-        plans[g].push_back(make_plan(spec, rank));
-        const int64_t bytes = backend->bytes_needed(plans[g].back());
-        group_bytes = config.rounds > 1 ? group_bytes + bytes : std::max(group_bytes, bytes);
-      }
-      needed = std::max(needed, group_bytes);
+    int64_t group_bytes = 0;
+    for (const Plan& plan : group) {
+      const int64_t bytes = run.backend->bytes_needed(plan);
+      group_bytes = config.rounds > 1 ? group_bytes + bytes : std::max(group_bytes, bytes);
     }
-    const int64_t available = backend->bytes_free();
-    std::string problem;
-    if (available >= 0 && needed > available) {
-      char text[256];
-      std::snprintf(text, sizeof text,
-                    "memory: rank %d needs %.2f GiB of %s for these cases but %.2f GiB are "
-                    "free; lower batch/seq%s",
-                    rank, needed / 1073741824.0, backend->memory_name().c_str(),
-                    available / 1073741824.0,
-                    config.rounds > 1 ? ", or pass --rounds 1 to hold one case at a time" : "");
-      problem = text;
-    }
-    if (rank == 0 && problem.empty()) {
-      // Rank 0 also holds every rank's task times of a group's cases until their last round.
-      std::vector<std::vector<int64_t>> group_tasks(plans.size());
-      for (size_t g = 0; g < plans.size(); ++g) {
-        for (const Plan& plan : plans[g]) {
-          group_tasks[g].push_back(static_cast<int64_t>(plan.tasks.size()));
-        }
-      }
-      try {
-        check_timing_memory(group_tasks, config.iters, world, host_available_bytes());
-      } catch (const InputError& e) {
-        problem = e.what();
-      }
-    }
-    int bad = problem.empty() ? 0 : 1, any = 0;
-    {
-      const watchdog::Wait wait("the memory check");
-      MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, comm);
-    }
-    if (bad) throw InputError(problem);
-    if (any) throw InputError("memory: another rank lacks device memory for these cases");
-  } catch (const InputError& e) {
-    if (rank == 0 || std::string(e.what()).rfind("memory: rank", 0) == 0) {
-      std::fprintf(stderr, "fobench: error: %s\n", e.what());
-    }
-    backend.reset();
-    return finalize(kExitBadInput);
-  } catch (const std::exception& e) {
-    fault(comm, rank, e);
+    needed = std::max(needed, group_bytes);
   }
-
-  RankPlaces places;
-  const SystemInfo system = describe_system(comm, rank, world, *backend, config, places);
-
-  // Case ids number the cases across the whole sweep; with --resume, a case already in the
-  // file with the same id, fields and iteration count is not run again.
-  size_t total = 0;
-  for (const auto& group : groups) total += group.size();
-  std::vector<int> skip(total, 0);
+  const int64_t available = run.backend->bytes_free();
+  if (available >= 0 && needed > available) {
+    char text[256];
+    std::snprintf(text, sizeof text,
+                  "memory: rank %d needs %.2f GiB of %s for these cases but %.2f GiB are "
+                  "free; lower batch/seq%s",
+                  run.rank, needed / 1073741824.0, run.backend->memory_name().c_str(),
+                  available / 1073741824.0,
+                  config.rounds > 1 ? ", or pass --rounds 1 to hold one case at a time" : "");
+    return text;
+  }
+  if (run.rank != 0) return "";
+  std::vector<std::vector<int64_t>> group_tasks(run.plans.size());
+  for (size_t g = 0; g < run.plans.size(); ++g) {
+    for (const Plan& plan : run.plans[g]) {
+      group_tasks[g].push_back(static_cast<int64_t>(plan.tasks.size()));
+    }
+  }
   try {
-    agree_on_error(comm, rank, "the results file", [&] {
-      if (args.resume) {
-        // Checked on a read-only look before the file is opened for writing, so a refused
-        // resume leaves it byte for byte as it was.
-        const std::string target = partial_target(*args.resume);
-        const std::optional<std::string> output = given(args, "output");
-        if (output && std::filesystem::absolute(*output).lexically_normal() !=
-                          std::filesystem::absolute(target).lexically_normal()) {
-          throw InputError("-o '" + *output + "' with --resume '" + *args.resume +
-                           "': a resumed run finishes its own file, '" + target +
-                           "'; give one or the other");
-        }
-        if (!is_journal_file(*args.resume)) throw InputError(not_a_journal(*args.resume));
-        const std::string why = resume_mismatch(read_results(*args.resume), run_info, system);
-        if (!why.empty()) {
-          throw InputError("--resume '" + *args.resume + "': " + why +
-                           "; resume with the settings it was started with, or start a new file");
-        }
-        writer = std::make_unique<ResultWriter>(*args.resume);
-        size_t i = 0;
-        for (const auto& group : groups) {
-          for (const CaseSpec& spec : group) {
-            for (const CaseResult& c : writer->cases()) {
-              if (c.id == case_id(i) && finished(c, spec, config.iters)) skip[i] = 1;
-            }
-            ++i;
-          }
-        }
-        return;
-      }
-      create_output_directory(config.output);
-      std::vector<std::string> inputs;
-      if (!args.config_path.empty()) inputs.push_back(args.config_path);
-      writer = std::make_unique<ResultWriter>(config.output, args.force, run_info, system, inputs);
-    });
+    check_timing_memory(group_tasks, config.iters, run.world, host_available_bytes());
   } catch (const InputError& e) {
-    if (rank == 0) std::fprintf(stderr, "fobench: error: %s\n", e.what());
-    return finalize(kExitBadInput);
+    return e.what();
   }
-  if (rank == 0) {
-    // Printed once the results file is settled: a refused run prints nothing but its error.
-    stop::set_note(kept_note(*writer, 0));
-    std::printf("# fobench %s  backend %s  transport %s  world %d  link %s  timer %s\n",
-                FOB_VERSION, system.backend.c_str(), system.transport.c_str(), world,
-                system.link_emulation.c_str(), system.timer.c_str());
-    for (int r = 0; r < world; ++r) {
-      std::printf("#  Rank %2d Pid %7s on %10s device %s\n", r, places.pids[r].c_str(),
-                  places.hosts[r].c_str(), places.devices[r].c_str());
+  return "";
+}
+
+// The backend (collective: the NCCL communicator, the emulated link's clocks) and this rank's
+// plans, refused as bad input on every rank when any rank lacks the memory for them.
+void plan_and_check_memory(Run& run) {
+  BackendOptions options;
+  options.comm = run.comm;
+  options.link = run.config.link;
+  options.blas_threads = run.config.blas_threads;
+  options.seed = run.config.seed;
+  options.transport = run.config.transport;
+  options.graphs = run.config.graphs;
+  options.comm_sms = run.config.comm_sms;
+  options.timeout_s = run.config.timeout;
+  {
+    const watchdog::Wait wait("setting up the " + run.config.backend + " backend");
+    run.backend =
+        run.config.backend == "cuda" ? make_cuda_backend(options) : make_cpu_backend(options);
+  }
+  run.plans.assign(run.groups.size(), {});
+  for (size_t g = 0; g < run.groups.size(); ++g) {
+    for (const CaseSpec& spec : run.groups[g]) run.plans[g].push_back(make_plan(spec, run.rank));
+  }
+  const std::string problem = memory_problem(run);
+  int bad = problem.empty() ? 0 : 1, any = 0;
+  {
+    const watchdog::Wait wait("the memory check");
+    MPI_Allreduce(&bad, &any, 1, MPI_INT, MPI_MAX, run.comm);
+  }
+  if (bad) throw RankInputError(problem);
+  if (any) throw InputError("memory: another rank lacks device memory for these cases");
+}
+
+size_t case_count(const Run& run) {
+  size_t total = 0;
+  for (const auto& group : run.groups) total += group.size();
+  return total;
+}
+
+// Rank 0 reopens an interrupted file: checked on a read-only look before it is opened for
+// writing, so a refused resume leaves it byte for byte as it was. A case already in it with the
+// same id, fields and iteration count is not run again.
+void resume_results(Run& run) {
+  const RunArgs& args = run.args;
+  const std::string target = partial_target(*args.resume);
+  const std::optional<std::string> output = given(args, "output");
+  if (output && std::filesystem::absolute(*output).lexically_normal() !=
+                    std::filesystem::absolute(target).lexically_normal()) {
+    throw InputError("-o '" + *output + "' with --resume '" + *args.resume +
+                     "': a resumed run finishes its own file, '" + target +
+                     "'; give one or the other");
+  }
+  if (!is_journal_file(*args.resume)) throw InputError(not_a_journal(*args.resume));
+  const std::string why = resume_mismatch(read_results(*args.resume), run.run_info, run.system);
+  if (!why.empty()) {
+    throw InputError("--resume '" + *args.resume + "': " + why +
+                     "; resume with the settings it was started with, or start a new file");
+  }
+  run.writer = std::make_unique<ResultWriter>(*args.resume);
+  size_t i = 0;
+  for (const auto& group : run.groups) {
+    for (const CaseSpec& spec : group) {
+      for (const CaseResult& c : run.writer->cases()) {
+        if (c.id == case_id(i) && finished(c, spec, run.config.iters)) run.skip[i] = 1;
+      }
+      ++i;
     }
-    std::fflush(stdout);
   }
+}
+
+// The results file, created or resumed by rank 0, whose verdict every rank shares.
+void open_results(Run& run) {
+  run.places = RankPlaces{};
+  run.system = describe_system(run.comm, run.rank, run.world, *run.backend, run.config, run.places);
+  run.skip.assign(case_count(run), 0);
+  agree_on_error(run.comm, run.rank, "the results file", [&] {
+    if (run.args.resume) return resume_results(run);
+    create_output_directory(run.config.output);
+    std::vector<std::string> inputs;
+    if (!run.args.config_path.empty()) inputs.push_back(run.args.config_path);
+    run.writer = std::make_unique<ResultWriter>(run.config.output, run.args.force, run.run_info,
+                                                run.system, inputs);
+  });
+}
+
+// Printed once the results file is settled: a refused run prints nothing but its error.
+void print_header(const Run& run) {
+  if (run.rank != 0) return;
+  stop::set_note(kept_note(*run.writer, 0));
+  const SystemInfo& system = run.system;
+  std::printf("# fobench %s  backend %s  transport %s  world %d  link %s  timer %s\n", FOB_VERSION,
+              system.backend.c_str(), system.transport.c_str(), run.world,
+              system.link_emulation.c_str(), system.timer.c_str());
+  for (int r = 0; r < run.world; ++r) {
+    std::printf("#  Rank %2d Pid %7s on %10s device %s\n", r, run.places.pids[r].c_str(),
+                run.places.hosts[r].c_str(), run.places.devices[r].c_str());
+  }
+  std::fflush(stdout);
+}
+
+// Rank 0 writes each case after each of its shares, so a stopped run keeps what it measured,
+// and says how far the sweep is.
+class Flusher {
+ public:
+  Flusher(Run& run, size_t slots_total)
+      : run_(run), slots_total_(slots_total), start_(std::chrono::steady_clock::now()) {}
+
+  void operator()(const CaseResult& r, int round, int rounds_total) {
+    ++slots_done_;
+    if (run_.rank != 0) return;
+    watchdog::test_stop_point("writing case " + r.id);
+    run_.writer->add_case(r);
+    if (round + 1 < rounds_total) {
+      partly_.insert(r.id);
+    } else {
+      partly_.erase(r.id);
+    }
+    stop::set_note(kept_note(*run_.writer, partly_.size()));
+    const double elapsed =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    const double left = elapsed / slots_done_ * (slots_total_ - slots_done_);
+    std::fprintf(stderr,
+                 "[fobench] %5.0f s  case %s/%04zu %-14s round %d/%d  median %9.3f ms over %d"
+                 "  ~%.0f s left%s\n",
+                 elapsed, r.id.c_str(), run_.skip.size() - 1, r.strategy.c_str(), round + 1,
+                 rounds_total, median_step(r) * 1e3, r.iters, left,
+                 r.verified == 0 ? "  VERIFICATION FAILED" : "");
+  }
+
+ private:
+  Run& run_;
+  size_t slots_total_, slots_done_ = 0;
+  std::chrono::steady_clock::time_point start_;
+  std::set<std::string> partly_;  // ids of cases with rounds still to come
+};
+
+// One group's cases not yet in the file, interleaved round by round; --auto-slices first picks
+// each case's count. Returns whether every case verified.
+bool run_group(Run& run, size_t g, size_t first_index, Executor& executor, ExecOptions& exec,
+               Flusher& flush) {
+  std::vector<const Plan*> plan_ptrs;
+  std::vector<std::string> ids;
+  std::map<std::string, std::string> tuned;  // case id -> what --auto-slices measured
+  for (size_t c = 0, index = first_index; c < run.groups[g].size(); ++c, ++index) {
+    if (run.skip[index]) continue;
+    if (run.config.auto_slices) {
+      const std::string record = tune_slices(executor, run.groups[g][c], exec, run.rank);
+      if (!record.empty()) {
+        run.plans[g][c] = make_plan(run.groups[g][c], run.rank);
+        tuned[case_id(index)] = record;
+        if (run.rank == 0) {
+          std::fprintf(stderr, "[fobench] --auto-slices case %s: %s\n", case_id(index).c_str(),
+                       record.c_str());
+        }
+      }
+    }
+    ids.push_back(case_id(index));
+    plan_ptrs.push_back(&run.plans[g][c]);
+  }
+  if (plan_ptrs.empty()) return true;
+  exec.progress_label = "[" + std::string(to_string(run.groups[g].front().workload)) + "]";
+  auto flush_tuned = [&](const CaseResult& r, int round, int rounds_total) {
+    auto it = tuned.find(r.id);
+    if (it == tuned.end()) return flush(r, round, rounds_total);
+    CaseResult noted = r;
+    noted.auto_slices = it->second;
+    flush(noted, round, rounds_total);
+  };
+  bool verified = true;
+  for (const CaseResult& r : executor.run_cases(plan_ptrs, ids, exec, flush_tuned)) {
+    if (r.verified == 0) verified = false;
+  }
+  return verified;
+}
+
+// Every case not yet in the file, group after group; then the finished file and its table.
+// Returns whether every case verified.
+bool measure(Run& run) {
   {
     const watchdog::Wait wait("the broadcast of the cases a resumed file holds");
-    MPI_Bcast(skip.data(), static_cast<int>(total), MPI_INT, 0, comm);
+    MPI_Bcast(run.skip.data(), static_cast<int>(run.skip.size()), MPI_INT, 0, run.comm);
   }
-
   ExecOptions exec;
-  exec.iters = config.iters;
-  exec.warmup = config.warmup;
-  exec.timeout_s = config.timeout;
-  exec.verify = config.verify;
-  exec.seed = config.seed;
-  exec.rounds = config.rounds;
-  Executor executor(*backend, comm);
+  exec.iters = run.config.iters;
+  exec.warmup = run.config.warmup;
+  exec.timeout_s = run.config.timeout;
+  exec.verify = run.config.verify;
+  exec.seed = run.config.seed;
+  exec.rounds = run.config.rounds;
+  Executor executor(*run.backend, run.comm);
+  const size_t to_run = static_cast<size_t>(std::count(run.skip.begin(), run.skip.end(), 0));
+  Flusher flush(run, to_run * std::clamp(run.config.rounds, 1, run.config.iters));
   bool all_verified = true;
-  try {
-    const auto start = std::chrono::steady_clock::now();
-    const int rounds = std::clamp(config.rounds, 1, config.iters);
-    size_t to_run = 0;
-    for (int s : skip) to_run += s ? 0 : 1;
-    const size_t slots_total = to_run * rounds;
-    size_t slots_done = 0;
-    std::set<std::string> partly;  // ids of cases with rounds still to come
-    // Rank 0 writes each case after each of its shares, so a stopped run keeps what it measured.
-    auto flush = [&](const CaseResult& r, int round, int rounds_total) {
-      ++slots_done;
-      if (rank != 0) return;
-      watchdog::test_stop_point("writing case " + r.id);
-      writer->add_case(r);
-      if (round + 1 < rounds_total) {
-        partly.insert(r.id);
-      } else {
-        partly.erase(r.id);
-      }
-      stop::set_note(kept_note(*writer, partly.size()));
-      const double elapsed =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      const double left = elapsed / slots_done * (slots_total - slots_done);
-      std::fprintf(stderr,
-                   "[fobench] %5.0f s  case %s/%04zu %-14s round %d/%d  median %9.3f ms over %d"
-                   "  ~%.0f s left%s\n",
-                   elapsed, r.id.c_str(), total - 1, r.strategy.c_str(), round + 1, rounds_total,
-                   median_step(r) * 1e3, r.iters, left,
-                   r.verified == 0 ? "  VERIFICATION FAILED" : "");
-    };
-    size_t index = 0;
-    for (size_t g = 0; g < groups.size(); ++g) {
-      std::vector<const Plan*> plan_ptrs;
-      std::vector<std::string> ids;
-      std::map<std::string, std::string> tuned;  // case id -> what --auto-slices measured
-      for (size_t c = 0; c < groups[g].size(); ++c, ++index) {
-        if (skip[index]) continue;
-        if (config.auto_slices) {
-          const std::string record = tune_slices(executor, groups[g][c], exec, rank);
-          if (!record.empty()) {
-            plans[g][c] = make_plan(groups[g][c], rank);
-            tuned[case_id(index)] = record;
-            if (rank == 0) {
-              std::fprintf(stderr, "[fobench] --auto-slices case %s: %s\n", case_id(index).c_str(),
-                           record.c_str());
-            }
-          }
-        }
-        ids.push_back(case_id(index));
-        plan_ptrs.push_back(&plans[g][c]);
-      }
-      if (plan_ptrs.empty()) continue;
-      exec.progress_label = "[" + std::string(to_string(groups[g].front().workload)) + "]";
-      auto flush_tuned = [&](const CaseResult& r, int round, int rounds_total) {
-        auto it = tuned.find(r.id);
-        if (it == tuned.end()) return flush(r, round, rounds_total);
-        CaseResult noted = r;
-        noted.auto_slices = it->second;
-        flush(noted, round, rounds_total);
-      };
-      for (const CaseResult& r : executor.run_cases(plan_ptrs, ids, exec, flush_tuned)) {
-        if (r.verified == 0) all_verified = false;
-      }
-    }
-    ResultFile finished;
-    if (rank == 0) finished = writer->finish();
-    wait_for_the_finished_file(comm, plans, world, config.iters);
-    if (rank == 0) {
-      std::cout << "\n";
-      write_report(std::cout, finished, ReportFormat::md);
-      std::cout << "\nresults: " << writer->final_path() << "\n";
-    }
-  } catch (const std::exception& e) {
-    // A fault mid-sweep: the cases already flushed stay in the .partial file.
-    fault(comm, rank, e);
+  for (size_t g = 0, index = 0; g < run.groups.size(); index += run.groups[g].size(), ++g) {
+    if (!run_group(run, g, index, executor, exec, flush)) all_verified = false;
   }
-  backend.reset();
+  ResultFile finished;
+  if (run.rank == 0) finished = run.writer->finish();
+  wait_for_the_finished_file(run.comm, run.plans, run.world, run.config.iters);
+  if (run.rank == 0) {
+    std::cout << "\n";
+    write_report(std::cout, finished, ReportFormat::md);
+    std::cout << "\nresults: " << run.writer->final_path() << "\n";
+  }
+  return all_verified;
+}
+
+}  // namespace
+
+int run_command(const RunArgs& args) {
+  Run run(args);
+  const bool threads_ok = start_mpi(run);
+  constexpr Stage before = Stage::before_measuring;
+  if (auto code = run_phase(run, before, [&] {
+        if (!threads_ok)
+          throw RuntimeFault("the MPI library does not provide MPI_THREAD_SERIALIZED");
+        agree_on_settings(run);
+      })) {
+    return *code;
+  }
+  if (args.dry_run) {
+    print_plans(run);
+    return finalize(kExitOk);
+  }
+  if (auto code = run_phase(run, before, [&] { plan_and_check_memory(run); })) return *code;
+  if (auto code = run_phase(run, before, [&] { open_results(run); })) return *code;
+  print_header(run);
+  bool all_verified = true;
+  run_phase(run, Stage::measuring, [&] { all_verified = measure(run); });
+  run.backend.reset();
   return finalize(all_verified ? kExitOk : kExitVerifyFailed);
 }
 

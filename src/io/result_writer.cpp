@@ -191,10 +191,10 @@ void ResultWriter::add_case(const CaseResult& result) {
       journal_->add_case(result);
     }
   } catch (const RuntimeFault& e) {
-    throw RuntimeFault("cannot write case " + result.id + " to '" + partial_ + "': " + e.what() +
-                       "; the " + std::to_string(cases_.size()) +
-                       " case(s) flushed before are kept there, readable and resumable "
-                       "(--resume)");
+    throw WriteFault("cannot write case " + result.id + " to '" + partial_ + "': " + e.what() +
+                     "; the " + std::to_string(cases_.size()) +
+                     " case(s) flushed before are kept there, readable and resumable "
+                     "(--resume)");
   }
   remember(result);
 }
@@ -210,9 +210,9 @@ void ResultWriter::add_cases(const std::vector<CaseResult>& results) {
   try {
     journal_->add_cases(results);
   } catch (const RuntimeFault& e) {
-    throw RuntimeFault("cannot write " + std::to_string(results.size()) + " cases to '" + partial_ +
-                       "': " + e.what() + "; the " + std::to_string(cases_.size()) +
-                       " case(s) flushed before are kept there, readable and resumable");
+    throw WriteFault("cannot write " + std::to_string(results.size()) + " cases to '" + partial_ +
+                     "': " + e.what() + "; the " + std::to_string(cases_.size()) +
+                     " case(s) flushed before are kept there, readable and resumable");
   }
   for (const CaseResult& result : results) remember(result);
 }
@@ -233,7 +233,7 @@ ResultFile ResultWriter::finish() {
     tmp.write_all(std::string_view(image.data(), image.size()));
     tmp.commit();
   } catch (const std::exception& e) {
-    throw RuntimeFault("cannot write the finished file '" + path_ + "': " + e.what() + kept);
+    throw WriteFault("cannot write the finished file '" + path_ + "': " + e.what() + kept);
   }
   // From here the results are in NAME.h5: a signal acted on when this section closes says so.
   stop::set_note("the run finished; its results are in '" + path_ + "'");
