@@ -298,18 +298,31 @@ std::string memory_problem(const Run& run) {
   return "";
 }
 
+BackendOptions backend_options(const Config& config, MPI_Comm comm) {
+  return BackendOptions{.comm = comm,
+                        .link = config.link,
+                        .blas_threads = config.blas_threads,
+                        .seed = config.seed,
+                        .transport = config.transport,
+                        .graphs = config.graphs,
+                        .comm_sms = config.comm_sms,
+                        .timeout_s = config.timeout};
+}
+
+ExecOptions exec_options(const Config& config) {
+  return ExecOptions{.iters = config.iters,
+                     .warmup = config.warmup,
+                     .rounds = config.rounds,
+                     .timeout_s = config.timeout,
+                     .verify = config.verify,
+                     .seed = config.seed,
+                     .progress_label = ""};
+}
+
 // The backend (collective: the NCCL communicator, the emulated link's clocks) and this rank's
 // plans, refused as bad input on every rank when any rank lacks the memory for them.
 void plan_and_check_memory(Run& run) {
-  BackendOptions options;
-  options.comm = run.comm;
-  options.link = run.config.link;
-  options.blas_threads = run.config.blas_threads;
-  options.seed = run.config.seed;
-  options.transport = run.config.transport;
-  options.graphs = run.config.graphs;
-  options.comm_sms = run.config.comm_sms;
-  options.timeout_s = run.config.timeout;
+  const BackendOptions options = backend_options(run.config, run.comm);
   {
     const watchdog::Wait wait("setting up the " + run.config.backend + " backend");
     run.backend =
@@ -478,13 +491,7 @@ bool measure(Run& run) {
     const watchdog::Wait wait("the broadcast of the cases a resumed file holds");
     MPI_Bcast(run.skip.data(), static_cast<int>(run.skip.size()), MPI_INT, 0, run.comm);
   }
-  ExecOptions exec;
-  exec.iters = run.config.iters;
-  exec.warmup = run.config.warmup;
-  exec.timeout_s = run.config.timeout;
-  exec.verify = run.config.verify;
-  exec.seed = run.config.seed;
-  exec.rounds = run.config.rounds;
+  ExecOptions exec = exec_options(run.config);
   Executor executor(*run.backend, run.comm);
   const size_t to_run = static_cast<size_t>(std::count(run.skip.begin(), run.skip.end(), 0));
   Flusher flush(run, to_run * std::clamp(run.config.rounds, 1, run.config.iters));
