@@ -112,6 +112,59 @@ std::string machine_summary(const Machine& m) {
   return out.str();
 }
 
+// The machine file, with --ranks-per-node applied; the default world (one node) must be one
+// the simulator takes.
+Machine machine_for(const SimArgs& args) {
+  Machine machine = load_machine(args.machine);
+  if (args.ranks_per_node) {
+    if (*args.ranks_per_node < 1) {
+      throw InputError("--ranks-per-node: " + std::to_string(*args.ranks_per_node) +
+                       " must be at least 1");
+    }
+    machine.ranks_per_node = *args.ranks_per_node;
+  }
+  if (args.worlds.empty() && machine.ranks_per_node > kMaxWorld) {
+    throw InputError(
+        std::string(args.ranks_per_node ? "--ranks-per-node" : "topology.ranks_per_node") + ": " +
+        std::to_string(machine.ranks_per_node) + " ranks is past the simulator's " +
+        std::to_string(kMaxWorld) + " (the default --world is one node); valid: 1.." +
+        std::to_string(kMaxWorld));
+  }
+  return machine;
+}
+
+void check_dtypes(const std::vector<Config>& points, const Machine& machine) {
+  for (const Config& point : points) {
+    if (machine.compute.count(point.dtype)) continue;
+    std::string have;
+    for (const auto& [d, c] : machine.compute) {
+      have += (have.empty() ? "" : ", ") + std::string(to_string(d));
+    }
+    throw InputError(std::string("dtype: '") + to_string(point.dtype) + "' is not in machine '" +
+                     machine.name + "'; valid: " + have);
+  }
+}
+
+// What a simulated file records of its run; no clock took its times, and it says so.
+ResultFile simulated_file(const SimArgs& args, const Config& config, const Machine& machine,
+                          const std::vector<int>& worlds) {
+  ResultFile file;
+  file.run.git_commit = git_commit();
+  file.run.created_utc = utc_now("%Y-%m-%dT%H:%M:%SZ");
+  file.run.command_line = args.run.command_line;
+  file.run.config_yaml = config.to_yaml();
+  file.run.tuned = args.tune;
+  file.system.backend = "sim";
+  file.system.transport = "sim";
+  file.system.world_size = *std::max_element(worlds.begin(), worlds.end());
+  file.system.link_emulation = "none";
+  file.system.simulated = machine_summary(machine);
+  // A simulated file must never pass for a measured one, also where only the timer is compared
+  // (fobench compare).
+  file.system.timer = "simulated (machine file " + args.machine + ")";
+  return file;
+}
+
 }  // namespace
 
 int sim_command(const SimArgs& args) {
@@ -119,34 +172,11 @@ int sim_command(const SimArgs& args) {
     const auto t0 = std::chrono::steady_clock::now();
     const Config config = load_config(args.run, read_text);
     const std::vector<Config> points = sweep_points(config);
-    Machine machine = load_machine(args.machine);
-    if (args.ranks_per_node) {
-      if (*args.ranks_per_node < 1) {
-        throw InputError("--ranks-per-node: " + std::to_string(*args.ranks_per_node) +
-                         " must be at least 1");
-      }
-      machine.ranks_per_node = *args.ranks_per_node;
-    }
-    if (args.worlds.empty() && machine.ranks_per_node > kMaxWorld) {
-      // One node is the default world.
-      throw InputError(
-          std::string(args.ranks_per_node ? "--ranks-per-node" : "topology.ranks_per_node") + ": " +
-          std::to_string(machine.ranks_per_node) + " ranks is past the simulator's " +
-          std::to_string(kMaxWorld) + " (the default --world is one node); valid: 1.." +
-          std::to_string(kMaxWorld));
-    }
+    const Machine machine = machine_for(args);
     const std::vector<int> worlds =
         args.worlds.empty() ? std::vector<int>{machine.ranks_per_node} : parse_worlds(args.worlds);
     const ReportFormat format = parse_report_format(args.format);
-    for (const Config& point : points) {
-      if (!machine.compute.count(point.dtype)) {
-        std::string have;
-        for (const auto& [d, c] : machine.compute)
-          have += (have.empty() ? "" : ", ") + std::string(to_string(d));
-        throw InputError(std::string("dtype: '") + to_string(point.dtype) +
-                         "' is not in machine '" + machine.name + "'; valid: " + have);
-      }
-    }
+    check_dtypes(points, machine);
     if (args.tune && format == ReportFormat::latex) {
       throw InputError("--format: 'latex' is not a --tune format; valid: md, csv, json");
     }
@@ -160,22 +190,7 @@ int sim_command(const SimArgs& args) {
         }
       }
     }
-
-    const MachineCost cost(machine);
-    ResultFile file;
-    file.run.git_commit = git_commit();
-    file.run.created_utc = utc_now("%Y-%m-%dT%H:%M:%SZ");
-    file.run.command_line = args.run.command_line;
-    file.run.config_yaml = config.to_yaml();
-    file.run.tuned = args.tune;
-    file.system.backend = "sim";
-    file.system.transport = "sim";
-    file.system.world_size = *std::max_element(worlds.begin(), worlds.end());
-    file.system.link_emulation = "none";
-    file.system.simulated = machine_summary(machine);
-    // No clock took these times: a simulated file must never pass for a measured one, also
-    // where only the timer is compared (fobench compare).
-    file.system.timer = "simulated (machine file " + args.machine + ")";
+    ResultFile file = simulated_file(args, config, machine, worlds);
     std::unique_ptr<ResultWriter> writer;
     const std::optional<std::string> output = given(args.run, "output");
     if (!output.value_or("").empty()) {
@@ -184,6 +199,7 @@ int sim_command(const SimArgs& args) {
       writer =
           std::make_unique<ResultWriter>(*output, args.run.force, file.run, file.system, inputs);
     }
+    const MachineCost cost(machine);
     Simulated simulated = simulate_all(specs, cost, writer != nullptr);
     file.cases = std::move(simulated.cases);
     file.stats = std::move(simulated.stats);
