@@ -225,19 +225,18 @@ void fit_interference(const Collected& data, const LinkClass& link, Machine& mac
                                         "wait seen)"));
 }
 
-}  // namespace
-
-Machine calibrate(const std::vector<ResultFile>& files, const std::string& name,
-                  FitReport* report) {
-  FitReport local;
-  FitReport& rep = report != nullptr ? *report : local;
-  std::vector<std::string>& notes = rep.notes;
-
+// Every case's tasks mapped and their timings collected; a case whose tasks cannot be mapped
+// is noted and skipped.
+struct Gathered {
   Collected data;
   int cases = 0, used = 0;
+};
+
+Gathered collect_files(const std::vector<ResultFile>& files, std::vector<std::string>& notes) {
+  Gathered g;
   for (const ResultFile& f : files) {
     for (const CaseResult& c : f.cases) {
-      ++cases;
+      ++g.cases;
       CaseView v;
       v.file = &f;
       v.c = &c;
@@ -247,33 +246,26 @@ Machine calibrate(const std::vector<ResultFile>& files, const std::string& name,
                         ") skipped: cannot map its tasks: " + why);
         continue;
       }
-      ++used;
-      collect_case(v, data);
+      ++g.used;
+      collect_case(v, g.data);
     }
   }
+  return g;
+}
 
-  // GEMMs.
-  if (data.gemm.reference.empty() && data.gemm.clean.empty()) {
-    throw InputError(
-        "calibrate: no GEMM timings to fit in " + std::to_string(files.size()) + " file(s), " +
-        std::to_string(cases) +
-        " case(s): need a compute_only case (or GEMMs that ran with no transfer in flight)" +
-        (used == 0 && !notes.empty() ? "; " + notes.front() : std::string()));
-  }
-  if (data.gemm.reference.empty()) {
-    notes.push_back(
-        "no compute_only case: GEMMs fitted from other cases' GEMMs that no transfer overlapped");
-  }
-  const std::map<GemmKey, double> gemm_median = data.gemm.medians();
-  Machine machine;
-  machine.name = name;
+double gemm_flops(const GemmKey& key) {
+  return 2.0 * static_cast<double>(key.m) * static_cast<double>(key.n) *
+         static_cast<double>(key.k) * key.batch;
+}
+
+// Each dtype's peak GEMM rate and every measured shape's efficiency against it.
+void fit_gemms(const std::map<GemmKey, double>& gemm_median, Machine& machine,
+               std::vector<std::string>& notes) {
   // Rates per (dtype, m, n, k), one per batch count.
   std::map<DType, double> peak;
   std::map<std::tuple<DType, int64_t, int64_t, int64_t>, std::vector<double>> rates;
   for (const auto& [key, t] : gemm_median) {
-    const double flops = 2.0 * static_cast<double>(key.m) * static_cast<double>(key.n) *
-                         static_cast<double>(key.k) * key.batch;
-    const double rate = flops / t;
+    const double rate = gemm_flops(key) / t;
     peak[key.dtype] = std::max(peak[key.dtype], rate);
     rates[{key.dtype, key.m, key.n, key.k}].push_back(rate);
   }
@@ -289,9 +281,12 @@ Machine calibrate(const std::vector<ResultFile>& files, const std::string& name,
     cm.peak_flops = peak[dtype];
     cm.gemm_efficiency.push_back({m, n, k, median(r) / peak[dtype]});
   }
+}
 
-  // Element-wise speed: per dtype, else another dtype's (bytes are bytes), else the default.
-  const std::map<ElemKey, double> elem_median = data.elem.medians();
+// Element-wise speed: per dtype, else another dtype's (bytes are bytes), else the default.
+// Returns every dtype's rates together.
+std::vector<double> fit_memory(const std::map<ElemKey, double>& elem_median, Machine& machine,
+                               std::vector<std::string>& notes) {
   std::map<DType, std::vector<double>> mem_rates;
   for (const auto& [key, t] : elem_median) mem_rates[key.dtype].push_back(elem_bytes(key) / t);
   std::vector<double> all_rates;
@@ -311,28 +306,32 @@ Machine calibrate(const std::vector<ResultFile>& files, const std::string& name,
                       fmt(kDefaultMemoryBytesPerS) + " B/s, not measured");
     }
   }
+  return all_rates;
+}
 
-  // GEMM residuals, and a warning where the memory side of a roofline would price a GEMM above
-  // what was measured.
+// GEMM residuals, and a warning where the memory side of a roofline would price a GEMM above
+// what was measured; then the element-wise residuals.
+void compute_residuals(const std::map<GemmKey, double>& gemm_median,
+                       const std::map<ElemKey, double>& elem_median,
+                       const std::vector<double>& all_rates, const Machine& machine,
+                       FitReport& rep) {
   for (const auto& [key, t] : gemm_median) {
-    const ComputeModel& cm = machine.compute[key.dtype];
+    const ComputeModel& cm = machine.compute.at(key.dtype);
     double eff = 1;
     for (const GemmPoint& p : cm.gemm_efficiency) {
       if (p.m == key.m && p.n == key.n && p.k == key.k) eff = p.efficiency;
     }
-    const double flops = 2.0 * static_cast<double>(key.m) * static_cast<double>(key.n) *
-                         static_cast<double>(key.k) * key.batch;
     std::string what =
         "gemm " + std::to_string(key.m) + "x" + std::to_string(key.n) + "x" + std::to_string(key.k);
     if (key.batch != 1) what += " batch " + std::to_string(key.batch);
     what += std::string(" ") + to_string(key.dtype);
-    rep.residuals.push_back({what, t, flops / (cm.peak_flops * eff)});
+    rep.residuals.push_back({what, t, gemm_flops(key) / (cm.peak_flops * eff)});
     const double bytes = static_cast<double>(key.m * key.k + key.k * key.n + key.m * key.n) *
                          key.batch * dtype_bytes(key.dtype);
     if (bytes / cm.memory_bytes_per_s > t) {
-      notes.push_back(what + ": moving its operands at memory_bytes_per_s takes " +
-                      fmt(bytes / cm.memory_bytes_per_s) + " s, longer than the measured " +
-                      fmt(t) + " s");
+      rep.notes.push_back(what + ": moving its operands at memory_bytes_per_s takes " +
+                          fmt(bytes / cm.memory_bytes_per_s) + " s, longer than the measured " +
+                          fmt(t) + " s");
     }
   }
   for (const auto& [key, t] : elem_median) {
@@ -343,107 +342,127 @@ Machine calibrate(const std::vector<ResultFile>& files, const std::string& name,
                                  std::to_string(key.n) + " " + to_string(key.dtype),
                              t, elem_bytes(key) / cm.memory_bytes_per_s});
   }
+}
 
-  // Topology and the link's name.
-  std::set<std::string> hosts;
+// Where the files' ranks ran and over what: the topology and the link's name.
+struct Topology {
+  std::set<std::string> hosts, backends;
   int ranks_per_node = 0;
   bool multi_host = false, uneven = false;
-  std::set<std::string> backends, names;
+  std::string link;  // the link class's name
+  std::string host_list() const {
+    std::string list;
+    for (const std::string& h : hosts) list += (list.empty() ? "" : ",") + h;
+    return list;
+  }
+};
+
+Topology topology(const std::vector<ResultFile>& files, std::vector<std::string>& notes) {
+  Topology t;
   for (const ResultFile& f : files) {
-    const std::vector<std::string> h = split_list(f.system.hostnames);
     std::map<std::string, int> per_host;
-    for (const std::string& x : h) ++per_host[x];
+    for (const std::string& x : split_list(f.system.hostnames)) ++per_host[x];
     int world = f.system.world_size;
     for (const CaseResult& c : f.cases) world = std::max(world, c.world);
     if (per_host.empty()) {
-      ranks_per_node = std::max(ranks_per_node, world);
+      t.ranks_per_node = std::max(t.ranks_per_node, world);
     } else {
       int lo = world, hi = 0;
       for (const auto& [host, count] : per_host) {
-        hosts.insert(host);
+        t.hosts.insert(host);
         lo = std::min(lo, count);
         hi = std::max(hi, count);
       }
-      uneven = uneven || lo != hi;
-      ranks_per_node = std::max(ranks_per_node, hi);
-      multi_host = multi_host || per_host.size() > 1;
+      t.uneven = t.uneven || lo != hi;
+      t.ranks_per_node = std::max(t.ranks_per_node, hi);
+      t.multi_host = t.multi_host || per_host.size() > 1;
     }
-    backends.insert(f.system.backend + "/" + f.system.transport + " (" + f.system.link_emulation +
-                    ", timer " + f.system.timer + ")");
+    t.backends.insert(f.system.backend + "/" + f.system.transport + " (" + f.system.link_emulation +
+                      ", timer " + f.system.timer + ")");
   }
-  for (const ResultFile& f : files) names.insert(link_name(f.system, multi_host));
-  const std::string lname = files.empty() ? "shm" : link_name(files.front().system, multi_host);
-  if (backends.size() > 1 || names.size() > 1) {
+  std::set<std::string> names;
+  for (const ResultFile& f : files) names.insert(link_name(f.system, t.multi_host));
+  t.link = files.empty() ? "shm" : link_name(files.front().system, t.multi_host);
+  if (t.backends.size() > 1 || names.size() > 1) {
     std::string list;
-    for (const std::string& b : backends) list += (list.empty() ? "" : ", ") + b;
+    for (const std::string& b : t.backends) list += (list.empty() ? "" : ", ") + b;
     notes.push_back("the files come from different setups (" + list +
-                    "): one link class fitted over all of them, named " + lname);
+                    "): one link class fitted over all of them, named " + t.link);
   }
-  machine.ranks_per_node = std::max(1, ranks_per_node);
-  if (uneven) notes.push_back("hosts ran different numbers of ranks: ranks_per_node is the most");
+  if (t.uneven) notes.push_back("hosts ran different numbers of ranks: ranks_per_node is the most");
+  return t;
+}
 
-  // The link.
-  const std::vector<LinkPoint>* pts = &data.comm_only;
-  std::string from = "comm_only collectives";
-  if (pts->empty()) {
-    pts = &data.baseline;
-    from = "baseline collectives (no comm_only case)";
-  }
-  if (pts->empty()) {
-    pts = &data.exchange;
-    from = "the shortest exchanges of the overlapping strategies (no comm_only or baseline case)";
-  }
-  if (pts->empty()) {
-    throw InputError(
-        "calibrate: no transfer timings to fit a link: need a comm_only case (collectives) or "
-        "exchanges, at world size 2 or more");
-  }
-  const LinkClass link = fit_link(*pts, lname, notes);
-  notes.push_back("link " + lname + " fitted from " + std::to_string(pts->size()) +
-                  " point(s) of " + from + ": latency " + fmt(link.latency_s) + " s, " +
-                  fmt(link.bytes_per_s) + " B/s");
-  if (pts != &data.exchange) {
+// The points a link is fitted to: comm_only's collectives, else baseline's, else the shortest
+// exchanges of the overlapping strategies.
+const std::vector<LinkPoint>& link_points(const Collected& data, std::string& from) {
+  from = "comm_only collectives";
+  if (!data.comm_only.empty()) return data.comm_only;
+  from = "baseline collectives (no comm_only case)";
+  if (!data.baseline.empty()) return data.baseline;
+  from = "the shortest exchanges of the overlapping strategies (no comm_only or baseline case)";
+  if (!data.exchange.empty()) return data.exchange;
+  throw InputError(
+      "calibrate: no transfer timings to fit a link: need a comm_only case (collectives) or "
+      "exchanges, at world size 2 or more");
+}
+
+void note_link_points(const std::vector<LinkPoint>& pts, bool exchanges,
+                      const std::vector<ResultFile>& files, std::vector<std::string>& notes) {
+  if (!exchanges) {
     notes.push_back(
         "reduce-scatter timings include the CPU's additions, which the simulator does not "
         "price: they count as link time here");
   }
-  const auto all_to_alls = std::count_if(pts->begin(), pts->end(), [](const LinkPoint& p) {
-    return p.op == CollectiveOp::all_to_all;
-  });
-  if (all_to_alls > 0) {
-    bool nccl = false;
-    for (const ResultFile& f : files) nccl = nccl || f.system.transport == "nccl";
-    notes.push_back(
-        std::to_string(all_to_alls) +
-        " all-to-all point(s) read as N-1 pairwise steps of Task::bytes/(N-1), the host "
-        "backends' schedule, which the simulator prices" +
-        (nccl ? std::string("; NCCL sends an all-to-all's messages to every peer at once and "
-                            "pays the latency about once, so its all-to-all points understate "
-                            "the per-step latency")
-              : std::string()));
-  }
-  for (const LinkPoint& p : *pts) {
-    rep.residuals.push_back({"link " + lname + " " + fmt(p.bytes) + " B", p.seconds,
+  const auto all_to_alls = std::count_if(
+      pts.begin(), pts.end(), [](const LinkPoint& p) { return p.op == CollectiveOp::all_to_all; });
+  if (all_to_alls == 0) return;
+  bool nccl = false;
+  for (const ResultFile& f : files) nccl = nccl || f.system.transport == "nccl";
+  notes.push_back(
+      std::to_string(all_to_alls) +
+      " all-to-all point(s) read as N-1 pairwise steps of Task::bytes/(N-1), the host "
+      "backends' schedule, which the simulator prices" +
+      (nccl ? std::string("; NCCL sends an all-to-all's messages to every peer at once and "
+                          "pays the latency about once, so its all-to-all points understate "
+                          "the per-step latency")
+            : std::string()));
+}
+
+// One link class from the transfers, the machine's topology around it, and its residuals.
+LinkClass fit_machine_link(const Collected& data, const Topology& topo,
+                           const std::vector<ResultFile>& files, Machine& machine, FitReport& rep) {
+  std::vector<std::string>& notes = rep.notes;
+  std::string from;
+  const std::vector<LinkPoint>& pts = link_points(data, from);
+  const LinkClass link = fit_link(pts, topo.link, notes);
+  notes.push_back("link " + topo.link + " fitted from " + std::to_string(pts.size()) +
+                  " point(s) of " + from + ": latency " + fmt(link.latency_s) + " s, " +
+                  fmt(link.bytes_per_s) + " B/s");
+  note_link_points(pts, &pts == &data.exchange, files, notes);
+  for (const LinkPoint& p : pts) {
+    rep.residuals.push_back({"link " + topo.link + " " + fmt(p.bytes) + " B", p.seconds,
                              link.latency_s + p.bytes / link.bytes_per_s});
   }
   machine.links.push_back(link);
-  machine.intra_node = machine.inter_node = lname;
-  std::string host_list;
-  for (const std::string& h : hosts) host_list += (host_list.empty() ? "" : ",") + h;
-  if (!multi_host) {
+  machine.intra_node = machine.inter_node = topo.link;
+  const std::string hosts = topo.host_list();
+  if (!topo.multi_host) {
     notes.push_back(
-        "all ranks ran on one host" + (host_list.empty() ? std::string() : " (" + host_list + ")") +
+        "all ranks ran on one host" + (hosts.empty() ? std::string() : " (" + hosts + ")") +
         ": ranks_per_node = " + std::to_string(machine.ranks_per_node) +
-        ", and inter_node = intra_node = " + lname + " (no inter-node link was measured)");
+        ", and inter_node = intra_node = " + topo.link + " (no inter-node link was measured)");
   } else {
     notes.push_back(
-        "ranks ran on " + std::to_string(hosts.size()) +
+        "ranks ran on " + std::to_string(topo.hosts.size()) +
         " hosts, but one link class was fitted from rings that span them (a ring runs at its "
         "slowest link): intra_node = inter_node = " +
-        lname);
+        topo.link);
   }
+  return link;
+}
 
-  // Contention.
+void fit_contention(const Collected& data, Machine& machine, std::vector<std::string>& notes) {
   std::vector<double> ratios;
   const std::map<GemmKey, double> any_rank_median = data.gemm_any_rank.medians();
   for (const auto& [key, d] : data.contended) {
@@ -456,10 +475,11 @@ Machine calibrate(const std::vector<ResultFile>& files, const std::string& name,
              "no GEMM of an overlapping strategy started while a transfer was in flight (or none "
              "had a fitted shape)",
              machine.contention, notes);
+}
 
-  fit_interference(data, link, machine, notes);
-
-  // Where the numbers come from.
+// Where the numbers come from.
+std::string source_text(const std::vector<ResultFile>& files, const Gathered& g,
+                        const Topology& topo) {
   std::string runs;
   for (const ResultFile& f : files) {
     if (!runs.empty()) runs += ", ";
@@ -467,12 +487,47 @@ Machine calibrate(const std::vector<ResultFile>& files, const std::string& name,
     if (!f.run.git_commit.empty()) runs += " (" + f.run.git_commit.substr(0, 12) + ")";
   }
   std::string setups;
-  for (const std::string& b : backends) setups += (setups.empty() ? "" : "; ") + b;
-  machine.source = "calibrated by fobench calibrate from " + std::to_string(files.size()) +
-                   " results file(s) (runs " + runs + "; " + std::to_string(used) + " of " +
-                   std::to_string(cases) + " cases) on " +
-                   (host_list.empty() ? std::string("unknown host") : host_list) + ", " + setups +
-                   ", " + today_utc();
+  for (const std::string& b : topo.backends) setups += (setups.empty() ? "" : "; ") + b;
+  const std::string hosts = topo.host_list();
+  return "calibrated by fobench calibrate from " + std::to_string(files.size()) +
+         " results file(s) (runs " + runs + "; " + std::to_string(g.used) + " of " +
+         std::to_string(g.cases) + " cases) on " +
+         (hosts.empty() ? std::string("unknown host") : hosts) + ", " + setups + ", " + today_utc();
+}
+
+}  // namespace
+
+Machine calibrate(const std::vector<ResultFile>& files, const std::string& name,
+                  FitReport* report) {
+  FitReport local;
+  FitReport& rep = report != nullptr ? *report : local;
+  std::vector<std::string>& notes = rep.notes;
+  const Gathered gathered = collect_files(files, notes);
+  const Collected& data = gathered.data;
+  if (data.gemm.reference.empty() && data.gemm.clean.empty()) {
+    throw InputError(
+        "calibrate: no GEMM timings to fit in " + std::to_string(files.size()) + " file(s), " +
+        std::to_string(gathered.cases) +
+        " case(s): need a compute_only case (or GEMMs that ran with no transfer in flight)" +
+        (gathered.used == 0 && !notes.empty() ? "; " + notes.front() : std::string()));
+  }
+  if (data.gemm.reference.empty()) {
+    notes.push_back(
+        "no compute_only case: GEMMs fitted from other cases' GEMMs that no transfer overlapped");
+  }
+  Machine machine;
+  machine.name = name;
+  const std::map<GemmKey, double> gemm_median = data.gemm.medians();
+  fit_gemms(gemm_median, machine, notes);
+  const std::map<ElemKey, double> elem_median = data.elem.medians();
+  const std::vector<double> all_rates = fit_memory(elem_median, machine, notes);
+  compute_residuals(gemm_median, elem_median, all_rates, machine, rep);
+  const Topology topo = topology(files, notes);
+  machine.ranks_per_node = std::max(1, topo.ranks_per_node);
+  const LinkClass link = fit_machine_link(data, topo, files, machine, rep);
+  fit_contention(data, machine, notes);
+  fit_interference(data, link, machine, notes);
+  machine.source = source_text(files, gathered, topo);
   return machine;
 }
 
