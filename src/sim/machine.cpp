@@ -183,26 +183,7 @@ std::string quoted(const std::string& s) {
   return out + "\"";
 }
 
-}  // namespace
-
-Machine parse_machine(const std::string& yaml_text, const std::string& source) {
-  YAML::Node root;
-  try {
-    root = YAML::Load(yaml_text);
-  } catch (const YAML::ParserException& e) {
-    throw InputError(source + ":" + std::to_string(e.mark.line + 1) + ": not valid YAML: " + e.msg);
-  }
-  if (!root.IsMap())
-    throw InputError(source + ": a machine file must be a mapping of keys to values");
-  const Reader r(source);
-  r.check_map(root, "", kTopKeys, {"name", "source", "compute", "links", "topology"});
-
-  Machine m;
-  m.name = r.scalar<std::string>(root["name"], "name", "a string");
-  if (m.name.empty()) r.fail(root["name"], "name", "must not be empty");
-  m.source = r.scalar<std::string>(root["source"], "source", "a string");
-
-  const YAML::Node compute = root["compute"];
+void read_compute_section(const Reader& r, const YAML::Node& compute, Machine& m) {
   if (!compute.IsMap() || compute.size() == 0) {
     r.fail(compute, "compute",
            std::string("must map dtypes to {peak_tflops, memory_gbytes_per_s, "
@@ -224,8 +205,10 @@ Machine parse_machine(const std::string& yaml_text, const std::string& source) {
     }
     m.compute[dtype] = read_compute(r, kv.second, "compute." + name);
   }
+}
 
-  const YAML::Node links = root["links"];
+// The link classes; returns their names as a list for messages.
+std::string read_links(const Reader& r, const YAML::Node& links, Machine& m) {
   if (!links.IsSequence() || links.size() == 0) {
     r.fail(links, "links", "must be a list of {name, latency_us, gbytes_per_s}");
   }
@@ -245,8 +228,11 @@ Machine parse_machine(const std::string& yaml_text, const std::string& source) {
     m.links.push_back(c);
     link_names += (link_names.empty() ? "" : ", ") + c.name;
   }
+  return link_names;
+}
 
-  const YAML::Node topo = root["topology"];
+void read_topology(const Reader& r, const YAML::Node& topo, const std::string& link_names,
+                   Machine& m) {
   r.check_map(topo, "topology", kTopologyKeys, {"ranks_per_node", "intra_node", "inter_node"});
   m.ranks_per_node = r.scalar<int>(topo["ranks_per_node"], "topology.ranks_per_node", "an integer");
   if (m.ranks_per_node < 1) {
@@ -261,8 +247,11 @@ Machine parse_machine(const std::string& yaml_text, const std::string& source) {
     if (!found) r.fail(topo[key], full, "'" + name + "' is not a link class; valid: " + link_names);
     (std::string(key) == "intra_node" ? m.intra_node : m.inter_node) = name;
   }
+}
 
-  // A bare number is the GEMM factor, as in files written before the other two existed.
+// The optional contention and launch sections. A bare number under `contention` is the GEMM
+// factor, as in files written before the other two existed.
+void read_interference(const Reader& r, const YAML::Node& root, Machine& m) {
   if (const YAML::Node c = root["contention"]) {
     auto factor = [&](const YAML::Node& node, const std::string& key) {
       const double v = r.number(node, key);
@@ -288,6 +277,30 @@ Machine parse_machine(const std::string& yaml_text, const std::string& source) {
       m.launch_compute_s = r.non_negative(l["compute"], "launch_us.compute") * kMicro;
     if (l["comm"]) m.launch_comm_s = r.non_negative(l["comm"], "launch_us.comm") * kMicro;
   }
+}
+
+}  // namespace
+
+Machine parse_machine(const std::string& yaml_text, const std::string& source) {
+  YAML::Node root;
+  try {
+    root = YAML::Load(yaml_text);
+  } catch (const YAML::ParserException& e) {
+    throw InputError(source + ":" + std::to_string(e.mark.line + 1) + ": not valid YAML: " + e.msg);
+  }
+  if (!root.IsMap())
+    throw InputError(source + ": a machine file must be a mapping of keys to values");
+  const Reader r(source);
+  r.check_map(root, "", kTopKeys, {"name", "source", "compute", "links", "topology"});
+
+  Machine m;
+  m.name = r.scalar<std::string>(root["name"], "name", "a string");
+  if (m.name.empty()) r.fail(root["name"], "name", "must not be empty");
+  m.source = r.scalar<std::string>(root["source"], "source", "a string");
+  read_compute_section(r, root["compute"], m);
+  const std::string link_names = read_links(r, root["links"], m);
+  read_topology(r, root["topology"], link_names, m);
+  read_interference(r, root, m);
   return m;
 }
 
