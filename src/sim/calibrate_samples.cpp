@@ -87,156 +87,200 @@ namespace {
 // transfers' windows with the compute inside them, and the waits of transfers that became
 // ready while their rank computed. A task is ready when its stream's previous task and its
 // deps have ended; a rank's first task of a stream without deps has no known ready time.
-void collect_interference(const CaseView& v, bool overlaps, Collected& out) {
-  const CaseResult& c = *v.c;
-  const size_t world = static_cast<size_t>(c.world);
-  std::vector<std::vector<int>> previous(world);  // per rank and task: the stream's previous
-  for (size_t r = 0; r < world; ++r) {
-    int last[kNumStreams] = {-1, -1};
-    for (const Task& t : v.plans[r].tasks) {
-      previous[r].push_back(last[static_cast<size_t>(t.stream)]);
-      last[static_cast<size_t>(t.stream)] = t.id;
+class InterferenceCollector {
+ public:
+  InterferenceCollector(const CaseView& v, bool overlaps, Collected& out)
+      : v_(v), overlaps_(overlaps), out_(out), world_(static_cast<size_t>(v.c->world)) {
+    link_previous();
+    match_halves();
+    colls_ = v.collectives();
+  }
+
+  void collect() {
+    for (int it = 0; it < v_.iters(); ++it) {
+      time_iteration(it);
+      for (size_t r = 0; r < world_; ++r) {
+        size_t collective = 0;  // the rank's collectives so far
+        for (const Task& t : v_.plans[r].tasks) {
+          if (t.kind == TaskKind::collective) ++collective;
+          sample_task(r, t, collective);
+        }
+      }
     }
   }
-  // Message halves matched as the simulator matches them: the k-th send from a to b with a
-  // tag meets the k-th receive on b from a with that tag.
-  std::map<std::tuple<int, int, int>, std::vector<int>> sends, recvs;  // -> task ids in order
-  std::vector<std::vector<std::vector<std::pair<int, int>>>> halves(world);
-  for (size_t r = 0; r < world; ++r) {
-    halves[r].resize(v.plans[r].tasks.size());
-    for (const Task& t : v.plans[r].tasks) {
+
+ private:
+  static constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+  // Per rank and task: the same stream's previous task.
+  void link_previous() {
+    previous_.resize(world_);
+    for (size_t r = 0; r < world_; ++r) {
+      int last[kNumStreams] = {-1, -1};
+      for (const Task& t : v_.plans[r].tasks) {
+        previous_[r].push_back(last[static_cast<size_t>(t.stream)]);
+        last[static_cast<size_t>(t.stream)] = t.id;
+      }
+    }
+  }
+
+  // Message halves matched as the simulator matches them: the k-th send from a to b with a tag
+  // meets the k-th receive on b from a with that tag.
+  void match_halves() {
+    std::map<std::tuple<int, int, int>, std::vector<int>> sends, recvs;  // -> task ids in order
+    halves_.resize(world_);
+    for (size_t r = 0; r < world_; ++r) {
+      halves_[r].resize(v_.plans[r].tasks.size());
       const int rank = static_cast<int>(r);
-      if (t.sends()) {
-        sends[{rank, t.send_peer, t.tag}].push_back(t.id);
-      }
-      if (t.receives()) {
-        recvs[{t.recv_peer, rank, t.tag}].push_back(t.id);
+      for (const Task& t : v_.plans[r].tasks) {
+        if (t.sends()) sends[{rank, t.send_peer, t.tag}].push_back(t.id);
+        if (t.receives()) recvs[{t.recv_peer, rank, t.tag}].push_back(t.id);
       }
     }
-  }
-  for (const auto& [key, ids] : sends) {
-    const auto& [from, to, tag] = key;
-    const auto it = recvs.find(key);
-    if (it == recvs.end()) continue;
-    for (size_t i = 0; i < std::min(ids.size(), it->second.size()); ++i) {
-      halves[static_cast<size_t>(from)][static_cast<size_t>(ids[i])].emplace_back(to,
-                                                                                  it->second[i]);
-      halves[static_cast<size_t>(to)][static_cast<size_t>(it->second[i])].emplace_back(from,
-                                                                                       ids[i]);
-    }
-  }
-  const std::vector<std::vector<int>> colls = v.collectives();
-
-  const double nan = std::numeric_limits<double>::quiet_NaN();
-  for (int it = 0; it < v.iters(); ++it) {
-    std::vector<std::vector<Interval>> at(world);         // per rank and task; NaN when untimed
-    std::vector<std::vector<Interval>> computing(world);  // per rank
-    for (size_t r = 0; r < world; ++r) {
-      for (const Task& t : v.plans[r].tasks) {
-        Interval iv{nan, nan};
-        if (v.timed(it, static_cast<int>(r), t.id, &iv) && t.stream == StreamId::compute) {
-          computing[r].push_back(iv);
-        }
-        at[r].push_back(iv);
-      }
-    }
-    // NaN when one of them was not timed: std::max would drop a NaN second operand.
-    auto latest_end = [&](double when, size_t r, int task) {
-      const double end = at[r][static_cast<size_t>(task)].end;
-      return std::isnan(end) ? nan : std::max(when, end);
-    };
-    auto ready = [&](size_t r, const Task& t) {
-      double when = -INFINITY;
-      const int prev = previous[r][static_cast<size_t>(t.id)];
-      if (prev < 0 && t.deps.empty()) return nan;
-      if (prev >= 0) when = latest_end(when, r, prev);
-      for (int d : t.deps) when = latest_end(when, r, d);
-      return when;
-    };
-    for (size_t r = 0; r < world; ++r) {
-      size_t collective = 0;  // the rank's collectives so far
-      for (const Task& t : v.plans[r].tasks) {
-        if (t.kind == TaskKind::collective) ++collective;
-        const Interval& mine = at[r][static_cast<size_t>(t.id)];
-        const double when = ready(r, t);
-        if (!std::isfinite(mine.start) || !std::isfinite(when)) continue;
-        const double wait = std::max(0.0, mine.start - when);
-        if (t.stream == StreamId::compute) {
-          out.launch[static_cast<size_t>(StreamId::compute)].push_back(wait);
-          continue;
-        }
-        // The compute task running when it became ready, or starting then: the first one
-        // that ends later, if it was ready by then.
-        bool under_compute = false;
-        for (const Task& ct : v.plans[r].tasks) {
-          if (ct.stream != StreamId::compute) continue;
-          const Interval& ci = at[r][static_cast<size_t>(ct.id)];
-          if (!std::isfinite(ci.end) || ci.end <= when) continue;
-          const double ct_ready = ready(r, ct);
-          if (std::isnan(ct_ready) ? ci.start <= when : ct_ready <= when) {
-            under_compute = true;
-            if (overlaps) out.delays.push_back({wait, ci.end - when});
-          }
-          break;
-        }
-        if (!under_compute) out.launch[static_cast<size_t>(StreamId::comm)].push_back(wait);
-        if (!overlaps) continue;
-        // The window: from the last of its halves' posts to its end.
-        TransferSample sample;
-        std::vector<size_t> involved{r};
-        double start = mine.start;
-        if (t.kind == TaskKind::collective) {
-          const size_t k = collective - 1;
-          sample.collective = true;
-          sample.steps = sim_detail::collective_step_count(t.op, c.world);
-          int64_t block = 0;
-          double end = mine.end;
-          for (size_t q = 0; q < world; ++q) {
-            if (k >= colls[q].size()) {  // no k-th collective there: no window to measure
-              end = nan;
-              break;
-            }
-            const Interval& theirs = at[q][static_cast<size_t>(colls[q][k])];
-            if (!std::isfinite(theirs.start) || !std::isfinite(theirs.end)) end = nan;
-            start = std::max(start, theirs.start);
-            end = std::min(end, theirs.end);
-            block = std::max(block, v.task(static_cast<int>(q), colls[q][k]).bytes / sample.steps);
-            involved.push_back(q);
-          }
-          sample.bytes = static_cast<double>(block);
-          sample.window = {start, end};
-        } else {
-          int64_t bytes = t.bytes;
-          for (const auto& [q, id] : halves[r][static_cast<size_t>(t.id)]) {
-            const double theirs = at[static_cast<size_t>(q)][static_cast<size_t>(id)].start;
-            start = std::isnan(theirs) ? nan : std::max(start, theirs);
-            bytes = std::max(bytes, v.task(q, id).bytes);
-            involved.push_back(static_cast<size_t>(q));
-          }
-          sample.bytes = static_cast<double>(bytes);
-          sample.window = {start, mine.end};
-        }
-        if (!std::isfinite(sample.window.start) || !std::isfinite(sample.window.end) ||
-            sample.window.end <= sample.window.start || sample.bytes <= 0) {
-          continue;
-        }
-        std::vector<Interval> busy;
-        for (size_t q : involved) busy.insert(busy.end(), computing[q].begin(), computing[q].end());
-        sample.busy = clip_merge(std::move(busy), sample.window);
-        out.transfers.push_back(std::move(sample));
+    for (const auto& [key, ids] : sends) {
+      const auto& [from, to, tag] = key;
+      const auto it = recvs.find(key);
+      if (it == recvs.end()) continue;
+      for (size_t i = 0; i < std::min(ids.size(), it->second.size()); ++i) {
+        halves_[static_cast<size_t>(from)][static_cast<size_t>(ids[i])].emplace_back(to,
+                                                                                     it->second[i]);
+        halves_[static_cast<size_t>(to)][static_cast<size_t>(it->second[i])].emplace_back(from,
+                                                                                          ids[i]);
       }
     }
   }
-}
 
-}  // namespace
+  // One iteration's task intervals (NaN when untimed) and each rank's compute intervals.
+  void time_iteration(int it) {
+    at_.assign(world_, {});
+    computing_.assign(world_, {});
+    for (size_t r = 0; r < world_; ++r) {
+      for (const Task& t : v_.plans[r].tasks) {
+        Interval iv{kNaN, kNaN};
+        if (v_.timed(it, static_cast<int>(r), t.id, &iv) && t.stream == StreamId::compute) {
+          computing_[r].push_back(iv);
+        }
+        at_[r].push_back(iv);
+      }
+    }
+  }
 
-void collect_case(const CaseView& v, Collected& out) {
+  // NaN when one of them was not timed: std::max would drop a NaN second operand.
+  double latest_end(double when, size_t r, int task) const {
+    const double end = at_[r][static_cast<size_t>(task)].end;
+    return std::isnan(end) ? kNaN : std::max(when, end);
+  }
+
+  double ready(size_t r, const Task& t) const {
+    double when = -INFINITY;
+    const int prev = previous_[r][static_cast<size_t>(t.id)];
+    if (prev < 0 && t.deps.empty()) return kNaN;
+    if (prev >= 0) when = latest_end(when, r, prev);
+    for (int d : t.deps) when = latest_end(when, r, d);
+    return when;
+  }
+
+  // Whether a compute task was running when a transfer became ready at `when`, or starting
+  // then: the first one that ends later, if it was ready by then (its delay noted).
+  bool under_compute(size_t r, double when, double wait) {
+    for (const Task& ct : v_.plans[r].tasks) {
+      if (ct.stream != StreamId::compute) continue;
+      const Interval& ci = at_[r][static_cast<size_t>(ct.id)];
+      if (!std::isfinite(ci.end) || ci.end <= when) continue;
+      const double ct_ready = ready(r, ct);
+      if (!(std::isnan(ct_ready) ? ci.start <= when : ct_ready <= when)) return false;
+      if (overlaps_) out_.delays.push_back({wait, ci.end - when});
+      return true;
+    }
+    return false;
+  }
+
+  // The k-th collective's window: from the last rank's start to the first rank's end, with
+  // its largest per-step block; NaN where a rank lacks it or did not time it.
+  void collective_window(size_t k, const Task& t, double start, double end, TransferSample& sample,
+                         std::vector<size_t>& involved) const {
+    sample.collective = true;
+    sample.steps = sim_detail::collective_step_count(t.op, v_.c->world);
+    int64_t block = 0;
+    for (size_t q = 0; q < world_; ++q) {
+      if (k >= colls_[q].size()) {  // no k-th collective there: no window to measure
+        end = kNaN;
+        break;
+      }
+      const Interval& theirs = at_[q][static_cast<size_t>(colls_[q][k])];
+      if (!std::isfinite(theirs.start) || !std::isfinite(theirs.end)) end = kNaN;
+      start = std::max(start, theirs.start);
+      end = std::min(end, theirs.end);
+      block = std::max(block, v_.task(static_cast<int>(q), colls_[q][k]).bytes / sample.steps);
+      involved.push_back(q);
+    }
+    sample.bytes = static_cast<double>(block);
+    sample.window = {start, end};
+  }
+
+  // A point-to-point transfer's window: from the last of its halves' posts to its end.
+  void exchange_window(size_t r, const Task& t, TransferSample& sample,
+                       std::vector<size_t>& involved) const {
+    const Interval& mine = at_[r][static_cast<size_t>(t.id)];
+    double start = mine.start;
+    int64_t bytes = t.bytes;
+    for (const auto& [q, id] : halves_[r][static_cast<size_t>(t.id)]) {
+      const double theirs = at_[static_cast<size_t>(q)][static_cast<size_t>(id)].start;
+      start = std::isnan(theirs) ? kNaN : std::max(start, theirs);
+      bytes = std::max(bytes, v_.task(q, id).bytes);
+      involved.push_back(static_cast<size_t>(q));
+    }
+    sample.bytes = static_cast<double>(bytes);
+    sample.window = {start, mine.end};
+  }
+
+  // A task's launch wait, and for an overlapping strategy's transfer its window with the
+  // compute of every rank involved inside it.
+  void sample_task(size_t r, const Task& t, size_t collective) {
+    const Interval& mine = at_[r][static_cast<size_t>(t.id)];
+    const double when = ready(r, t);
+    if (!std::isfinite(mine.start) || !std::isfinite(when)) return;
+    const double wait = std::max(0.0, mine.start - when);
+    if (t.stream == StreamId::compute) {
+      out_.launch[static_cast<size_t>(StreamId::compute)].push_back(wait);
+      return;
+    }
+    if (!under_compute(r, when, wait)) {
+      out_.launch[static_cast<size_t>(StreamId::comm)].push_back(wait);
+    }
+    if (!overlaps_) return;
+    TransferSample sample;
+    std::vector<size_t> involved{r};
+    if (t.kind == TaskKind::collective) {
+      collective_window(collective - 1, t, mine.start, mine.end, sample, involved);
+    } else {
+      exchange_window(r, t, sample, involved);
+    }
+    if (!std::isfinite(sample.window.start) || !std::isfinite(sample.window.end) ||
+        sample.window.end <= sample.window.start || sample.bytes <= 0) {
+      return;
+    }
+    std::vector<Interval> busy;
+    for (size_t q : involved) busy.insert(busy.end(), computing_[q].begin(), computing_[q].end());
+    sample.busy = clip_merge(std::move(busy), sample.window);
+    out_.transfers.push_back(std::move(sample));
+  }
+
+  const CaseView& v_;
+  bool overlaps_;
+  Collected& out_;
+  size_t world_;
+  std::vector<std::vector<int>> previous_;
+  std::vector<std::vector<std::vector<std::pair<int, int>>>> halves_;  // per rank, task: peers
+  std::vector<std::vector<int>> colls_;           // per rank: its collectives' task ids in order
+  std::vector<std::vector<Interval>> at_;         // per rank and task, this iteration
+  std::vector<std::vector<Interval>> computing_;  // per rank, this iteration
+};
+
+// The GEMMs' and element-wise tasks' durations: a reference case's, and the others' that no
+// transfer touched; and GEMMs of overlapping strategies that started under a transfer.
+void collect_compute(const CaseView& v, bool reference, bool overlaps, Collected& out) {
   const CaseResult& c = *v.c;
-  // A case whose plans did not regenerate has no strategy: it overlaps nothing known.
-  const StrategyRole role = v.strategy ? v.strategy->role : StrategyRole::overlapping;
-  const bool reference = role == StrategyRole::compute_reference;
-  const bool overlaps = v.strategy && role == StrategyRole::overlapping;
   const int iters = v.iters();
   // A step lasts as long as its slowest rank, so a GEMM's sample for an iteration is its
   // slowest rank's time: the simulator gives every rank that time, and its step then
@@ -294,70 +338,86 @@ void collect_case(const CaseView& v, Collected& out) {
   for (const auto& [where, sample] : slowest_elem) {
     out.elem.reference[sample.first].push_back(sample.second);
   }
-  if (c.world < 2 || iters == 0) return;
-  collect_interference(v, overlaps, out);
+}
 
+void collect_collectives(const CaseView& v, StrategyRole role, Collected& out) {
+  const CaseResult& c = *v.c;
+  const int iters = v.iters();
   // Collectives, matched across ranks by their order: a collective ends together on every
   // rank, so the rank that posted last (the shortest duration) saw the collective's own time.
   // It is read as the simulator prices it (collective_steps.h): N-1 steps of the largest
   // block, Task::bytes / (N-1) (a ring's steps, or a pairwise all-to-all's), each step
   // latency + block / bandwidth.
-  if (role == StrategyRole::comm_reference || role == StrategyRole::serial_baseline) {
-    const std::vector<std::vector<int>> colls = v.collectives();
-    for (size_t k = 0; k < colls[0].size(); ++k) {
-      const CollectiveOp op = v.task(0, colls[0][k]).op;
-      const int steps = sim_detail::collective_step_count(op, c.world);
-      int64_t block = 0;
-      bool same = true;
-      for (int r = 0; r < c.world; ++r) {
-        const auto& mine = colls[static_cast<size_t>(r)];
-        if (k >= mine.size()) {
-          same = false;
-          break;
-        }
-        block = std::max(block, v.task(r, mine[k]).bytes / steps);
+  if (role != StrategyRole::comm_reference && role != StrategyRole::serial_baseline) return;
+  const std::vector<std::vector<int>> colls = v.collectives();
+  for (size_t k = 0; k < colls[0].size(); ++k) {
+    const CollectiveOp op = v.task(0, colls[0][k]).op;
+    const int steps = sim_detail::collective_step_count(op, c.world);
+    int64_t block = 0;
+    bool same = true;
+    for (int r = 0; r < c.world; ++r) {
+      const auto& mine = colls[static_cast<size_t>(r)];
+      if (k >= mine.size()) {
+        same = false;
+        break;
       }
-      if (!same || block <= 0) continue;
-      std::vector<double> per_iter;
-      for (int it = 0; it < iters; ++it) {
-        double shortest = INFINITY;
-        for (int r = 0; r < c.world; ++r) {
-          Interval iv;
-          if (v.timed(it, r, colls[static_cast<size_t>(r)][k], &iv)) {
-            shortest = std::min(shortest, iv.end - iv.start);
-          }
-        }
-        if (std::isfinite(shortest)) per_iter.push_back(shortest);
-      }
-      if (per_iter.empty()) continue;
-      const LinkPoint p{static_cast<double>(block), median(per_iter) / steps, op};
-      (role == StrategyRole::comm_reference ? out.comm_only : out.baseline).push_back(p);
+      block = std::max(block, v.task(r, mine[k]).bytes / steps);
     }
+    if (!same || block <= 0) continue;
+    std::vector<double> per_iter;
+    for (int it = 0; it < iters; ++it) {
+      double shortest = INFINITY;
+      for (int r = 0; r < c.world; ++r) {
+        Interval iv;
+        if (v.timed(it, r, colls[static_cast<size_t>(r)][k], &iv)) {
+          shortest = std::min(shortest, iv.end - iv.start);
+        }
+      }
+      if (std::isfinite(shortest)) per_iter.push_back(shortest);
+    }
+    if (per_iter.empty()) continue;
+    const LinkPoint p{static_cast<double>(block), median(per_iter) / steps, op};
+    (role == StrategyRole::comm_reference ? out.comm_only : out.baseline).push_back(p);
   }
+}
 
+void collect_exchanges(const CaseView& v, Collected& out) {
+  const CaseResult& c = *v.c;
+  const int iters = v.iters();
   // Exchanges of strategies without the baseline's collectives: the minimum over iterations
   // and ranks, the instance least likely to include waiting for the peer.
-  if (role == StrategyRole::overlapping) {
-    for (const Task& t0 : v.plans[0].tasks) {
-      if (t0.kind != TaskKind::exchange) continue;
-      double shortest = INFINITY;
-      int64_t bytes = 0;
-      for (int r = 0; r < c.world; ++r) {
-        const Plan& p = v.plans[static_cast<size_t>(r)];
-        if (static_cast<size_t>(t0.id) >= p.tasks.size()) continue;
-        const Task& t = p.tasks[static_cast<size_t>(t0.id)];
-        if (t.kind != TaskKind::exchange) continue;
-        bytes = std::max(bytes, t.bytes);
-        for (int it = 0; it < iters; ++it) {
-          Interval iv;
-          if (v.timed(it, r, t.id, &iv)) shortest = std::min(shortest, iv.end - iv.start);
-        }
-      }
-      if (bytes > 0 && std::isfinite(shortest)) {
-        out.exchange.push_back({static_cast<double>(bytes), shortest});
+  for (const Task& t0 : v.plans[0].tasks) {
+    if (t0.kind != TaskKind::exchange) continue;
+    double shortest = INFINITY;
+    int64_t bytes = 0;
+    for (int r = 0; r < c.world; ++r) {
+      const Plan& p = v.plans[static_cast<size_t>(r)];
+      if (static_cast<size_t>(t0.id) >= p.tasks.size()) continue;
+      const Task& t = p.tasks[static_cast<size_t>(t0.id)];
+      if (t.kind != TaskKind::exchange) continue;
+      bytes = std::max(bytes, t.bytes);
+      for (int it = 0; it < iters; ++it) {
+        Interval iv;
+        if (v.timed(it, r, t.id, &iv)) shortest = std::min(shortest, iv.end - iv.start);
       }
     }
+    if (bytes > 0 && std::isfinite(shortest)) {
+      out.exchange.push_back({static_cast<double>(bytes), shortest});
+    }
   }
+}
+
+}  // namespace
+
+void collect_case(const CaseView& v, Collected& out) {
+  // A case whose plans did not regenerate has no strategy: it overlaps nothing known.
+  const StrategyRole role = v.strategy ? v.strategy->role : StrategyRole::overlapping;
+  const bool overlaps = v.strategy && role == StrategyRole::overlapping;
+  collect_compute(v, role == StrategyRole::compute_reference, overlaps, out);
+  if (v.c->world < 2 || v.iters() == 0) return;
+  InterferenceCollector(v, overlaps, out).collect();
+  collect_collectives(v, role, out);
+  if (role == StrategyRole::overlapping) collect_exchanges(v, out);
 }
 
 }  // namespace fob::calib
