@@ -108,21 +108,98 @@ Matrix attention_output(const Source& src, const Geometry& g, int64_t n, int64_t
   return o;
 }
 
-}  // namespace
+// What a check's expected output is computed from: one rank's view of the layer.
+class Oracle {
+ public:
+  Oracle(const Plan& plan, uint64_t seed)
+      : g(geometry(plan.workload, plan.shape)),
+        src{seed, plan.input_period},
+        m(g.m),
+        d(g.d),
+        f(g.f),
+        n(plan.world),
+        r(plan.rank),
+        block(m / n),
+        f_local(f / n),
+        qkv_width(g.ag_f / n),
+        tokens(g.seq > 0 ? g.seq / n : 0) {}
 
-std::vector<double> expected_output(const Plan& plan, const OutputCheck& check, uint64_t seed) {
-  const Geometry g = geometry(plan.workload, plan.shape);
-  const int64_t m = g.m;
-  const int64_t d = g.d;
-  const int64_t f = g.f;
-  const int64_t n = plan.world;
-  const int64_t r = plan.rank;
-  const int64_t block = m / n;
-  const int64_t f_local = f / n;
-  const Source src{seed, plan.input_period};
+  // A check's expected output: Ulysses' checks (the token-split layout and its all-to-alls)
+  // here, the tensor-parallel layers' in layer().
+  std::vector<double> expected(CheckKind kind) const {
+    switch (kind) {
+      case CheckKind::ulysses_out: {
+        const Matrix wo = global_slice(src, g.w2, 0, d, 0, d);
+        return local_rows(
+            [&](int64_t row0, int64_t rows) { return multiply(h_slice(row0, rows, 0, f), wo); });
+      }
+      case CheckKind::input_out: {
+        const Matrix wo = global_slice(src, g.w2, 0, d, 0, d);
+        return local_rows([&](int64_t row0, int64_t rows) {
+          return multiply(global_slice(src, "OA", row0, rows, 0, d), wo);
+        });
+      }
+      case CheckKind::qkv_projected:
+        return peer_major([&](int64_t j, int64_t row0, int64_t rows) {
+          return multiply(global_slice(src, g.x, row0, rows, 0, d),
+                          global_slice(src, g.w1, 0, d, j * qkv_width, qkv_width, d));
+        });
+      case CheckKind::input_attn_out:
+        return attention_output(src, g, n, r, 0, m, "QKV").v;
+      case CheckKind::heads_scattered:
+        return global_slice(src, "QKV", 0, m, r * qkv_width, qkv_width).v;
+      case CheckKind::tokens_gathered:
+        return peer_major([&](int64_t j, int64_t row0, int64_t rows) {
+          return global_slice(src, "OA", row0, rows, j * f_local, f_local);
+        });
+      default:
+        return layer(kind);
+    }
+  }
 
+  // The tensor-parallel layers' checks (all-gather and reduce-scatter halves, their backward
+  // and all-reduce forms, attention).
+  std::vector<double> layer(CheckKind kind) const {
+    switch (kind) {
+      case CheckKind::gathered:
+        return global_slice(src, g.x, 0, m, 0, d).v;
+      case CheckKind::ag_out: {
+        const int64_t ag_f_local = g.ag_f / n;
+        return multiply(
+                   global_slice(src, g.x, 0, m, 0, d),
+                   global_slice(src, g.w1, 0, d, r * ag_f_local, ag_f_local, g.attention ? d : 0))
+            .v;
+      }
+      case CheckKind::attn_out:
+        return attention_output(src, g, n, r, 0, m).v;
+      case CheckKind::rs_out:
+        // The sum over ranks of H_j * W2_j is H * W2 over the full FFN width.
+        return multiply(h_slice(r * block, block, 0, f), global_slice(src, g.w2, 0, f, 0, d)).v;
+      case CheckKind::local_product:
+        return multiply(h_slice(0, m, r * f_local, f_local),
+                        global_slice(src, g.w2, r * f_local, f_local, 0, d))
+            .v;
+      case CheckKind::gathered_forward:
+        return global_slice(src, "X", 0, m, 0, d).v;
+      case CheckKind::grad_w2:
+        return multiply(global_slice(src, "YT", r * f_local, f_local, 0, m),
+                        global_slice(src, g.x, 0, m, 0, d))
+            .v;
+      case CheckKind::grad_w1:
+        return grad_w1();
+      case CheckKind::ar_out:
+        return multiply(h_slice(0, m, 0, f), global_slice(src, g.w2, 0, f, 0, d)).v;
+      case CheckKind::reduced_input:
+      case CheckKind::allreduced_input:
+        return reduced_input(kind == CheckKind::allreduced_input);
+      default:
+        return {};
+    }
+  }
+
+ private:
   // H restricted to rows [row0, row0+rows) and F columns [col0, col0+cols).
-  auto h_slice = [&](int64_t row0, int64_t rows, int64_t col0, int64_t cols) {
+  Matrix h_slice(int64_t row0, int64_t rows, int64_t col0, int64_t cols) const {
     if (g.attention) {
       // Attention's O is computed per rank's heads: assemble the ranks the columns span.
       Matrix out(rows, cols);
@@ -140,105 +217,62 @@ std::vector<double> expected_output(const Plan& plan, const OutputCheck& check, 
     if (!g.h_is_y) return global_slice(src, g.h, row0, rows, col0, cols);
     return multiply(global_slice(src, g.x, row0, rows, 0, d),
                     global_slice(src, g.w1, 0, d, col0, cols));
-  };
+  }
 
   // Ulysses: the rows of this rank's tokens (S/N of every sequence) of a [m, .] matrix, made by
-  // part(row0, rows); per rank j (block j, peer major) when it depends on j.
-  const int64_t tokens = g.seq > 0 ? g.seq / n : 0;
-  auto local_rows = [&](const std::function<Matrix(int64_t, int64_t)>& part) {
+  // part(row0, rows).
+  std::vector<double> local_rows(const std::function<Matrix(int64_t, int64_t)>& part) const {
     std::vector<double> out;
     for (int64_t s = 0; s * g.seq < m; ++s) {
       const Matrix piece = part(s * g.seq + r * tokens, tokens);
       out.insert(out.end(), piece.v.begin(), piece.v.end());
     }
     return out;
-  };
-  auto peer_major = [&](const std::function<Matrix(int64_t, int64_t, int64_t)>& part) {
+  }
+
+  // The same per rank j (block j, peer major), where the rows depend on j.
+  std::vector<double> peer_major(
+      const std::function<Matrix(int64_t, int64_t, int64_t)>& part) const {
     std::vector<double> out;
     for (int64_t j = 0; j < n; ++j) {
-      const std::vector<double> block =
-          local_rows([&](int64_t row0, int64_t rows) { return part(j, row0, rows); });
-      out.insert(out.end(), block.begin(), block.end());
+      const std::vector<double> rows =
+          local_rows([&](int64_t row0, int64_t count) { return part(j, row0, count); });
+      out.insert(out.end(), rows.begin(), rows.end());
     }
     return out;
-  };
-  const int64_t qkv_width = g.ag_f / n;
-
-  switch (check.kind) {
-    case CheckKind::ulysses_out: {
-      const Matrix wo = global_slice(src, g.w2, 0, d, 0, d);
-      return local_rows(
-          [&](int64_t row0, int64_t rows) { return multiply(h_slice(row0, rows, 0, f), wo); });
-    }
-    case CheckKind::input_out: {
-      const Matrix wo = global_slice(src, g.w2, 0, d, 0, d);
-      return local_rows([&](int64_t row0, int64_t rows) {
-        return multiply(global_slice(src, "OA", row0, rows, 0, d), wo);
-      });
-    }
-    case CheckKind::qkv_projected:
-      return peer_major([&](int64_t j, int64_t row0, int64_t rows) {
-        return multiply(global_slice(src, g.x, row0, rows, 0, d),
-                        global_slice(src, g.w1, 0, d, j * qkv_width, qkv_width, d));
-      });
-    case CheckKind::input_attn_out:
-      return attention_output(src, g, n, r, 0, m, "QKV").v;
-    case CheckKind::heads_scattered:
-      return global_slice(src, "QKV", 0, m, r * qkv_width, qkv_width).v;
-    case CheckKind::tokens_gathered:
-      return peer_major([&](int64_t j, int64_t row0, int64_t rows) {
-        return global_slice(src, "OA", row0, rows, j * f_local, f_local);
-      });
-    case CheckKind::gathered:
-      return global_slice(src, g.x, 0, m, 0, d).v;
-    case CheckKind::ag_out: {
-      const int64_t ag_f_local = g.ag_f / n;
-      return multiply(
-                 global_slice(src, g.x, 0, m, 0, d),
-                 global_slice(src, g.w1, 0, d, r * ag_f_local, ag_f_local, g.attention ? d : 0))
-          .v;
-    }
-    case CheckKind::attn_out:
-      return attention_output(src, g, n, r, 0, m).v;
-    case CheckKind::rs_out:
-      // The sum over ranks of H_j * W2_j is H * W2 over the full FFN width.
-      return multiply(h_slice(r * block, block, 0, f), global_slice(src, g.w2, 0, f, 0, d)).v;
-    case CheckKind::local_product:
-      return multiply(h_slice(0, m, r * f_local, f_local),
-                      global_slice(src, g.w2, r * f_local, f_local, 0, d))
-          .v;
-    case CheckKind::gathered_forward:
-      return global_slice(src, "X", 0, m, 0, d).v;
-    case CheckKind::grad_w2:
-      return multiply(global_slice(src, "YT", r * f_local, f_local, 0, m),
-                      global_slice(src, g.x, 0, m, 0, d))
-          .v;
-    case CheckKind::grad_w1: {
-      // X^T [d, m] times dY_r = dZ * W2T[:, cols r] [m, f/N].
-      const Matrix x = global_slice(src, "X", 0, m, 0, d);
-      Matrix xt(d, m);
-      for (int64_t i = 0; i < m; ++i) {
-        for (int64_t j = 0; j < d; ++j) xt.at(j, i) = x.v[static_cast<size_t>(i * d + j)];
-      }
-      return multiply(xt, h_slice(0, m, r * f_local, f_local)).v;
-    }
-    case CheckKind::ar_out:
-      return multiply(h_slice(0, m, 0, f), global_slice(src, g.w2, 0, f, 0, d)).v;
-    case CheckKind::reduced_input:
-    case CheckKind::allreduced_input: {
-      // Rank r's block, or every row for the all-reduce.
-      const bool all = check.kind == CheckKind::allreduced_input;
-      const int64_t row0 = all ? 0 : r * block;
-      const int64_t rows = all ? m : block;
-      Matrix sum(rows, d);
-      for (int64_t j = 0; j < n; ++j) {
-        Matrix part = global_slice(src, "P", row0, rows, j * d, d);
-        for (size_t e = 0; e < sum.v.size(); ++e) sum.v[e] += part.v[e];
-      }
-      return sum.v;
-    }
   }
-  return {};
+
+  // X^T [d, m] times dY_r = dZ * W2T[:, cols r] [m, f/N].
+  std::vector<double> grad_w1() const {
+    const Matrix x = global_slice(src, "X", 0, m, 0, d);
+    Matrix xt(d, m);
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t j = 0; j < d; ++j) xt.at(j, i) = x.v[static_cast<size_t>(i * d + j)];
+    }
+    return multiply(xt, h_slice(0, m, r * f_local, f_local)).v;
+  }
+
+  // Rank r's block of the sum over ranks of P, or every row for the all-reduce.
+  std::vector<double> reduced_input(bool all) const {
+    const int64_t row0 = all ? 0 : r * block;
+    const int64_t rows = all ? m : block;
+    Matrix sum(rows, d);
+    for (int64_t j = 0; j < n; ++j) {
+      Matrix part = global_slice(src, "P", row0, rows, j * d, d);
+      for (size_t e = 0; e < sum.v.size(); ++e) sum.v[e] += part.v[e];
+    }
+    return sum.v;
+  }
+
+  const Geometry g;
+  const Source src;
+  const int64_t m, d, f, n, r, block, f_local, qkv_width, tokens;
+};
+
+}  // namespace
+
+std::vector<double> expected_output(const Plan& plan, const OutputCheck& check, uint64_t seed) {
+  return Oracle(plan, seed).expected(check.kind);
 }
 
 }  // namespace fob
