@@ -178,6 +178,163 @@ int64_t loopback_period(const CaseSpec& spec) {
   return period;
 }
 
+namespace {
+
+// What the halves of a layer's plan share while it is built.
+struct LayerBuild {
+  const CaseSpec& spec;
+  Plan& plan;
+  PlanBuilder& b;
+  Geometry g;
+  int64_t rank, m, d, f_local, ag_f_local, block;
+  const Strategy& strategy;
+  bool compute_only, comm_only;
+
+  LayerBuild(const CaseSpec& s, Plan& p, PlanBuilder& builder, int r)
+      : spec(s),
+        plan(p),
+        b(builder),
+        g(geometry(s.workload, s.shape)),
+        rank(r),
+        m(g.m),
+        d(g.d),
+        f_local(g.f / s.world),
+        ag_f_local(g.ag_f / s.world),
+        block(g.m / s.world),
+        strategy(*s.strategy.strategy),
+        compute_only(strategy.role == StrategyRole::compute_reference),
+        comm_only(strategy.role == StrategyRole::comm_reference) {}
+  int param() const { return spec.strategy.param; }
+};
+
+// All-gather, then GEMM: Y = AllGather(X) * W1. Returns Y.
+int build_all_gather_half(LayerBuild& l) {
+  PlanBuilder& b = l.b;
+  AgProblem ag;
+  ag.x = b.buffer("x", l.m, l.d);
+  ag.w = b.buffer("w1", l.d, l.ag_f_local);
+  ag.y = b.buffer("y", l.m, l.ag_f_local);
+  ag.tokens = l.m;
+  ag.hidden = l.d;
+  ag.ffn_local = l.ag_f_local;
+  ag.block = l.block;
+  ag.x_tensor = l.g.x;
+  b.input({ag.x, l.rank * l.block, l.block, l.g.x, l.rank * l.block, 0});
+  b.input({ag.w, 0, l.d, l.g.w1, 0, l.rank * l.ag_f_local, l.g.attention ? l.d : 0});
+  l.strategy.all_gather_gemm(b, ag, l.param());
+  // What each output must hold; comm_only has no GEMM, so its gathered X is what it makes.
+  b.check(l.comm_only ? ag.x : ag.y, l.comm_only ? CheckKind::gathered : CheckKind::ag_out);
+  return ag.y;
+}
+
+// The backward pass's start: dW2 = Y^T * dZ, and the forward input X gathered again for dW1,
+// on the comm stream while dX computes. Returns the gathered X's buffer.
+int build_backward_start(LayerBuild& l) {
+  PlanBuilder& b = l.b;
+  // dW2 needs every row of the gathered dZ; Y is stored transposed, as saved by the forward
+  // pass for this GEMM.
+  if (!l.comm_only) {
+    const int yt = b.buffer("yt", l.f_local, l.m);
+    const int dw2 = b.buffer("dw2", l.f_local, l.d);
+    b.input({yt, 0, l.f_local, "YT", l.rank * l.f_local, 0});
+    b.gemm({yt, 0, l.f_local}, {b.buffer("x", l.m, l.d), 0, l.m}, {dw2, 0, l.f_local}, false,
+           "dW2 = Y^T * dZ");
+    b.check(dw2, CheckKind::grad_w2);
+  }
+  const int forward_x = b.buffer("xf", l.m, l.d);
+  b.input({forward_x, l.compute_only ? 0 : l.rank * l.block, l.compute_only ? l.m : l.block, "X",
+           l.compute_only ? 0 : l.rank * l.block, 0});
+  AgProblem gather;
+  gather.x = forward_x;
+  gather.tokens = l.m;
+  gather.hidden = l.d;
+  gather.block = l.block;
+  l.strategy.all_gather_blocks(b, gather, l.param());
+  if (l.comm_only) b.check(forward_x, CheckKind::gathered_forward);
+  return forward_x;
+}
+
+// The reduce-scatter half's input H: the MLP's Y, attention's output O (computed whole, or
+// slice by slice inside the reduce-scatter under a query split), or an input tensor.
+int reduce_scatter_input(LayerBuild& l, int y, RsProblem& rs) {
+  PlanBuilder& b = l.b;
+  if (l.g.h_is_y) return y;  // the MLP's second GEMM consumes the first one's output
+  if (!l.g.attention) {
+    const int h = b.buffer("h", l.m, l.f_local);
+    b.input({h, 0, l.m, l.g.h, 0, l.rank * l.f_local});
+    return h;
+  }
+  const int o = b.buffer("o", l.m, l.f_local);
+  if (l.comm_only) return o;
+  auto attention = [g = l.g, y, o](PlanBuilder& builder, int64_t row, int64_t rows) {
+    attention_rows(builder, g, y, o, row, rows);
+  };
+  // Query split interleaves the attention with the reduce-scatter; every other strategy runs
+  // it whole between the two halves, as Megatron's row-parallel block does.
+  if (l.strategy.query_split) {
+    rs.produce_h = attention;
+  } else {
+    attention(b, 0, l.m);
+  }
+  b.check(o, CheckKind::attn_out);
+  return o;
+}
+
+// GEMM, then reduce-scatter (or all-reduce): Z = ReduceScatter(H * W2), and dW1 after it in the
+// backward pass.
+void build_reduce_scatter_half(LayerBuild& l, int y, int forward_x) {
+  PlanBuilder& b = l.b;
+  const Geometry& g = l.g;
+  RsProblem rs;
+  rs.h = reduce_scatter_input(l, y, rs);
+  rs.w = b.buffer("w2", l.f_local, l.d);
+  // An all-reduce leaves every block on every rank: this rank's reduced block sits in place.
+  rs.z = b.buffer("z", g.all_reduce ? l.m : l.block, l.d);
+  rs.z_row = g.all_reduce ? l.rank * l.block : 0;
+  rs.tokens = l.m;
+  rs.hidden = l.d;
+  rs.ffn_local = l.f_local;
+  rs.block = l.block;
+  b.input({rs.w, 0, l.f_local, g.w2, l.rank * l.f_local, 0});
+  l.strategy.gemm_reduce_scatter(b, rs, l.param());
+  if (g.all_reduce) {
+    AgProblem blocks;
+    blocks.x = rs.z;
+    blocks.tokens = l.m;
+    blocks.hidden = l.d;
+    blocks.block = l.block;
+    l.strategy.all_gather_blocks(b, blocks, l.param());
+  }
+  if (l.compute_only) {
+    b.check(l.plan.buffer_id("p"), CheckKind::local_product);
+  } else if (l.comm_only) {
+    b.check(rs.z, g.all_reduce ? CheckKind::allreduced_input : CheckKind::reduced_input);
+  } else {
+    b.check(rs.z, g.all_reduce ? CheckKind::ar_out : CheckKind::rs_out);
+  }
+  if (g.backward && !l.comm_only) {
+    const int dw1 = b.buffer("dw1", l.d, l.f_local);
+    b.gemm_transposed_a({forward_x, 0, l.m}, {y, 0, l.m}, {dw1, 0, l.d}, "dW1 = X^T * dY");
+    b.check(dw1, CheckKind::grad_w1);
+  }
+}
+
+// To itself, a send only completes against the receive posted with it (one NCCL group, one
+// MPI request set): a half posted alone would wait forever.
+void check_loopback_transfers(const CaseSpec& spec, const Plan& plan) {
+  for (const Task& t : plan.tasks) {
+    const bool p2p = t.is_transfer() && t.kind != TaskKind::collective;
+    if (p2p && t.sends() != t.receives()) {
+      throw InputError("loopback: strategy '" + spec.strategy.text +
+                       "' has a one-sided transfer (task " + std::to_string(t.id) + " '" + t.label +
+                       "'), which a process cannot send to itself; loopback cannot run this "
+                       "strategy");
+    }
+  }
+}
+
+}  // namespace
+
 Plan make_plan(const CaseSpec& spec, int rank) {
   validate_case(spec);
   Plan plan;
@@ -189,126 +346,12 @@ Plan make_plan(const CaseSpec& spec, int rank) {
   plan.rank = rank;
   if (spec.loopback) plan.input_period = loopback_period(spec);
   PlanBuilder b(plan);
-
-  const Geometry g = geometry(spec.workload, spec.shape);
-  const int64_t m = g.m;
-  const int64_t d = g.d;
-  const int64_t f_local = g.f / spec.world;
-  const int64_t block = m / spec.world;
-  const Strategy& strategy = *spec.strategy.strategy;
-  const bool is_compute_only = strategy.role == StrategyRole::compute_reference;
-  const bool is_comm_only = strategy.role == StrategyRole::comm_reference;
-
-  const int64_t ag_f_local = g.ag_f / spec.world;
-  if (g.all_to_all) build_ulysses(b, spec, g);
-  int y = -1;
-  if (g.has_ag) {
-    AgProblem ag;
-    ag.x = b.buffer("x", m, d);
-    ag.w = b.buffer("w1", d, ag_f_local);
-    ag.y = y = b.buffer("y", m, ag_f_local);
-    ag.tokens = m;
-    ag.hidden = d;
-    ag.ffn_local = ag_f_local;
-    ag.block = block;
-    ag.x_tensor = g.x;
-    b.input({ag.x, rank * block, block, g.x, rank * block, 0});
-    b.input({ag.w, 0, d, g.w1, 0, rank * ag_f_local, g.attention ? d : 0});
-    strategy.all_gather_gemm(b, ag, spec.strategy.param);
-    // What each output must hold; comm_only has no GEMM, so its gathered X is what it makes.
-    b.check(is_comm_only ? ag.x : ag.y, is_comm_only ? CheckKind::gathered : CheckKind::ag_out);
-  }
-  int forward_x = -1;
-  if (g.backward) {
-    // dW2 = Y^T * dZ needs every row of the gathered dZ; Y is stored transposed, as saved by
-    // the forward pass for this GEMM.
-    if (!is_comm_only) {
-      const int yt = b.buffer("yt", f_local, m);
-      const int dw2 = b.buffer("dw2", f_local, d);
-      b.input({yt, 0, f_local, "YT", rank * f_local, 0});
-      b.gemm({yt, 0, f_local}, {b.buffer("x", m, d), 0, m}, {dw2, 0, f_local}, false,
-             "dW2 = Y^T * dZ");
-      b.check(dw2, CheckKind::grad_w2);
-    }
-    // The forward input X is gathered again for dW1, on the comm stream while dX computes.
-    forward_x = b.buffer("xf", m, d);
-    b.input({forward_x, is_compute_only ? 0 : rank * block, is_compute_only ? m : block, "X",
-             is_compute_only ? 0 : rank * block, 0});
-    AgProblem gather;
-    gather.x = forward_x;
-    gather.tokens = m;
-    gather.hidden = d;
-    gather.block = block;
-    strategy.all_gather_blocks(b, gather, spec.strategy.param);
-    if (is_comm_only) b.check(forward_x, CheckKind::gathered_forward);
-  }
-  if (g.has_rs) {
-    RsProblem rs;
-    if (g.h_is_y) {
-      rs.h = y;  // the MLP's second GEMM consumes the first one's output
-    } else if (g.attention) {
-      rs.h = b.buffer("o", m, f_local);
-      if (!is_comm_only) {
-        auto attention = [g, y, o = rs.h](PlanBuilder& builder, int64_t row, int64_t rows) {
-          attention_rows(builder, g, y, o, row, rows);
-        };
-        // Query split interleaves the attention with the reduce-scatter; every other strategy
-        // runs it whole between the two halves, as Megatron's row-parallel block does.
-        if (strategy.query_split) {
-          rs.produce_h = attention;
-        } else {
-          attention(b, 0, m);
-        }
-        b.check(rs.h, CheckKind::attn_out);
-      }
-    } else {
-      rs.h = b.buffer("h", m, f_local);
-      b.input({rs.h, 0, m, g.h, 0, rank * f_local});
-    }
-    rs.w = b.buffer("w2", f_local, d);
-    // An all-reduce leaves every block on every rank: this rank's reduced block sits in place.
-    rs.z = b.buffer("z", g.all_reduce ? m : block, d);
-    rs.z_row = g.all_reduce ? rank * block : 0;
-    rs.tokens = m;
-    rs.hidden = d;
-    rs.ffn_local = f_local;
-    rs.block = block;
-    b.input({rs.w, 0, f_local, g.w2, rank * f_local, 0});
-    strategy.gemm_reduce_scatter(b, rs, spec.strategy.param);
-    if (g.all_reduce) {
-      AgProblem blocks;
-      blocks.x = rs.z;
-      blocks.tokens = m;
-      blocks.hidden = d;
-      blocks.block = block;
-      strategy.all_gather_blocks(b, blocks, spec.strategy.param);
-    }
-    if (is_compute_only) {
-      b.check(plan.buffer_id("p"), CheckKind::local_product);
-    } else if (is_comm_only) {
-      b.check(rs.z, g.all_reduce ? CheckKind::allreduced_input : CheckKind::reduced_input);
-    } else {
-      b.check(rs.z, g.all_reduce ? CheckKind::ar_out : CheckKind::rs_out);
-    }
-    if (g.backward && !is_comm_only) {
-      const int dw1 = b.buffer("dw1", d, f_local);
-      b.gemm_transposed_a({forward_x, 0, m}, {y, 0, m}, {dw1, 0, d}, "dW1 = X^T * dY");
-      b.check(dw1, CheckKind::grad_w1);
-    }
-  }
-  if (spec.loopback) {
-    // To itself, a send only completes against the receive posted with it (one NCCL group, one
-    // MPI request set): a half posted alone would wait forever.
-    for (const Task& t : plan.tasks) {
-      const bool p2p = t.is_transfer() && t.kind != TaskKind::collective;
-      if (p2p && t.sends() != t.receives()) {
-        throw InputError(
-            "loopback: strategy '" + spec.strategy.text + "' has a one-sided transfer (task " +
-            std::to_string(t.id) + " '" + t.label +
-            "'), which a process cannot send to itself; loopback cannot run this strategy");
-      }
-    }
-  }
+  LayerBuild layer(spec, plan, b, rank);
+  if (layer.g.all_to_all) build_ulysses(b, spec, layer.g);
+  const int y = layer.g.has_ag ? build_all_gather_half(layer) : -1;
+  const int forward_x = layer.g.backward ? build_backward_start(layer) : -1;
+  if (layer.g.has_rs) build_reduce_scatter_half(layer, y, forward_x);
+  if (spec.loopback) check_loopback_transfers(spec, plan);
   return plan;
 }
 
