@@ -36,10 +36,11 @@ std::string transport_choices() {
 
 }  // namespace
 
-// Names and ranges are checked by validate_config once every source has been applied; the
-// setters check only what their parsing needs (a workload name, a strategy, an integer).
-const std::vector<ConfigKey>& config_keys() {
-  static const std::vector<ConfigKey> keys = {
+namespace {
+
+// The case: the layer, its shape and the strategies.
+std::vector<ConfigKey> case_keys() {
+  return {
       {"workload", "--workload", "the layer measured", ConfigKind::text, "a string", "as for run",
        true, workload_choices,
        [](Config& c, const ConfigValue& v) { c.workload = parse_workload(v.text); },
@@ -80,6 +81,12 @@ const std::vector<ConfigKey>& config_keys() {
          for (const std::string& s : c.strategies) parse_strategy(s);
        },
        [](const Config& c) { return text(join_list(c.strategies, ", ")); }},
+  };
+}
+
+// How many iterations, and how they are spread.
+std::vector<ConfigKey> iteration_keys() {
+  return {
       {"iters", "-n,--iters", "timed iterations", ConfigKind::integer, "an integer", nullptr, false,
        nullptr,
        [](Config& c, const ConfigValue& v) { c.iters = parse_integer<int>("iters", v.text); },
@@ -93,6 +100,12 @@ const std::vector<ConfigKey>& config_keys() {
        ConfigKind::integer, "an integer", nullptr, false, nullptr,
        [](Config& c, const ConfigValue& v) { c.rounds = parse_integer<int>("rounds", v.text); },
        [](const Config& c) { return text(std::to_string(c.rounds)); }},
+  };
+}
+
+// Where and how it runs, and where its results go.
+std::vector<ConfigKey> run_keys() {
+  return {
       {"backend", "--backend", "where the layer computes", ConfigKind::text, "a string", nullptr,
        false, backend_choices, [](Config& c, const ConfigValue& v) { c.backend = v.text; },
        [](const Config& c) { return text(c.backend); }},
@@ -147,6 +160,20 @@ const std::vector<ConfigKey>& config_keys() {
        [](Config& c, const ConfigValue& v) { c.output = v.text; },
        [](const Config& c) { return text(c.output); }},
   };
+}
+
+}  // namespace
+
+// Names and ranges are checked by validate_config once every source has been applied; the
+// setters check only what their parsing needs (a workload name, a strategy, an integer).
+const std::vector<ConfigKey>& config_keys() {
+  static const std::vector<ConfigKey> keys = [] {
+    std::vector<ConfigKey> all;
+    for (auto part : {case_keys, iteration_keys, run_keys}) {
+      for (ConfigKey& key : part()) all.push_back(std::move(key));
+    }
+    return all;
+  }();
   return keys;
 }
 
