@@ -141,6 +141,9 @@ class Timeline {
 
  private:
   void collect();
+  // Each timed task on its lane, sorted in plan order; returns (rank, task id) -> row.
+  std::map<std::pair<int, int>, int> place_tasks(int world, int tasks);
+  void find_waits(const std::map<std::pair<int, int>, int>& row_of);
   double lane_y(int rank, int stream) const {
     return top_ + rank * (kNumStreams * kLaneHeight + kRankGap) + stream * kLaneHeight;
   }
@@ -174,8 +177,24 @@ void Timeline::collect() {
     throw InputError("case " + c_.id + ": task arrays are shorter than world × tasks");
   }
   step_ = c_.step(iter_);
+  const std::map<std::pair<int, int>, int> row_of = place_tasks(world, tasks);
+  find_waits(row_of);
+  for (int r = 0; r < world; ++r) {
+    std::vector<Interval> comp, comm;
+    for (const Placed& p : lanes_[static_cast<size_t>(r) * kNumStreams]) {
+      comp.emplace_back(p.start, p.end);
+    }
+    for (const Placed& p : lanes_[static_cast<size_t>(r) * kNumStreams + 1]) {
+      comm.emplace_back(p.start, p.end);
+    }
+    exposed_.push_back(subtract(merge(comm), merge(comp)));
+  }
+}
+
+std::map<std::pair<int, int>, int> Timeline::place_tasks(int world, int tasks) {
+  const size_t base = c_.timing_index(iter_, 0, 0);
   lanes_.assign(static_cast<size_t>(world) * kNumStreams, {});
-  std::map<std::pair<int, int>, int> row_of;  // (rank, task id) -> row
+  std::map<std::pair<int, int>, int> row_of;
   for (int r = 0; r < world; ++r) {
     for (int t = 0; t < tasks; ++t) {
       const int row = r * tasks + t;
@@ -192,13 +211,18 @@ void Timeline::collect() {
   }
   if (std::isfinite(step_)) t_max_ = std::max(t_max_, step_);
   t_max_ *= 1.02;  // room for the last task's outline
-
   // Plan order on a stream is task-id order: the order the executor launches them in.
   auto by_id = [&](const Placed& a, const Placed& b) {
     return c_.tasks[static_cast<size_t>(a.row)].task < c_.tasks[static_cast<size_t>(b.row)].task;
   };
   for (auto& lane : lanes_) std::sort(lane.begin(), lane.end(), by_id);
+  return row_of;
+}
 
+// A cross-stream dependency made the stream wait when it ended after the stream's previous
+// task: then the dependency, not the stream's order, decided when the task could start. Of
+// several, the one that ended last is the one that held the task.
+void Timeline::find_waits(const std::map<std::pair<int, int>, int>& row_of) {
   // For each task, the end of the task before it on its stream, and where it is drawn.
   std::map<int, double> previous_end;  // row -> end of the previous task on the stream (or 0)
   std::map<int, Placed> placed;        // row -> times
@@ -210,10 +234,6 @@ void Timeline::collect() {
       prev = p.end;
     }
   }
-
-  // A cross-stream dependency made the stream wait when it ended after the stream's previous
-  // task: then the dependency, not the stream's order, decided when the task could start. Of
-  // several, the one that ended last is the one that held the task.
   std::map<int, int> holder;  // row -> row of the dependency that ended last
   for (const DepRecord& d : c_.deps) {
     auto t = row_of.find({d.rank, d.task});
@@ -236,17 +256,6 @@ void Timeline::collect() {
     if (!(to > from)) continue;
     waits_.push_back(
         {task.rank, task.stream, from, to, placed[dep_row].end, dep.stream, task.label, dep.label});
-  }
-
-  for (int r = 0; r < world; ++r) {
-    std::vector<Interval> comp, comm;
-    for (const Placed& p : lanes_[static_cast<size_t>(r) * kNumStreams]) {
-      comp.emplace_back(p.start, p.end);
-    }
-    for (const Placed& p : lanes_[static_cast<size_t>(r) * kNumStreams + 1]) {
-      comm.emplace_back(p.start, p.end);
-    }
-    exposed_.push_back(subtract(merge(comm), merge(comp)));
   }
 }
 
