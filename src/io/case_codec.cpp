@@ -217,6 +217,34 @@ CaseResult get_case(Decoder& d) {
   return c;
 }
 
+namespace {
+
+// Whether the arrays have the sizes the case's world, iters and max_tasks say (the world, and
+// so the ranks stored, checked to be at least 1 first).
+bool arrays_sized(const CaseResult& c) {
+  const size_t ranks = static_cast<size_t>(c.ranks());
+  const size_t per_iter = ranks * static_cast<size_t>(c.max_tasks);  // < 2^44: no wrap
+  const size_t iters = static_cast<size_t>(c.iters);
+  if (c.tasks.size() != per_iter || c.task_start.size() != c.task_end.size()) return false;
+  if (c.step_seconds.size() % ranks != 0 || c.step_seconds.size() / ranks != iters) return false;
+  if (per_iter == 0) return c.task_start.empty();
+  return c.task_start.size() % per_iter == 0 && c.task_start.size() / per_iter == iters;
+}
+
+void check_rounds(const CaseResult& c, const Decoder& d, const std::string& name) {
+  int64_t sum = 0;
+  for (int32_t n : c.round_iters) {
+    if (n < 0) d.fail(name + " has a round of negative length");
+    sum += n;
+  }
+  if (!c.round_iters.empty() && sum != c.iters) {
+    d.fail(name + " has rounds of " + std::to_string(sum) + " iterations, not its " +
+           std::to_string(c.iters));
+  }
+}
+
+}  // namespace
+
 void check_case(const CaseResult& c, const Decoder& d) {
   const std::string name = "case '" + c.id.substr(0, kMaxIdChars) + "'";
   if (c.id.empty() || c.id.size() > kMaxIdChars || c.id.find('/') != std::string::npos ||
@@ -235,25 +263,10 @@ void check_case(const CaseResult& c, const Decoder& d) {
   within("max_tasks", c.max_tasks, kMaxTasks);
   within("stored_ranks", c.stored, kMaxWorld);
   if (!c.stored_fits()) d.fail(name + " has stored_ranks that do not divide its world");
-  const size_t ranks = static_cast<size_t>(c.ranks());
-  const size_t per_iter = ranks * static_cast<size_t>(c.max_tasks);  // < 2^44: no wrap
-  if (c.tasks.size() != per_iter || c.step_seconds.size() / ranks != static_cast<size_t>(c.iters) ||
-      (ranks > 0 && c.step_seconds.size() % ranks != 0) ||
-      c.task_start.size() != c.task_end.size() ||
-      (per_iter > 0 && c.task_start.size() / per_iter != static_cast<size_t>(c.iters)) ||
-      (per_iter > 0 && c.task_start.size() % per_iter != 0) ||
-      (per_iter == 0 && !c.task_start.empty())) {
+  if (!arrays_sized(c)) {
     d.fail(name + "'s arrays do not have the sizes its world, iters and max_tasks say");
   }
-  int64_t sum = 0;
-  for (int32_t n : c.round_iters) {
-    if (n < 0) d.fail(name + " has a round of negative length");
-    sum += n;
-  }
-  if (!c.round_iters.empty() && sum != c.iters) {
-    d.fail(name + " has rounds of " + std::to_string(sum) + " iterations, not its " +
-           std::to_string(c.iters));
-  }
+  check_rounds(c, d, name);
   if (!c.timers_match()) d.fail(name + "'s iteration timers do not match its iterations");
   for (const TaskRecord& t : c.tasks) {
     if (t.stream < 0 || t.stream >= kNumStreams || t.kind < 0 || t.kind >= kNumTaskKinds) {
