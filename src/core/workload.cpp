@@ -87,19 +87,12 @@ bool has_attention(const std::string& workload) {
   return false;
 }
 
-void validate_case(const CaseSpec& spec) {
+namespace {
+
+// Every dimension at least 1, and the dimensions a workload splits divisible by the world.
+void validate_sizes(const CaseSpec& spec, const Geometry& g) {
   const Shape& s = spec.shape;
   const std::string world = std::to_string(spec.world);
-  if (spec.world < 1) throw InputError("world: " + world + " ranks; need at least 1");
-  for (auto [key, value] : {std::pair<const char*, int64_t>{"batch", s.batch},
-                            {"seq", s.seq},
-                            {"hidden", s.hidden},
-                            {"ffn", s.ffn}}) {
-    if (value < 1) {
-      throw InputError(std::string(key) + ": " + std::to_string(value) + " must be at least 1");
-    }
-  }
-  const Geometry g = geometry(spec.workload, s);
   auto value_text = [&](const char* key, int64_t value) {
     return std::string(key) == "batch*seq" ? std::to_string(s.batch) + "*" + std::to_string(s.seq) +
                                                  " = " + std::to_string(value) + " tokens"
@@ -118,48 +111,79 @@ void validate_case(const CaseSpec& spec) {
         "seq: " + std::to_string(s.seq) + " does not divide by the world size " + world +
         " (ulysses splits every sequence across ranks); choose a multiple of " + world);
   }
-  if (g.attention) {
-    const std::string heads = std::to_string(g.heads);
-    if (s.heads < 0) throw InputError("heads: " + std::to_string(s.heads) + " must be at least 1");
-    if (s.heads == 0 && (g.heads < 1 || s.hidden % Shape::kDefaultHeadDim != 0)) {
-      throw InputError(
-          "heads: not given, and hidden " + std::to_string(s.hidden) +
-          " is not a multiple of the default head size " + std::to_string(Shape::kDefaultHeadDim) +
-          "; give heads, a divisor of hidden and a multiple of the world size " + world);
-    }
-    if (s.hidden % g.heads != 0) {
-      throw InputError("heads: " + heads + " does not divide hidden " + std::to_string(s.hidden) +
-                       "; choose a divisor of hidden");
-    }
-    if (g.heads % spec.world != 0) {
-      throw InputError("heads: " + heads + " does not divide by the world size " + world + " (" +
-                       to_string(spec.workload) +
-                       " splits the heads across ranks); choose a multiple of " + world);
-    }
-    // A sequence's scores, seq x seq per head, are one buffer: past 2^50 elements its byte
-    // count would wrap (config.cpp bounds the other tensors the same way).
-    const long double scores = static_cast<long double>(g.heads) * s.seq * s.seq;
-    if (scores > kMaxTensorElements) {
-      char text[160];
-      std::snprintf(text, sizeof text,
-                    "shape: heads x seq x seq (attention scores) = %.3Lg elements is too large "
-                    "for any machine; at most 2^50",
-                    scores);
-      throw InputError(text);
-    }
+}
+
+// Attention's heads: given or the default, dividing hidden and the world; and its scores, which
+// must stay addressable.
+void validate_heads(const CaseSpec& spec, const Geometry& g) {
+  const Shape& s = spec.shape;
+  const std::string world = std::to_string(spec.world);
+  const std::string heads = std::to_string(g.heads);
+  if (s.heads < 0) throw InputError("heads: " + std::to_string(s.heads) + " must be at least 1");
+  if (s.heads == 0 && (g.heads < 1 || s.hidden % Shape::kDefaultHeadDim != 0)) {
+    throw InputError("heads: not given, and hidden " + std::to_string(s.hidden) +
+                     " is not a multiple of the default head size " +
+                     std::to_string(Shape::kDefaultHeadDim) +
+                     "; give heads, a divisor of hidden and a multiple of the world size " + world);
   }
-  const int64_t block = g.m / spec.world;
+  if (s.hidden % g.heads != 0) {
+    throw InputError("heads: " + heads + " does not divide hidden " + std::to_string(s.hidden) +
+                     "; choose a divisor of hidden");
+  }
+  if (g.heads % spec.world != 0) {
+    throw InputError("heads: " + heads + " does not divide by the world size " + world + " (" +
+                     to_string(spec.workload) +
+                     " splits the heads across ranks); choose a multiple of " + world);
+  }
+  // A sequence's scores, seq x seq per head, are one buffer: past 2^50 elements its byte count
+  // would wrap (config.cpp bounds the other tensors the same way).
+  const long double scores = static_cast<long double>(g.heads) * s.seq * s.seq;
+  if (scores > kMaxTensorElements) {
+    char text[160];
+    std::snprintf(text, sizeof text,
+                  "shape: heads x seq x seq (attention scores) = %.3Lg elements is too large "
+                  "for any machine; at most 2^50",
+                  scores);
+    throw InputError(text);
+  }
+}
+
+// The strategy applies to the workload, and its parameter fits the rows each rank owns.
+void validate_strategy(const CaseSpec& spec, const Geometry& g) {
   const Strategy* strategy = spec.strategy.strategy;
-  if (strategy && !strategy_applies(*strategy, spec.workload)) {
+  if (!strategy) return;
+  if (!strategy_applies(*strategy, spec.workload)) {
     throw InputError("strategies: '" + spec.strategy.text + "' applies to workload " +
                      applicable_workloads(*strategy) + " only, not " + to_string(spec.workload));
   }
-  if (strategy && strategy->param_name && spec.strategy.param > block) {
+  const int64_t block = g.m / spec.world;
+  if (strategy->param_name && spec.strategy.param > block) {
     throw InputError("strategies: '" + spec.strategy.text + "': " + strategy->param_name + " = " +
                      std::to_string(spec.strategy.param) + " exceeds the " + std::to_string(block) +
                      " rows each rank owns (" + g.m_key + "/world); valid " + strategy->param_name +
                      ": 1.." + std::to_string(block));
   }
+}
+
+}  // namespace
+
+void validate_case(const CaseSpec& spec) {
+  const Shape& s = spec.shape;
+  if (spec.world < 1) {
+    throw InputError("world: " + std::to_string(spec.world) + " ranks; need at least 1");
+  }
+  for (auto [key, value] : {std::pair<const char*, int64_t>{"batch", s.batch},
+                            {"seq", s.seq},
+                            {"hidden", s.hidden},
+                            {"ffn", s.ffn}}) {
+    if (value < 1) {
+      throw InputError(std::string(key) + ": " + std::to_string(value) + " must be at least 1");
+    }
+  }
+  const Geometry g = geometry(spec.workload, s);
+  validate_sizes(spec, g);
+  if (g.attention) validate_heads(spec, g);
+  validate_strategy(spec, g);
 }
 
 int64_t loopback_period(const CaseSpec& spec) {
