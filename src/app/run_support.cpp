@@ -101,51 +101,76 @@ void agree_on_error(MPI_Comm comm, int rank, const std::string& what,
   if (!error.empty()) throw InputError(error);
 }
 
-// Settles `auto` and checks that backend, transport, dtype and options fit together.
-void resolve_backend(Config& c) {
+namespace {
+
+// `auto` settled: cuda where it is built and a device is visible, else cpu; a cuda backend
+// asked for must load and see a device.
+void settle_backend(Config& c) {
   if (c.backend == "auto") {
     c.backend = cuda_backend_built() && cuda_device_count() > 0 ? "cuda" : "cpu";
   }
-  if (c.backend == "cuda") {
-    const CudaStatus status = cuda_status();
-    if (!status.loaded) make_cuda_backend({});  // throws the message that says why
-    if (status.devices == 0) {
-      throw InputError("backend: 'cuda' but no CUDA device is visible to this rank" +
-                       (status.error.empty() ? std::string() : " (" + status.error + ")") +
-                       "; valid here: auto, cpu");
-    }
+  if (c.backend != "cuda") return;
+  const CudaStatus status = cuda_status();
+  if (!status.loaded) make_cuda_backend({});  // throws the message that says why
+  if (status.devices == 0) {
+    throw InputError("backend: 'cuda' but no CUDA device is visible to this rank" +
+                     (status.error.empty() ? std::string() : " (" + status.error + ")") +
+                     "; valid here: auto, cpu");
   }
-  const bool cuda = c.backend == "cuda";
-  if (!cuda) {
-    // A count the BLAS does not run would be recorded as if it had.
-    const int applied = blas_threads_applied(c.blas_threads);
-    if (applied != c.blas_threads) {
-      throw InputError("blas_threads: " + std::to_string(c.blas_threads) + " but this BLAS runs " +
-                       std::to_string(applied) + " thread(s) at most (" + blas_description() +
-                       "); valid: 1 to " + std::to_string(applied));
-    }
+}
+
+// What the cpu backend cannot run: more BLAS threads than the BLAS runs (they would be recorded
+// as if they had run), NCCL, half precision, and the cuda-only options.
+void check_cpu_options(const Config& c) {
+  const int applied = blas_threads_applied(c.blas_threads);
+  if (applied != c.blas_threads) {
+    throw InputError("blas_threads: " + std::to_string(c.blas_threads) + " but this BLAS runs " +
+                     std::to_string(applied) + " thread(s) at most (" + blas_description() +
+                     "); valid: 1 to " + std::to_string(applied));
   }
-  if (c.transport == "auto") c.transport = cuda ? "nccl" : "mpi";
-  if (!cuda && c.transport == "nccl") {
+  if (c.transport == "nccl") {
     throw InputError("transport: 'nccl' needs the cuda backend; valid for cpu: auto, mpi");
   }
-  if (!cuda && c.dtype != DType::fp32 && c.dtype != DType::fp64) {
+  if (c.dtype != DType::fp32 && c.dtype != DType::fp64) {
     throw InputError(std::string("dtype: '") + to_string(c.dtype) +
                      "' is not supported by the cpu backend; valid: fp32, fp64");
   }
-  if (c.graphs && !(cuda && c.transport == "nccl")) {
+  if (c.graphs) {
     throw InputError(
         "graphs: CUDA graphs need --backend cuda --transport nccl (host-staged "
         "transfers cannot be captured)");
   }
-  if (c.comm_sms > 0 && !cuda) {
+  if (c.comm_sms > 0) {
     throw InputError("comm_sms: " + std::to_string(c.comm_sms) +
                      " is a cuda backend option; the cpu backend has no SMs to leave free");
   }
-  if (c.link.enabled() && cuda && c.transport == "nccl") {
+}
+
+// What NCCL's transfers cannot do, and what only they can.
+void check_cuda_options(const Config& c) {
+  if (c.graphs && c.transport != "nccl") {
+    throw InputError(
+        "graphs: CUDA graphs need --backend cuda --transport nccl (host-staged "
+        "transfers cannot be captured)");
+  }
+  if (c.link.enabled() && c.transport == "nccl") {
     throw InputError(
         "link_gbps/link_latency_us: link emulation needs host-staged transfers "
         "(--transport mpi); NCCL's transfers cannot be held back");
+  }
+}
+
+}  // namespace
+
+// Settles `auto` and checks that backend, transport, dtype and options fit together.
+void resolve_backend(Config& c) {
+  settle_backend(c);
+  const bool cuda = c.backend == "cuda";
+  if (c.transport == "auto") c.transport = cuda ? "nccl" : "mpi";
+  if (cuda) {
+    check_cuda_options(c);
+  } else {
+    check_cpu_options(c);
   }
 }
 
