@@ -121,6 +121,27 @@ std::string view_text(const Plan& plan, const View& v) {
   return text + "]";
 }
 
+// What a task computes or moves, after its label.
+void print_task_operands(std::ostream& out, const Plan& plan, const Task& t) {
+  if (t.kind == TaskKind::gemm) {
+    out << "  " << view_text(plan, t.c) << (t.accumulate ? " += " : " = ")
+        << (t.transpose_a ? "T(" : "") << view_text(plan, t.a) << (t.transpose_a ? ")" : "")
+        << " * " << (t.transpose_b ? "T(" : "") << view_text(plan, t.b)
+        << (t.transpose_b ? ")" : "");
+    if (t.batch > 1) out << " x" << t.batch;
+  }
+  if (t.kind == TaskKind::softmax) {
+    out << "  " << view_text(plan, t.c) << " = softmax(" << t.scale << " * " << view_text(plan, t.c)
+        << ")";
+  }
+  if (t.kind == TaskKind::exchange || t.kind == TaskKind::send) {
+    out << "  send " << view_text(plan, t.a) << " -> " << t.send_peer;
+  }
+  if (t.kind == TaskKind::exchange || t.kind == TaskKind::recv) {
+    out << "  recv " << view_text(plan, t.c) << " <- " << t.recv_peer;
+  }
+}
+
 }  // namespace
 
 void print_plan(std::ostream& out, const Plan& plan) {
@@ -139,23 +160,7 @@ void print_plan(std::ostream& out, const Plan& plan) {
   for (const Task& t : plan.tasks) {
     out << "  " << std::setw(3) << t.id << " " << std::left << std::setw(8) << to_string(t.stream)
         << std::setw(11) << to_string(t.kind) << std::right << t.label;
-    if (t.kind == TaskKind::gemm) {
-      out << "  " << view_text(plan, t.c) << (t.accumulate ? " += " : " = ")
-          << (t.transpose_a ? "T(" : "") << view_text(plan, t.a) << (t.transpose_a ? ")" : "")
-          << " * " << (t.transpose_b ? "T(" : "") << view_text(plan, t.b)
-          << (t.transpose_b ? ")" : "");
-      if (t.batch > 1) out << " x" << t.batch;
-    }
-    if (t.kind == TaskKind::softmax) {
-      out << "  " << view_text(plan, t.c) << " = softmax(" << t.scale << " * "
-          << view_text(plan, t.c) << ")";
-    }
-    if (t.kind == TaskKind::exchange || t.kind == TaskKind::send) {
-      out << "  send " << view_text(plan, t.a) << " -> " << t.send_peer;
-    }
-    if (t.kind == TaskKind::exchange || t.kind == TaskKind::recv) {
-      out << "  recv " << view_text(plan, t.c) << " <- " << t.recv_peer;
-    }
+    print_task_operands(out, plan, t);
     if (t.bytes > 0) out << "  " << t.bytes << " B";
     if (t.flops > 0) out << "  " << t.flops << " flop";
     if (!t.deps.empty()) {
