@@ -301,27 +301,36 @@ class CpuBackend : public Backend {
         break;
       case TaskKind::send:
       case TaskKind::recv:
-      case TaskKind::exchange: {
-        // A side with no peer (a one-sided exchange) is not posted at all.
-        const bool sends = t.sends(), receives = t.receives();
-        link_.transfer(sends ? at<T>(t.a) : nullptr, sends ? t.a.rows * cols(t.a.buffer) : 0,
-                       sends ? t.send_peer : -1, receives ? at<T>(t.c) : nullptr,
-                       receives ? t.c.rows * cols(t.c.buffer) : 0, receives ? t.recv_peer : -1,
-                       t.tag, mpi_type(), current_->elem);
+      case TaskKind::exchange:
+        transfer<T>(t);
         break;
-      }
       case TaskKind::collective:
-        if (t.op == CollectiveOp::all_gather) {
-          ring_all_gather<T>(t);
-        } else if (t.op == CollectiveOp::reduce_scatter) {
-          ring_reduce_scatter<T>(t);
-        } else if (t.op == CollectiveOp::all_to_all) {
-          all_to_all<T>(t);
-        } else {
-          throw RuntimeFault("rank " + std::to_string(rank_) + ": task " + std::to_string(t.id) +
-                             ": collective " + to_string(t.op) + " is not implemented on cpu");
-        }
+        collective<T>(t);
         break;
+    }
+  }
+
+  // A side with no peer (a one-sided exchange) is not posted at all.
+  template <typename T>
+  void transfer(const Task& t) {
+    const bool sends = t.sends(), receives = t.receives();
+    link_.transfer(sends ? at<T>(t.a) : nullptr, sends ? t.a.rows * cols(t.a.buffer) : 0,
+                   sends ? t.send_peer : -1, receives ? at<T>(t.c) : nullptr,
+                   receives ? t.c.rows * cols(t.c.buffer) : 0, receives ? t.recv_peer : -1, t.tag,
+                   mpi_type(), current_->elem);
+  }
+
+  template <typename T>
+  void collective(const Task& t) {
+    if (t.op == CollectiveOp::all_gather) {
+      ring_all_gather<T>(t);
+    } else if (t.op == CollectiveOp::reduce_scatter) {
+      ring_reduce_scatter<T>(t);
+    } else if (t.op == CollectiveOp::all_to_all) {
+      all_to_all<T>(t);
+    } else {
+      throw RuntimeFault("rank " + std::to_string(rank_) + ": task " + std::to_string(t.id) +
+                         ": collective " + to_string(t.op) + " is not implemented on cpu");
     }
   }
 
