@@ -278,67 +278,78 @@ class InterferenceCollector {
 };
 
 // The GEMMs' and element-wise tasks' durations: a reference case's, and the others' that no
-// transfer touched; and GEMMs of overlapping strategies that started under a transfer.
-void collect_compute(const CaseView& v, bool reference, bool overlaps, Collected& out) {
-  const CaseResult& c = *v.c;
-  const int iters = v.iters();
-  // A step lasts as long as its slowest rank, so a GEMM's sample for an iteration is its
-  // slowest rank's time: the simulator gives every rank that time, and its step then
-  // matches the measured median of slowest-rank steps rather than a typical rank's.
-  std::map<std::pair<int, int>, std::pair<GemmKey, double>> slowest_gemm;  // (iter, task)
-  std::map<std::pair<int, int>, std::pair<ElemKey, double>> slowest_elem;
-  std::map<std::pair<int, int>, std::pair<GemmKey, double>> slowest_clean_gemm;
-  auto keep_slowest = [](auto& slowest, int it, int task, const auto& key, double d) {
+// transfer touched; and GEMMs of overlapping strategies that started under a transfer. A step
+// lasts as long as its slowest rank, so a GEMM's sample for an iteration is its slowest rank's
+// time: the simulator gives every rank that time, and its step then matches the measured median
+// of slowest-rank steps rather than a typical rank's.
+class ComputeCollector {
+ public:
+  ComputeCollector(const CaseView& v, bool reference, bool overlaps, Collected& out)
+      : v_(v), reference_(reference), overlaps_(overlaps), out_(out) {}
+
+  void collect() {
+    for (int it = 0; it < v_.iters(); ++it) {
+      for (int r = 0; r < v_.c->world; ++r) {
+        const Plan& plan = v_.plans[static_cast<size_t>(r)];
+        std::vector<Interval> comm;  // the rank's comm-stream intervals this iteration
+        for (const Task& t : plan.tasks) {
+          Interval iv;
+          if (t.stream == StreamId::comm && v_.timed(it, r, t.id, &iv)) comm.push_back(iv);
+        }
+        for (const Task& t : plan.tasks) sample(it, r, t, comm);
+      }
+    }
+    for (const auto& [where, s] : slowest_gemm_) out_.gemm.reference[s.first].push_back(s.second);
+    for (const auto& [where, s] : slowest_clean_gemm_) {
+      out_.gemm.clean[s.first].push_back(s.second);
+    }
+    for (const auto& [where, s] : slowest_elem_) out_.elem.reference[s.first].push_back(s.second);
+  }
+
+ private:
+  template <typename Key>
+  using Slowest = std::map<std::pair<int, int>, std::pair<Key, double>>;  // (iter, task)
+
+  template <typename Key>
+  static void keep_slowest(Slowest<Key>& slowest, int it, int task, const Key& key, double d) {
     auto [entry, inserted] = slowest.try_emplace({it, task}, key, d);
     if (!inserted) entry->second.second = std::max(entry->second.second, d);
-  };
-  // Comm-stream intervals per iteration and rank.
-  for (int it = 0; it < iters; ++it) {
-    for (int r = 0; r < c.world; ++r) {
-      std::vector<Interval> comm;
-      for (const Task& t : v.plans[static_cast<size_t>(r)].tasks) {
-        Interval iv;
-        if (t.stream == StreamId::comm && v.timed(it, r, t.id, &iv)) comm.push_back(iv);
+  }
+
+  void sample(int it, int r, const Task& t, const std::vector<Interval>& comm) {
+    if (t.stream != StreamId::compute) return;
+    if (t.kind != TaskKind::gemm && !is_elementwise(t.kind)) return;
+    Interval iv;
+    if (!v_.timed(it, r, t.id, &iv)) return;
+    const double d = iv.end - iv.start;
+    bool touched = false, started_under = false;
+    for (const Interval& x : comm) {
+      touched = touched || (x.start < iv.end && x.end > iv.start);
+      started_under = started_under || (x.start <= iv.start && iv.start < x.end);
+    }
+    if (t.kind == TaskKind::gemm) {
+      const GemmKey key{v_.dtype, t.m, t.n, t.k, t.batch};
+      if (!touched) {
+        keep_slowest(reference_ ? slowest_gemm_ : slowest_clean_gemm_, it, t.id, key, d);
+        (reference_ ? out_.gemm_any_rank.reference : out_.gemm_any_rank.clean)[key].push_back(d);
       }
-      for (const Task& t : v.plans[static_cast<size_t>(r)].tasks) {
-        if (t.stream != StreamId::compute) continue;
-        if (t.kind != TaskKind::gemm && !is_elementwise(t.kind)) continue;
-        Interval iv;
-        if (!v.timed(it, r, t.id, &iv)) continue;
-        const double d = iv.end - iv.start;
-        bool touched = false, started_under = false;
-        for (const Interval& x : comm) {
-          touched = touched || (x.start < iv.end && x.end > iv.start);
-          started_under = started_under || (x.start <= iv.start && iv.start < x.end);
-        }
-        if (t.kind == TaskKind::gemm) {
-          const GemmKey key{v.dtype, t.m, t.n, t.k, t.batch};
-          if (!touched) {
-            keep_slowest(reference ? slowest_gemm : slowest_clean_gemm, it, t.id, key, d);
-            (reference ? out.gemm_any_rank.reference : out.gemm_any_rank.clean)[key].push_back(d);
-          }
-          if (overlaps && started_under) out.contended.emplace_back(key, d);
-        } else if (!touched) {
-          const ElemKey key{v.dtype, t.kind, t.m, t.n};
-          if (reference) {
-            keep_slowest(slowest_elem, it, t.id, key, d);
-          } else {
-            out.elem.clean[key].push_back(d);
-          }
-        }
+      if (overlaps_ && started_under) out_.contended.emplace_back(key, d);
+    } else if (!touched) {
+      const ElemKey key{v_.dtype, t.kind, t.m, t.n};
+      if (reference_) {
+        keep_slowest(slowest_elem_, it, t.id, key, d);
+      } else {
+        out_.elem.clean[key].push_back(d);
       }
     }
   }
-  for (const auto& [where, sample] : slowest_gemm) {
-    out.gemm.reference[sample.first].push_back(sample.second);
-  }
-  for (const auto& [where, sample] : slowest_clean_gemm) {
-    out.gemm.clean[sample.first].push_back(sample.second);
-  }
-  for (const auto& [where, sample] : slowest_elem) {
-    out.elem.reference[sample.first].push_back(sample.second);
-  }
-}
+
+  const CaseView& v_;
+  bool reference_, overlaps_;
+  Collected& out_;
+  Slowest<GemmKey> slowest_gemm_, slowest_clean_gemm_;
+  Slowest<ElemKey> slowest_elem_;
+};
 
 void collect_collectives(const CaseView& v, StrategyRole role, Collected& out) {
   const CaseResult& c = *v.c;
@@ -413,7 +424,7 @@ void collect_case(const CaseView& v, Collected& out) {
   // A case whose plans did not regenerate has no strategy: it overlaps nothing known.
   const StrategyRole role = v.strategy ? v.strategy->role : StrategyRole::overlapping;
   const bool overlaps = v.strategy && role == StrategyRole::overlapping;
-  collect_compute(v, role == StrategyRole::compute_reference, overlaps, out);
+  ComputeCollector(v, role == StrategyRole::compute_reference, overlaps, out).collect();
   if (v.c->world < 2 || v.iters() == 0) return;
   InterferenceCollector(v, overlaps, out).collect();
   collect_collectives(v, role, out);
