@@ -8,16 +8,10 @@
 
 #include <mpi.h>
 
+#include "fob/link_emulation.h"
 #include "fob/plan.h"
 
 namespace fob {
-
-struct LinkEmulation {
-  double gbps = 0;        // Gbit/s; 0 = no bandwidth limit
-  double latency_us = 0;  // added to every transfer
-  bool enabled() const { return gbps > 0 || latency_us > 0; }
-  std::string describe() const;  // "none" or "emulated: 10 Gbit/s, 5 us latency per transfer"
-};
 
 struct BackendOptions {
   MPI_Comm comm = MPI_COMM_WORLD;

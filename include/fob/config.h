@@ -7,7 +7,7 @@
 #include <utility>
 #include <vector>
 
-#include "fob/backend.h"
+#include "fob/link_emulation.h"
 #include "fob/strategy.h"
 #include "fob/types.h"
 
