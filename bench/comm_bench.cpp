@@ -219,7 +219,7 @@ std::vector<Row> measure_size(fob::Backend& backend, int64_t bytes, int rounds) 
   std::vector<int> counts(world, static_cast<int>(per_rank / 4));
   std::vector<Row> rows;
 
-  const Plan ag = fob::make_plan(comm_only_case(fob::Workload::ag_gemm, bytes, world), rank);
+  const Plan ag = fob::make_plan(comm_only_case(fob::find_workload("ag_gemm"), bytes, world), rank);
   rows.push_back(measure(
       "all-gather", bytes, rounds,
       [&] {
@@ -228,7 +228,7 @@ std::vector<Row> measure_size(fob::Backend& backend, int64_t bytes, int rounds) 
       },
       [&] { return run_fobench(backend, ag, bytes); }));
 
-  const Plan rs = fob::make_plan(comm_only_case(fob::Workload::gemm_rs, bytes, world), rank);
+  const Plan rs = fob::make_plan(comm_only_case(fob::find_workload("gemm_rs"), bytes, world), rank);
   rows.push_back(measure(
       "reduce-scatter", bytes, rounds,
       [&] {

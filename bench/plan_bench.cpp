@@ -8,7 +8,7 @@ namespace {
 
 void BM_MakePlan(benchmark::State& state, const char* strategy) {
   fob::CaseSpec spec;
-  spec.workload = fob::Workload::mlp;
+  spec.workload = fob::find_workload("mlp");
   spec.shape = {8, 4096, 4096, 16384};
   spec.world = static_cast<int>(state.range(0));
   spec.strategy = fob::parse_strategy(strategy);

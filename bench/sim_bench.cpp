@@ -42,12 +42,12 @@ struct Sweep {
   std::vector<const char*> strategies;
 };
 
-const Sweep kTp64 = {fob::Workload::mlp,
+const Sweep kTp64 = {fob::find_workload("mlp"),
                      {8, 4096, 8192, 4 * 8192},
                      64,
                      {"compute_only", "comm_only", "baseline", "slicing:16", "decompose",
                       "flash:16", "flash_direct:16"}};
-const Sweep kDp1024 = {fob::Workload::gemm_rs_grad,
+const Sweep kDp1024 = {fob::find_workload("gemm_rs_grad"),
                        {4, 4096, 8192, 4 * 8192},
                        1024,
                        {"compute_only", "comm_only", "baseline", "flash:4", "flash_direct"}};
@@ -84,10 +84,10 @@ const Sweep kDp256 = {kDp1024.workload, kDp1024.shape, 256, kDp1024.strategies};
 BENCHMARK_CAPTURE(BM_SimulateSweep, dp256_gemm_rs_grad_one_period, kDp256, false)
     ->Unit(benchmark::kMillisecond);
 
-fob::CaseSpec tp64_case(const char* strategy, fob::Workload workload = fob::Workload::mlp) {
+fob::CaseSpec tp64_case(const char* strategy, fob::Workload workload = fob::find_workload("mlp")) {
   fob::Shape shape = {16, 1024, 1024, 4096};
   // ulysses splits the heads across the 64 ranks as well as the sequence.
-  if (workload == fob::Workload::ulysses) shape.heads = 64;
+  if (workload == fob::find_workload("ulysses")) shape.heads = 64;
   return bf16_case(workload, shape, 64, strategy);
 }
 
@@ -104,7 +104,7 @@ void BM_BuildPlans(benchmark::State& state, const char* strategy) {
 }
 
 void BM_SimulateCase(benchmark::State& state, const char* strategy,
-                     fob::Workload workload = fob::Workload::mlp) {
+                     fob::Workload workload = fob::find_workload("mlp")) {
   const std::vector<fob::Plan> plans = make_plans(tp64_case(strategy, workload));
   // H100-like rates; the event count, not the rates, sets the cost.
   const fob::UniformCost cost(700e12, 3e12, 5e-6, 400e9, 1.1);
@@ -122,9 +122,9 @@ BENCHMARK_CAPTURE(BM_SimulateCase, flash16, "flash:16")->Unit(benchmark::kMillis
 BENCHMARK_CAPTURE(BM_SimulateCase, flash_direct16, "flash_direct:16")
     ->Unit(benchmark::kMillisecond);
 // ulysses' baseline: 32 all-to-alls of 63 pairwise steps each, one step change at a time.
-BENCHMARK_CAPTURE(BM_SimulateCase, ulysses_baseline, "baseline", fob::Workload::ulysses)
+BENCHMARK_CAPTURE(BM_SimulateCase, ulysses_baseline, "baseline", fob::find_workload("ulysses"))
     ->Unit(benchmark::kMillisecond);
-BENCHMARK_CAPTURE(BM_SimulateCase, ulysses_flash16, "flash:16", fob::Workload::ulysses)
+BENCHMARK_CAPTURE(BM_SimulateCase, ulysses_flash16, "flash:16", fob::find_workload("ulysses"))
     ->Unit(benchmark::kMillisecond);
 
 }  // namespace

@@ -32,7 +32,7 @@ inline constexpr size_t kMaxQuoted = 80;
 
 // Each setting is a key of config_keys() (config_keys.h), which reads and writes it.
 struct Config {
-  Workload workload = Workload::mlp;
+  Workload workload = default_workload();
   Shape shape{4, 512, 512, 0};  // ffn 0 means 4 * hidden
   DType dtype = DType::fp32;
   std::vector<std::string> strategies = default_strategies();

@@ -164,7 +164,7 @@ struct StrategySpec {
 };
 
 struct Plan {
-  Workload workload = Workload::ag_gemm;
+  Workload workload = default_workload();
   StrategySpec strategy;  // the strategy that built the plan
   Shape shape;
   DType dtype = DType::fp32;

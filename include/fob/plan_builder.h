@@ -41,6 +41,7 @@ class PlanBuilder {
   int buffer(const std::string& name, int64_t rows, int64_t cols,
              BufferInit init = BufferInit::none);
   int64_t cols(int buffer) const { return plan_.buffers.at(buffer).cols; }
+  int buffer_id(const std::string& name) const { return plan_.buffer_id(name); }  // -1: none
   void input(const InputRegion& region);
   void check(int buffer, CheckKind kind);
 

@@ -85,10 +85,13 @@ struct Strategy {
   // --auto-slices times these parameter values (those up to the rows a rank owns), 0-ended;
   // none: the strategy is not tuned.
   std::array<int, 8> tune_params{};
+  // The collective patterns a strategy implements; a workload (workload.h) composes its plan of
+  // them and names those it uses (Pattern bits), so a new workload over these patterns needs
+  // nothing here. nullptr: the strategy does not run workloads that use the pattern.
   void (*all_gather_gemm)(PlanBuilder& builder, const AgProblem& problem, int param) = nullptr;
   void (*gemm_reduce_scatter)(PlanBuilder& builder, const RsProblem& problem, int param) = nullptr;
-  // Ulysses' two halves: QKV projection + all-to-all #1, then all-to-all #2 + output
-  // projection. nullptr: the strategy does not run ulysses.
+  // GEMM then all-to-all, and all-to-all then GEMM (ulysses' QKV projection + all-to-all #1,
+  // all-to-all #2 + output projection).
   void (*gemm_all_to_all)(PlanBuilder& builder, const A2aProblem& problem, int param) = nullptr;
   void (*all_to_all_gemm)(PlanBuilder& builder, const A2aProblem& problem, int param) = nullptr;
   // All-gather of the blocks of `x` in place, no GEMM: the second half of an all-reduce
@@ -116,8 +119,8 @@ struct Strategy {
   }
 };
 
-// Whether `strategy` can run `workload` (query split needs a computed H: attention; ulysses
-// needs the all-to-all halves).
+// Whether `strategy` can run `workload`: it has every collective pattern the workload uses, and
+// a query split needs a computed H (WorkloadDef::computed_h).
 bool strategy_applies(const Strategy& strategy, Workload workload);
 // The workloads it applies to, comma separated, for messages.
 std::string applicable_workloads(const Strategy& strategy);

@@ -24,11 +24,15 @@ double verify_tolerance(DType dtype, int world);
 // and the final store.
 double attention_tolerance(DType dtype, int world, int64_t seq, int64_t hidden);
 
-// Whether a check's values pass through attention's softmax.
-bool verify_attention(const Plan& plan, CheckKind kind);
+// How far a checked buffer may lie from the oracle: `bound` relative to max|want|, or to
+// max(1, max|want|) unless `own_scale` (values far below 1, such as attention's averages).
+struct Tolerance {
+  double bound = 0;
+  bool own_scale = false;
+};
 
-// The bound for one check of a plan: verify_tolerance, or attention_tolerance where the value
-// passes through the softmax. Relative to max|want| (for the others, to max(1, max|want|)).
-double verify_tolerance(const Plan& plan, CheckKind kind);
+// The bound for one check of a plan: its workload's (WorkloadDef::tolerance), or
+// verify_tolerance for the dtype and world relative to max(1, max|want|).
+Tolerance check_tolerance(const Plan& plan, CheckKind kind);
 
 }  // namespace fob

@@ -41,32 +41,14 @@ DType parse_dtype(const std::string& text);  // throws InputError naming the cho
 std::string dtype_choices();                 // "fp32, fp64, bf16, fp16"
 int dtype_bytes(DType dtype);
 
-// ag_gemm_w: FSDP/ZeRO-3 weight all-gather; gemm_rs_grad: data-parallel weight-gradient
-// reduce-scatter.
-// gemm_ar: tensor-parallel GEMM + all-reduce.
-// mlp_bwd: the backward pass of the TPSP MLP.
-// attn: the TPSP attention block (all-gather, QKV projection, attention, output projection,
-// reduce-scatter).
-// ulysses: DeepSpeed-Ulysses sequence parallelism (QKV projection, all-to-all to heads,
-// attention over the whole sequence, all-to-all back to tokens, output projection).
-enum class Workload : uint8_t {
-  ag_gemm,
-  gemm_rs,
-  mlp,
-  ag_gemm_w,
-  gemm_rs_grad,
-  gemm_ar,
-  mlp_bwd,
-  attn,
-  ulysses
-};
-inline constexpr Workload kAllWorkloads[] = {
-    Workload::ag_gemm,   Workload::gemm_rs,      Workload::mlp,
-    Workload::ag_gemm_w, Workload::gemm_rs_grad, Workload::gemm_ar,
-    Workload::mlp_bwd,   Workload::attn,         Workload::ulysses};
-const char* to_string(Workload workload);
-Workload parse_workload(const std::string& text);
-std::string workload_choices();  // every workload, comma separated
+// A workload (workload.h): its entry in the workload table, which says how to build, check and
+// price it. Every workload, built in or registered, is used through this pointer.
+struct WorkloadDef;
+using Workload = const WorkloadDef*;
+const char* to_string(Workload workload);          // its name; "(none)" for nullptr
+Workload parse_workload(const std::string& text);  // throws InputError naming the choices
+std::string workload_choices();                    // every workload, comma separated
+Workload default_workload();                       // mlp, the TPSP MLP layer
 
 // The most elements any one tensor of a shape may have, 2^50 (8 PiB in fp64, far beyond any
 // machine): shapes past it are refused up front, so that no byte count (an int64_t) can wrap.

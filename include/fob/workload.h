@@ -1,16 +1,18 @@
 // Workloads: which buffers exist, which inputs fill them, and how a strategy's halves compose.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "fob/plan.h"
 #include "fob/strategy.h"
+#include "fob/tolerance.h"
 
 namespace fob {
 
 struct CaseSpec {
-  Workload workload = Workload::mlp;
+  Workload workload = default_workload();
   Shape shape;
   DType dtype = DType::fp32;
   int world = 1;
@@ -24,43 +26,93 @@ struct CaseSpec {
 
 // A workload's GEMMs in the roles the strategies know. M rows are split over the ranks (the
 // dimension gathered before, or scattered after, the GEMM); D is the all-gather GEMM's
-// contraction and the reduce-scatter GEMM's output width; F is sharded across ranks. The
-// weight- and data-parallel layouts are the same two halves over other tensors, stored
-// transposed where that makes them row blocks:
-//   ag_gemm_w     Yt[F, M/N] = AllGather(Wt)[F, D] * Xt_r[D, M/N]   (Y_r = X_r * W)
-//   gemm_rs_grad  dW[D/N, F] = rows r of sum_j Xt_j[D, M/N] * dY_j[M/N, F]   (dW = X^T dY)
-//   gemm_ar       Z[M, D] = sum_j H_j * W2_j: the reduce-scatter half, then an all-gather of
-//                 the reduced blocks (an all-reduce decomposed as NCCL's ring runs it)
-//   mlp_bwd       dY = AllGather(dZ) * W2^T, dW2 = Y^T * dZ, X gathered again while
-//                 dX = ReduceScatter(dY * W1^T) computes, then dW1 = X^T * dY: Megatron's order
-//   attn          QKV_r = AllGather(X) * WQKV_r [M, 3D/N] (this rank's heads: Q | K | V),
-//                 O_r = softmax(Q K^T / sqrt(dh)) V per sequence and head [M, D/N],
-//                 Z = ReduceScatter(O_r * WO_r): Megatron's TPSP attention block
-//   ulysses       QKV = X_r * WQKV for every rank's heads, all-to-all to this rank's heads over
-//                 every token, O_r as attn's, all-to-all back to this rank's tokens,
-//                 Z_r = sum_j O_(tokens r, heads j) * WO_j: DeepSpeed-Ulysses (no has_ag/has_rs;
-//                 strategy.h's A2aProblem)
+// contraction and the reduce-scatter GEMM's output width; F is sharded across ranks. Each
+// workload (src/workloads/, docs/DESIGN.md section 1) sets the extents and tensor names its
+// layout gives these roles.
 struct Geometry {
   int64_t m = 0, d = 0, f = 0;
-  int64_t ag_f = 0;  // the all-gather GEMM's output width over all ranks (attn: 3D; else f)
+  int64_t ag_f = 0;                 // the all-gather GEMM's output width over all ranks (0: f)
   const char* m_key = "batch*seq";  // the config keys behind m and f, for messages
   const char* f_key = "ffn";
   const char* x = "X";    // the all-gathered input [m, d]
   const char* w1 = "W1";  // the all-gather GEMM's weight [d, f], rank r holding columns r
   const char* h = "H";    // the reduce-scatter GEMM's input [m, f], rank r holding columns r
   const char* w2 = "W2";  // its weight [f, d], rank r holding rows r
-  bool has_ag = false, has_rs = false;
-  bool h_is_y = false;      // mlp: the second GEMM consumes the first one's output
-  bool all_reduce = false;  // gemm_ar: every rank ends with every reduced block
-  bool backward = false;    // mlp_bwd: weight gradients and a second gather of X as well
-  bool attention = false;   // attn: H is the attention of the all-gather GEMM's Q, K and V
-  bool all_to_all = false;  // ulysses: m is split by tokens of every sequence, heads exchanged
+  // > 0: W1 is a selection matrix over this many rows (inputs.h), whose products stay bounded
+  // (attention's WQKV keeps its scores small); 0: a dense integer matrix.
+  int64_t w1_select = 0;
+  // Where the reduce-scatter GEMM's H comes from, for the oracle: the input tensor `h`, the
+  // all-gather GEMM's output, or the attention of that output's Q, K and V.
+  enum class HSource : uint8_t { input, product, attention } h_source = HSource::input;
   int64_t seq = 0, heads = 0, head_dim = 0;
 };
+// The extents every layout starts from: m tokens, d hidden, f ffn.
+Geometry layer_geometry(const Shape& shape);
 Geometry geometry(Workload workload, const Shape& shape);
 // Whether the workload a results file names has attention heads (false for a name this
 // version does not know).
 bool has_attention(const std::string& workload);
+
+// The collective patterns a workload's plan asks strategies for (strategy.h's halves), as bits:
+// a strategy applies to a workload when it has every pattern the workload uses.
+enum Pattern : unsigned {
+  kAllGatherGemm = 1u << 0,      // Strategy::all_gather_gemm
+  kGemmReduceScatter = 1u << 1,  // Strategy::gemm_reduce_scatter
+  kAllGatherBlocks = 1u << 2,    // Strategy::all_gather_blocks
+  kGemmAllToAll = 1u << 3,       // Strategy::gemm_all_to_all
+  kAllToAllGemm = 1u << 4,       // Strategy::all_to_all_gemm
+};
+
+// A workload: one entry of the workload table (src/workloads/registry.cpp), defined in a file
+// of its own under src/workloads/, or registered from outside with register_workload. The rest
+// of fobench asks the entry, never the name.
+struct WorkloadDef {
+  const char* name = nullptr;
+  const char* summary = nullptr;
+  // The extents and tensor names of a shape (start from layer_geometry).
+  Geometry (*geometry)(const Shape& shape) = nullptr;
+  // Builds a rank's plan around the strategy's halves: buffers, inputs, tasks and checks
+  // (layer.h has the building blocks the built-in layouts share).
+  void (*build)(PlanBuilder& builder, const CaseSpec& spec, const Geometry& g) = nullptr;
+  unsigned patterns = 0;  // Pattern bits the build asks strategies for
+  // Whether H is computed between the halves (attention's O), so that a query-split strategy
+  // (Strategy::query_split) can interleave it with the reduce-scatter.
+  bool computed_h = false;
+  bool has_heads = false;  // the config key `heads` applies; reports name it
+  // Checks beyond the shared ones (world, sizes, the split extents dividing by the world):
+  // throw InputError naming the key, the value and what would be valid. nullptr: none.
+  void (*validate)(const CaseSpec& spec, const Geometry& g) = nullptr;
+  // A further extent every loopback input period must divide (attention: the sequence), 0: none.
+  int64_t (*loopback_extent)(const Geometry& g, int world) = nullptr;
+  // plan_rotation_period's answer; nullptr: 1 (every rank's plan a rotation of rank 0's).
+  int (*rotation_period)(const CaseSpec& spec, const Geometry& g) = nullptr;
+  // A check's expected values; nullptr: the shared oracle (oracle.h), which knows every
+  // CheckKind the built-in layouts use.
+  std::vector<double> (*expected)(const Plan& plan, const OutputCheck& check,
+                                  uint64_t seed) = nullptr;
+  // A check's tolerance; nullptr: tolerance.h's verify_tolerance for the dtype and world.
+  Tolerance (*tolerance)(const Plan& plan, CheckKind kind) = nullptr;
+  // The shapes the test suites and the GPU bundle run it at: `check_shape` divides by 1..4
+  // ranks and the strategies' parameters with a loopback period above 1 (the default: 144
+  // tokens in sequences of 72, which straddle the 48-row blocks of 3 ranks, hidden = ffn = 144,
+  // 12 heads of 12); `small_shape`, where set, is for where every element access is checked
+  // (the cuda model), in fewer configurations.
+  Shape check_shape{2, 72, 144, 144, 12};
+  std::optional<Shape> small_shape = std::nullopt;
+  // A workload whose plan is a part of another's (ag_gemm of mlp): the bundle's GPU checks,
+  // which have a time budget, run the whole instead.
+  const char* part_of = nullptr;
+};
+
+// Every workload built in, in table order, then any registered since.
+const std::vector<Workload>& all_workloads();
+// Adds a workload defined elsewhere (a test's toy, a plugin): from then on it runs, verifies,
+// reports, simulates and calibrates like a built-in one. `def` must outlive every use; a name
+// taken already is a logic_error.
+void register_workload(const WorkloadDef& def);
+Workload find_workload(const std::string& name);  // nullptr when none has that name
+// The shape a workload's checks run at, as `fobench run` options: "--batch 2 --seq 96 ...".
+std::string shape_options(const Shape& shape);
 
 // Throws InputError when the shape does not divide by the world size or the strategy's
 // parameter, naming the key, the value and what would be valid.
@@ -78,11 +130,5 @@ std::vector<Plan> make_plans(const CaseSpec& spec);
 // extent a rank's shard or block spans (and of the sequence length for attention, so that all
 // sequences are equal too). Throws InputError when it is 1 (every input would be one value).
 int64_t loopback_period(const CaseSpec& spec);
-
-// The tasks computing rows [row, row + rows) of this rank's attention output `o` from `qkv`,
-// sequence by sequence, all local heads in one batched GEMM: scores = Q K^T, softmax, O = P V;
-// a tile of query rows at a time where a whole sequence's scores would pass kScoresElements.
-inline constexpr int64_t kScoresElements = int64_t{1} << 28;
-void attention_rows(PlanBuilder& b, const Geometry& g, int qkv, int o, int64_t row, int64_t rows);
 
 }  // namespace fob

@@ -41,7 +41,6 @@ FOBENCH="$ROOT/bin/fobench"
 MPIRUN="$ROOT/bin/mpirun"
 SMOKE="$ROOT/configs/smoke.yaml"
 MPI_FLAGS=(--oversubscribe --bind-to none)
-WORKLOADS=(mlp attn ulysses mlp_bwd gemm_ar ag_gemm_w gemm_rs_grad)
 # The paper-sized mlp (b·s = 32768 tokens, d = 4096, F = 16384, bf16 as the paper), every
 # overlap strategy, timed only: its double-precision oracle would take an hour on one core;
 # correctness is what the gpu tests and the smoke runs check.
@@ -168,8 +167,14 @@ if ! [[ $BUDGET =~ ^[0-9]+$ ]] || ((BUDGET < 60)); then
   echo "run_checks: FOB_CHECKS_BUDGET=$BUDGET: a number of seconds, at least 60" >&2
   exit 2
 fi
-# The gpu tests' workloads: FOB_CHECKS_WORKLOADS, default all.
+# The gpu tests' workloads: fobench's own table (`fobench --list workloads`) less those that are
+# part of another one (ag_gemm of mlp: the whole runs instead); FOB_CHECKS_WORKLOADS chooses.
+mapfile -t WORKLOADS < <("$FOBENCH" --list workloads 2>/dev/null | awk '
+  /^[^ ]/ { if (w != "") print w; w = $1; sub(/:$/, "", w) }
+  /^  part of: / { w = "" }
+  END { if (w != "") print w }')
 LEFT_OUT=""
+if ((${#WORKLOADS[@]} == 0)); then LEFT_OUT=" (all: \`fobench --list workloads\` listed none)"; fi
 if [[ -n "${FOB_CHECKS_WORKLOADS:-}" ]]; then
   read -r -a chosen <<<"$FOB_CHECKS_WORKLOADS"
   for w in "${chosen[@]}"; do

@@ -72,6 +72,10 @@ struct CalibrateArgs {
 
 int calibrate_command(const CalibrateArgs& args);
 
+// --list workloads | strategies: the registries, one "name: summary" line and indented
+// "key: value" lines per entry.
+int list_command(const std::string& what);
+
 std::string version_text();
 
 }  // namespace fob

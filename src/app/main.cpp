@@ -167,6 +167,9 @@ int main(int argc, char** argv) {
   app.require_subcommand(0, 1);
   bool show_version = false;
   app.add_flag("--version", show_version, "backends built in and library versions");
+  std::string list;
+  app.add_option("--list", list, "print the table of workloads or strategies this build knows")
+      ->check(CLI::IsMember({"workloads", "strategies"}));
   fob::RunArgs run;
   fob::ReportArgs report;
   fob::CompareArgs compare;
@@ -190,6 +193,7 @@ int main(int argc, char** argv) {
     std::cout << fob::version_text();
     return 0;
   }
+  if (!list.empty()) return fob::list_command(list);
   if (*run_cmd) {
     run.command_line = command_line(argc, argv);
     return fob::run_command(run);

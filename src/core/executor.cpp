@@ -123,10 +123,10 @@ int Executor::verify(const Plan& plan, const ExecOptions& options, const std::st
     // relative to the buffer's scale.
     // Attention's O averages values, so it is far below 1: a floor of 1 would let a wrong
     // softmax through in bf16. Its bound scales with the buffer's own largest value.
-    const bool attention = verify_attention(plan, check.kind);
-    double scale = attention ? 0 : 1;
+    const Tolerance tolerance = check_tolerance(plan, check.kind);
+    double scale = tolerance.own_scale ? 0 : 1;
     for (double w : want) scale = std::max(scale, std::fabs(w));
-    const double bound = verify_tolerance(plan, check.kind) * scale;
+    const double bound = tolerance.bound * scale;
     int64_t wrong = 0, first = -1;
     for (size_t i = 0; i < got.size(); ++i) {
       // Written so that NaN (poison never overwritten) always counts as wrong.

@@ -165,9 +165,8 @@ class Oracle {
         return global_slice(src, g.x, 0, m, 0, d).v;
       case CheckKind::ag_out: {
         const int64_t ag_f_local = g.ag_f / n;
-        return multiply(
-                   global_slice(src, g.x, 0, m, 0, d),
-                   global_slice(src, g.w1, 0, d, r * ag_f_local, ag_f_local, g.attention ? d : 0))
+        return multiply(global_slice(src, g.x, 0, m, 0, d),
+                        global_slice(src, g.w1, 0, d, r * ag_f_local, ag_f_local, g.w1_select))
             .v;
       }
       case CheckKind::attn_out:
@@ -200,7 +199,7 @@ class Oracle {
  private:
   // H restricted to rows [row0, row0+rows) and F columns [col0, col0+cols).
   Matrix h_slice(int64_t row0, int64_t rows, int64_t col0, int64_t cols) const {
-    if (g.attention) {
+    if (g.h_source == Geometry::HSource::attention) {
       // Attention's O is computed per rank's heads: assemble the ranks the columns span.
       Matrix out(rows, cols);
       for (int64_t j = col0 / f_local; j * f_local < col0 + cols; ++j) {
@@ -214,7 +213,9 @@ class Oracle {
       }
       return out;
     }
-    if (!g.h_is_y) return global_slice(src, g.h, row0, rows, col0, cols);
+    if (g.h_source == Geometry::HSource::input) {
+      return global_slice(src, g.h, row0, rows, col0, cols);
+    }
     return multiply(global_slice(src, g.x, row0, rows, 0, d),
                     global_slice(src, g.w1, 0, d, col0, cols));
   }
@@ -272,6 +273,7 @@ class Oracle {
 }  // namespace
 
 std::vector<double> expected_output(const Plan& plan, const OutputCheck& check, uint64_t seed) {
+  if (plan.workload->expected) return plan.workload->expected(plan, check, seed);
   return Oracle(plan, seed).expected(check.kind);
 }
 

@@ -147,9 +147,8 @@ void print_task_operands(std::ostream& out, const Plan& plan, const Task& t) {
 void print_plan(std::ostream& out, const Plan& plan) {
   out << "rank " << plan.rank << "/" << plan.world << "  " << to_string(plan.workload) << "  "
       << plan.strategy.text << "  M=" << plan.shape.tokens() << " D=" << plan.shape.hidden
-      << (geometry(plan.workload, plan.shape).attention
-              ? " heads=" + std::to_string(plan.shape.head_count())
-              : " F=" + std::to_string(plan.shape.ffn))
+      << (plan.workload->has_heads ? " heads=" + std::to_string(plan.shape.head_count())
+                                   : " F=" + std::to_string(plan.shape.ffn))
       << " " << to_string(plan.dtype);
   if (plan.input_period > 0) out << "  loopback: inputs repeat every " << plan.input_period;
   out << "\n";

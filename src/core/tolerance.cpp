@@ -25,19 +25,9 @@ double attention_tolerance(DType dtype, int world, int64_t seq, int64_t hidden) 
   return 16 * std::sqrt(static_cast<double>(seq + hidden)) * u_acc + (world + 6) * u_store;
 }
 
-bool verify_attention(const Plan& plan, CheckKind kind) {
-  // What the attention's softmax feeds; ulysses' compute_only feeds its output projection
-  // integer input instead (input_out), so that check stays exact.
-  return geometry(plan.workload, plan.shape).attention &&
-         (kind == CheckKind::attn_out || kind == CheckKind::rs_out ||
-          kind == CheckKind::local_product || kind == CheckKind::ulysses_out ||
-          kind == CheckKind::input_attn_out);
-}
-
-double verify_tolerance(const Plan& plan, CheckKind kind) {
-  return verify_attention(plan, kind)
-             ? attention_tolerance(plan.dtype, plan.world, plan.shape.seq, plan.shape.hidden)
-             : verify_tolerance(plan.dtype, plan.world);
+Tolerance check_tolerance(const Plan& plan, CheckKind kind) {
+  if (plan.workload && plan.workload->tolerance) return plan.workload->tolerance(plan, kind);
+  return {verify_tolerance(plan.dtype, plan.world), false};
 }
 
 }  // namespace fob

@@ -50,44 +50,6 @@ int dtype_bytes(DType dtype) {
   return 0;
 }
 
-const char* to_string(Workload workload) {
-  switch (workload) {
-    case Workload::ag_gemm:
-      return "ag_gemm";
-    case Workload::gemm_rs:
-      return "gemm_rs";
-    case Workload::mlp:
-      return "mlp";
-    case Workload::ag_gemm_w:
-      return "ag_gemm_w";
-    case Workload::gemm_rs_grad:
-      return "gemm_rs_grad";
-    case Workload::gemm_ar:
-      return "gemm_ar";
-    case Workload::mlp_bwd:
-      return "mlp_bwd";
-    case Workload::attn:
-      return "attn";
-    case Workload::ulysses:
-      return "ulysses";
-  }
-  return "?";
-}
-
-std::string workload_choices() {
-  std::string out;
-  for (Workload w : kAllWorkloads) out += (out.empty() ? "" : ", ") + std::string(to_string(w));
-  return out;
-}
-
-Workload parse_workload(const std::string& text) {
-  for (Workload w : kAllWorkloads) {
-    if (text == to_string(w)) return w;
-  }
-  throw InputError("workload: " + quote_value(text) +
-                   " is not a workload; valid: " + workload_choices());
-}
-
 uint64_t fnv1a(const std::string& text) {
   uint64_t h = 1469598103934665603ULL;
   for (char ch : text) h = (h ^ static_cast<unsigned char>(ch)) * 1099511628211ULL;

@@ -135,19 +135,7 @@ void flash_all_to_all_gemm(PlanBuilder& b, const A2aProblem& p, int m) {
   }
 }
 
-extern constinit const Strategy kFlash = {
-    .name = "flash",
-    .summary = "Flash-Overlap free-running ring, rank-adaptive order",
-    .param_name = "m",
-    .default_param = 1,
-    .role = StrategyRole::overlapping,
-    .tune_params = {1, 2, 4, 8},
-    .all_gather_gemm = flash_all_gather_gemm,
-    .gemm_reduce_scatter = flash_gemm_reduce_scatter,
-    .gemm_all_to_all = flash_gemm_all_to_all,
-    .all_to_all_gemm = flash_all_to_all_gemm,
-    // As docs/DESIGN.md section 1 (Workloads: gemm_ar) has it for GEMM + all-reduce.
-    .all_gather_blocks = all_gather_blocks_direct,
-};
+extern constinit const Strategy kFlash =
+    flash_entry("flash", "Flash-Overlap free-running ring, rank-adaptive order", false);
 
 }  // namespace fob

@@ -11,7 +11,24 @@ void flash_gemm_reduce_scatter(PlanBuilder& b, const RsProblem& p, int m);
 void flash_gemm_all_to_all(PlanBuilder& b, const A2aProblem& p, int m);
 void flash_all_to_all_gemm(PlanBuilder& b, const A2aProblem& p, int m);
 
-// flash's table entry: flash_qs is a copy of it that splits queries.
-extern const Strategy kFlash;
+// flash's table entry, and flash_qs's: the same halves, parameter and tuning, which the latter
+// runs with its queries split.
+constexpr Strategy flash_entry(const char* name, const char* summary, bool query_split) {
+  return {
+      .name = name,
+      .summary = summary,
+      .param_name = "m",
+      .default_param = 1,
+      .role = StrategyRole::overlapping,
+      .tune_params = {1, 2, 4, 8},
+      .all_gather_gemm = flash_all_gather_gemm,
+      .gemm_reduce_scatter = flash_gemm_reduce_scatter,
+      .gemm_all_to_all = flash_gemm_all_to_all,
+      .all_to_all_gemm = flash_all_to_all_gemm,
+      // As docs/DESIGN.md section 1 (Workloads: gemm_ar) has it for GEMM + all-reduce.
+      .all_gather_blocks = all_gather_blocks_direct,
+      .query_split = query_split,
+  };
+}
 
 }  // namespace fob

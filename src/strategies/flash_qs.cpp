@@ -7,14 +7,7 @@
 
 namespace fob {
 
-// Flash-Overlap's own entry (its halves, parameter and tuning), split by queries: kFlash is
-// constant-initialized, so it is complete before this copy is made.
-extern const Strategy kFlashQs = [] {
-  Strategy s = kFlash;
-  s.name = "flash_qs";
-  s.summary = "Flash-Overlap with query-split attention (attn, ulysses)";
-  s.query_split = true;
-  return s;
-}();
+extern constinit const Strategy kFlashQs =
+    flash_entry("flash_qs", "Flash-Overlap with query-split attention (attn, ulysses)", true);
 
 }  // namespace fob

@@ -83,14 +83,22 @@ std::vector<std::string> default_strategies() {
 }
 
 bool strategy_applies(const Strategy& strategy, Workload workload) {
-  const Geometry g = geometry(workload, Shape{});
-  if (g.all_to_all) return strategy.gemm_all_to_all && strategy.all_to_all_gemm;
-  return !strategy.query_split || g.attention;
+  const std::pair<unsigned, bool> patterns[] = {
+      {kAllGatherGemm, strategy.all_gather_gemm != nullptr},
+      {kGemmReduceScatter, strategy.gemm_reduce_scatter != nullptr},
+      {kAllGatherBlocks, strategy.all_gather_blocks != nullptr},
+      {kGemmAllToAll, strategy.gemm_all_to_all != nullptr},
+      {kAllToAllGemm, strategy.all_to_all_gemm != nullptr},
+  };
+  for (auto [bit, has] : patterns) {
+    if ((workload->patterns & bit) && !has) return false;
+  }
+  return !strategy.query_split || workload->computed_h;
 }
 
 std::string applicable_workloads(const Strategy& strategy) {
   std::string text;
-  for (Workload w : kAllWorkloads) {
+  for (Workload w : all_workloads()) {
     if (strategy_applies(strategy, w))
       text += (text.empty() ? "" : ", ") + std::string(to_string(w));
   }

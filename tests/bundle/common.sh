@@ -81,7 +81,9 @@ checks_steps() {
   printf '%s\n' nvidia_smi libraries version gemm_slices_cuda reports check_results \
     smoke_nccl_np1_fp32 smoke_nccl_np1_bf16 smoke_mpi_np2_fp32 smoke_mpi_np2_bf16 mlp_nccl_np1 \
     mlp_nccl_np1_graphs
-  for w in mlp attn ulysses mlp_bwd gemm_ar ag_gemm_w gemm_rs_grad; do
+  # The workloads run_checks.sh takes from the table of the fobench under test.
+  for w in $("$FOBENCH" --list workloads | awk '/^[^ ]/ { if (w != "") print w; w = $1 }
+      /^  part of: / { w = "" } END { if (w != "") print w }' | tr -d :); do
     printf '%s\n' "gpu_nccl_np1_$w" "gpu_mpi_np2_$w"
   done
 }

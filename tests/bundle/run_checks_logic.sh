@@ -58,6 +58,7 @@ echo "[  PASSED  ] 50 tests."'
 fake fob_gemm_slices_cuda 'for a; do case $a in --benchmark_out=*) out=${a#*=} ;; esac; done
 echo "{\"benchmarks\": [{\"name\": \"BM_gemm/1\"}]}" >"$out"'
 fake fobench 'case $1 in
+  --list) exec '"$FOBENCH"' "$@" ;;
   --version)
     echo "backends: cpu, cuda"
     devices="1 device(s) visible"

@@ -20,7 +20,7 @@ namespace {
 
 CaseSpec spec_for(const std::string& strategy, int world) {
   CaseSpec spec;
-  spec.workload = Workload::mlp;
+  spec.workload = find_workload("mlp");
   spec.shape = {2, 96, 48, 120};  // M = 192 and F = 120 divide by 1..4 ranks
   spec.world = world;
   spec.strategy = parse_strategy(strategy);
@@ -69,7 +69,7 @@ TEST_F(Fixture, LoopbackRunsEveryWorkloadAndStrategyVerified) {
         Plan plan = make_plan(test_case(w, s, n, DType::fp32, true), 0);
         ASSERT_GT(plan.input_period, 1);
         CaseResult r = executor.run_case(plan, options(1), "loop");
-        const bool exact = !geometry(w, plan.shape).attention;  // softmax: bounded
+        const bool exact = !w->has_heads;  // softmax: bounded
         EXPECT_EQ(r.verified, 1) << to_string(w) << " " << s << " N=" << n;
         if (exact) {
           EXPECT_EQ(r.max_abs_err, 0.0) << to_string(w) << " " << s << " N=" << n;
@@ -87,7 +87,7 @@ TEST_F(Fixture, LoopbackWithoutRepeatingInputsFailsVerification) {
   o.loopback = true;
   auto backend = make_cpu_backend(o);
   Executor executor(*backend, MPI_COMM_WORLD);
-  Plan plan = make_plan(test_case(Workload::mlp, "flash", 2, DType::fp32, true), 0);
+  Plan plan = make_plan(test_case(find_workload("mlp"), "flash", 2, DType::fp32, true), 0);
   plan.input_period = 0;
   testing::internal::CaptureStderr();
   CaseResult r = executor.run_case(plan, options(1), "loop");
@@ -142,7 +142,7 @@ TEST_F(Fixture, VerificationCatchesAWrongPlan) {
 // attn at 1..3 ranks: 12 heads of 4 columns, 24-token sequences in 48 rows.
 CaseSpec attention_spec(const std::string& strategy, int world) {
   CaseSpec spec;
-  spec.workload = Workload::attn;
+  spec.workload = find_workload("attn");
   spec.shape = {2, 24, 48, 192, 12};
   spec.world = world;
   spec.strategy = parse_strategy(strategy);
@@ -196,7 +196,7 @@ TEST_F(Fixture, VerificationCatchesAMisroutedAllToAll) {
   auto backend = make_cpu_backend({});
   Executor executor(*backend, MPI_COMM_WORLD);
   CaseSpec spec;
-  spec.workload = Workload::ulysses;
+  spec.workload = find_workload("ulysses");
   spec.shape = {2, 24 * world, 48, 48, 4 * world};
   spec.world = world;
   spec.strategy = parse_strategy("baseline");

@@ -11,8 +11,12 @@ workload=$2
 shift 2
 out="$scratch/run.h5"
 strategies=baseline,slicing:2,slicing:3,decompose,flash,flash:2,flash_direct,flash_direct:3
-# Query split applies to the attention workloads only.
-case $workload in attn | ulysses) strategies="$strategies,flash_qs,flash_qs:3" ;; esac
+# Query split applies where the workload computes H between its halves (attention's O): its
+# entry in `fobench --list workloads` says so.
+if "$FOBENCH" --list workloads | awk -v w="$workload:" '$1 == w {f = 1; next} /^[^ ]/ {f = 0}
+    f && /computed H/ {found = 1} END {exit !found}'; then
+  strategies="$strategies,flash_qs,flash_qs:3"
+fi
 
 mpirun_np "$np" run -c "$FOB_SOURCE_DIR/bench_configs/smoke.yaml" --workload "$workload" \
   --strategies "$strategies" -o "$out" "$@" || fail "fobench run exited $?"

@@ -8,22 +8,17 @@
 #include <mpi.h>
 
 #include <cmath>
-#include <cstdlib>
 #include <sstream>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "../common/mpi_gtest.h"
+#include "../common/toy_checks.h"
 #include "app/cases.h"
-#include "fob/backend.h"
-#include "fob/calibrate.h"
 #include "fob/config.h"
-#include "fob/executor.h"
-#include "fob/machine.h"
 #include "fob/metrics.h"
 #include "fob/report.h"
-#include "fob/sim.h"
 #include "fob/workload.h"
 
 namespace fob {
@@ -47,7 +42,7 @@ const Strategy& toy() {
 
 std::vector<CaseSpec> toy_cases(int world) {
   Config config;
-  config.workload = Workload::mlp;
+  config.workload = find_workload("mlp");
   config.shape = {2, 96, 48, 120};  // M = 192 and F = 120 divide by 1..4 ranks and 2 pieces
   config.strategies = {"baseline", "toy:2"};
   return make_cases(config, world);
@@ -69,19 +64,7 @@ TEST(ToyStrategy, RunsReportsSimulatesAndCalibrates) {
   ASSERT_EQ(specs.size(), 4u);  // compute_only, comm_only, baseline, toy:2
   EXPECT_EQ(specs.back().strategy.text, "toy:2");
 
-  auto backend = make_cpu_backend({});
-  Executor executor(*backend, MPI_COMM_WORLD);
-  ExecOptions options;
-  options.iters = 3;
-  options.warmup = 1;
-  options.timeout_s = 60;
-  ResultFile file;
-  file.system.backend = "cpu";
-  file.system.world_size = world;
-  for (size_t i = 0; i < specs.size(); ++i) {
-    const Plan plan = make_plan(specs[i], rank);
-    file.cases.push_back(executor.run_case(plan, options, "000" + std::to_string(i)));
-  }
+  const ResultFile file = run_toy_cases(specs, rank, world);
   if (rank != 0) return;  // the results are gathered on rank 0
   for (const CaseResult& c : file.cases) EXPECT_EQ(c.verified, 1) << c.strategy;
 
@@ -96,21 +79,7 @@ TEST(ToyStrategy, RunsReportsSimulatesAndCalibrates) {
   write_report(report, file, ReportFormat::md);
   EXPECT_NE(report.str().find("toy:2"), std::string::npos);
 
-  // The simulator prices the same plans.
-  const char* source = std::getenv("FOB_SOURCE_DIR");
-  ASSERT_NE(source, nullptr);
-  const MachineCost cost(
-      load_machine(std::string(source) + "/bench_configs/machines/h100_nvlink_ib.yaml"));
-  std::vector<Plan> plans;
-  for (int r = 0; r < world; ++r) plans.push_back(make_plan(specs.back(), r));
-  EXPECT_GT(simulate_case(plans, cost, "0003").step(0), 0);
-
-  // calibrate regenerates every case's plans, the toy's included, and fits them.
-  if (world > 1) {
-    FitReport fit;
-    const Machine machine = calibrate({file}, "toy-machine", &fit);
-    EXPECT_FALSE(machine.links.empty());
-  }
+  expect_simulated_and_calibrated(file, specs.back(), world);
 }
 
 }  // namespace

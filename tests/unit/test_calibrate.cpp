@@ -132,12 +132,12 @@ TEST(Calibrate, RecoversAKnownMachine) {
   int id = 0;
   for (int64_t hidden : {64, 128}) {
     for (const char* strategy : {"compute_only", "comm_only", "flash"}) {
-      cases.push_back(
-          measured(Workload::mlp, shape(hidden), strategy, world, "mlp" + std::to_string(id++)));
+      cases.push_back(measured(find_workload("mlp"), shape(hidden), strategy, world,
+                               "mlp" + std::to_string(id++)));
     }
   }
   // attn's compute_only: batched GEMMs (one per sequence, heads batched) and softmax.
-  cases.push_back(measured(Workload::attn, shape(64), "compute_only", world, "attn"));
+  cases.push_back(measured(find_workload("attn"), shape(64), "compute_only", world, "attn"));
   FitReport rep;
   const Machine m = calibrate({file_of(cases, world)}, "testbox", &rep);
 
@@ -193,10 +193,12 @@ TEST(Calibrate, RecoversTransferContentionAndStartDelay) {
   const KnownMachine machine(transfer_slowdown, delay, launch);
   std::vector<CaseResult> cases;
   for (const char* strategy : {"compute_only", "comm_only", "flash", "slicing:2", "decompose"}) {
-    cases.push_back(measured(Workload::mlp, shape(256), strategy, world, strategy, false, machine));
+    cases.push_back(
+        measured(find_workload("mlp"), shape(256), strategy, world, strategy, false, machine));
   }
   // A second message size separates the link's latency from its bandwidth.
-  cases.push_back(measured(Workload::mlp, shape(128), "comm_only", world, "c", false, machine));
+  cases.push_back(
+      measured(find_workload("mlp"), shape(128), "comm_only", world, "c", false, machine));
   FitReport rep;
   const Machine m = calibrate({file_of(cases, world)}, "interfering", &rep);
   EXPECT_NEAR(m.transfer_contention, transfer_slowdown, 1e-9);
@@ -208,7 +210,7 @@ TEST(Calibrate, RecoversTransferContentionAndStartDelay) {
   // Without either effect, neither is found.
   cases.clear();
   for (const char* strategy : {"compute_only", "comm_only", "flash", "slicing:2", "decompose"}) {
-    cases.push_back(measured(Workload::mlp, shape(256), strategy, world, strategy, false));
+    cases.push_back(measured(find_workload("mlp"), shape(256), strategy, world, strategy, false));
   }
   const Machine plain = calibrate({file_of(cases, world)}, "plain", nullptr);
   EXPECT_EQ(plain.transfer_contention, 1.0);
@@ -220,8 +222,8 @@ TEST(Calibrate, RecoversTransferContentionAndStartDelay) {
 TEST(Calibrate, OneMessageSizeGivesZeroLatency) {
   const int world = 2;
   FitReport rep;
-  ResultFile f = file_of({measured(Workload::mlp, shape(64), "compute_only", world, "a"),
-                          measured(Workload::mlp, shape(64), "comm_only", world, "b")},
+  ResultFile f = file_of({measured(find_workload("mlp"), shape(64), "compute_only", world, "a"),
+                          measured(find_workload("mlp"), shape(64), "comm_only", world, "b")},
                          world);
   f.system.link_emulation = "none";
   const Machine m = calibrate({f}, "one", &rep);
@@ -240,8 +242,8 @@ TEST(Calibrate, OneMessageSizeGivesZeroLatency) {
 
 TEST(Calibrate, CountsRanksPerHost) {
   const int world = 4;
-  ResultFile f = file_of({measured(Workload::mlp, shape(64), "compute_only", world, "a"),
-                          measured(Workload::mlp, shape(64), "comm_only", world, "b")},
+  ResultFile f = file_of({measured(find_workload("mlp"), shape(64), "compute_only", world, "a"),
+                          measured(find_workload("mlp"), shape(64), "comm_only", world, "b")},
                          world);
   f.system.hostnames = "n1,n1,n2,n2";
   FitReport rep;
@@ -254,7 +256,7 @@ TEST(Calibrate, CountsRanksPerHost) {
 TEST(Calibrate, NothingToFitIsAnInputError) {
   const int world = 2;
   const ResultFile comm =
-      file_of({measured(Workload::mlp, shape(64), "comm_only", world, "a")}, world);
+      file_of({measured(find_workload("mlp"), shape(64), "comm_only", world, "a")}, world);
   try {
     calibrate({comm}, "x", nullptr);
     FAIL() << "no GEMMs accepted";
@@ -262,7 +264,7 @@ TEST(Calibrate, NothingToFitIsAnInputError) {
     EXPECT_NE(std::string(e.what()).find("GEMM"), std::string::npos) << e.what();
   }
   const ResultFile comp =
-      file_of({measured(Workload::mlp, shape(64), "compute_only", world, "a")}, world);
+      file_of({measured(find_workload("mlp"), shape(64), "compute_only", world, "a")}, world);
   try {
     calibrate({comp}, "x", nullptr);
     FAIL() << "no transfers accepted";
@@ -274,9 +276,10 @@ TEST(Calibrate, NothingToFitIsAnInputError) {
 
 TEST(Calibrate, SkipsCasesWhosePlansChanged) {
   const int world = 2;
-  std::vector<CaseResult> cases = {measured(Workload::mlp, shape(64), "compute_only", world, "a"),
-                                   measured(Workload::mlp, shape(64), "comm_only", world, "b"),
-                                   measured(Workload::mlp, shape(128), "compute_only", world, "c")};
+  std::vector<CaseResult> cases = {
+      measured(find_workload("mlp"), shape(64), "compute_only", world, "a"),
+      measured(find_workload("mlp"), shape(64), "comm_only", world, "b"),
+      measured(find_workload("mlp"), shape(128), "compute_only", world, "c")};
   cases[2].tasks[0].flops += 1;  // no longer the plan make_plan gives
   FitReport rep;
   const Machine m = calibrate({file_of(cases, world)}, "x", &rep);

@@ -16,6 +16,7 @@
 #include "fob/config_keys.h"
 #include "fob/strategy.h"
 #include "fob/types.h"
+#include "fob/workload.h"
 
 namespace fob {
 namespace {
@@ -42,7 +43,7 @@ TEST(ApplyYaml, SetsEveryField) {
              "blas_threads: 2\n"
              "output: out.h5\n",
              "test.yaml");
-  EXPECT_EQ(c.workload, Workload::gemm_rs);
+  EXPECT_EQ(c.workload, find_workload("gemm_rs"));
   EXPECT_EQ(c.shape.batch, 3);
   EXPECT_EQ(c.shape.seq, 64);
   EXPECT_EQ(c.shape.hidden, 128);
@@ -166,10 +167,10 @@ TEST(Sweep, ListsMultiplyAndCasesAddIrregularPoints) {
   apply_yaml(c, "workload: [mlp, ag_gemm]\nbatch: 2\nseq: [128, 256, 512]\n", "s.yaml");
   std::vector<Config> points = expand_sweep(c);
   ASSERT_EQ(points.size(), 6u);
-  EXPECT_EQ(points[0].workload, Workload::mlp);
+  EXPECT_EQ(points[0].workload, find_workload("mlp"));
   EXPECT_EQ(points[0].shape.seq, 128);
   EXPECT_EQ(points[1].shape.seq, 256);
-  EXPECT_EQ(points[5].workload, Workload::ag_gemm);
+  EXPECT_EQ(points[5].workload, find_workload("ag_gemm"));
   EXPECT_EQ(points[5].shape.seq, 512);
   for (const Config& p : points) EXPECT_EQ(p.shape.batch, 2);
 
@@ -291,7 +292,7 @@ TEST(SplitList, TrimsAndDropsEmpty) {
 
 TEST(ConfigYaml, RoundTrips) {
   Config c;
-  c.workload = Workload::ag_gemm;
+  c.workload = find_workload("ag_gemm");
   c.strategies = {"flash:2", "slicing:4"};
   c.link.gbps = 1.5;
   c.seed = 9;

@@ -141,7 +141,7 @@ TEST(Inputs, FillParametersAreTheHostsHash) {
 // corners is input_value's, and no two regions of a plan overlap (a region a case shares must
 // not be written by another region's fill).
 TEST(Inputs, EveryWorkloadsRegionsMatchAndDoNotOverlap) {
-  for (Workload workload : kAllWorkloads) {
+  for (Workload workload : all_workloads()) {
     for (bool loopback : {false, true}) {
       CaseSpec spec;
       spec.workload = workload;

@@ -74,7 +74,7 @@ std::string fingerprints() {
                               "flash:2",   "flash:3",      "flash_direct", "flash_direct:2",
                               "flash_qs",  "flash_qs:2"};
   std::ostringstream out;
-  for (Workload workload : kAllWorkloads) {
+  for (Workload workload : all_workloads()) {
     for (const char* strategy : strategies) {
       for (int world = 1; world <= 8; ++world) {
         for (bool loopback : {false, true}) {

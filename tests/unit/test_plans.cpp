@@ -16,6 +16,7 @@
 
 #include "../common/input_error.h"
 #include "../common/plan_closure.h"
+#include "../common/workload_cases.h"
 #include "fob/plan.h"
 #include "fob/strategy.h"
 #include "fob/types.h"
@@ -108,6 +109,27 @@ using Param = std::tuple<Workload, std::string>;
     if (!(applies)) GTEST_SKIP() << (why); \
   } while (false)
 
+// What the invariants below expect of a workload's plan, from its table entry: which halves it
+// has and how they connect. The two layouts whose plans add a step to the halves are named.
+struct Layout {
+  bool has_ag = false, has_rs = false, all_to_all = false;
+  bool h_is_y = false;      // the reduce-scatter GEMM consumes the all-gather GEMM's output
+  bool attention = false;   // H is computed by attention
+  bool all_reduce = false;  // gemm_ar: an all-gather of the reduced blocks follows
+  bool backward = false;    // mlp_bwd: weight gradients and a second gather of X
+  static Layout of(Workload w, const Geometry& g) {
+    Layout l;
+    l.has_ag = w->patterns & kAllGatherGemm;
+    l.has_rs = w->patterns & kGemmReduceScatter;
+    l.all_to_all = w->patterns & kGemmAllToAll;
+    l.h_is_y = g.h_source == Geometry::HSource::product;
+    l.attention = w->has_heads;
+    l.all_reduce = std::string(w->name) == "gemm_ar";
+    l.backward = std::string(w->name) == "mlp_bwd";
+    return l;
+  }
+};
+
 class PlanInvariants : public ::testing::TestWithParam<Param> {
  protected:
   // Builds every rank's plan for `world` ranks and runs `body` on them, once per world size.
@@ -127,6 +149,7 @@ class PlanInvariants : public ::testing::TestWithParam<Param> {
     plans_.clear();
     for (int r = 0; r < world_; ++r) plans_.push_back(make_plan(spec_, r));
     geometry_ = geometry(workload_, spec_.shape);
+    layout_ = Layout::of(workload_, geometry_);
     tokens_ = geometry_.m;
     block_ = tokens_ / world_;
     ffn_local_ = geometry_.f / world_;
@@ -136,19 +159,19 @@ class PlanInvariants : public ::testing::TestWithParam<Param> {
     is_ = [name](const char* n) { return name == n; };
   }
 
-  bool has_ag() const { return geometry_.has_ag; }
+  bool has_ag() const { return layout_.has_ag; }
   bool is_weight_gradient(const Plan& p, const Task& t) const {
-    return geometry_.backward &&
+    return layout_.backward &&
            (t.c.buffer == p.buffer_id("dw1") || t.c.buffer == p.buffer_id("dw2"));
   }
-  bool has_rs() const { return geometry_.has_rs; }
+  bool has_rs() const { return layout_.has_rs; }
   // The RS half's input H: its own buffer, or the AG half's output for the MLP.
   int h_buffer(const Plan& p) const {
-    return p.buffer_id(geometry_.h_is_y ? "y" : geometry_.attention ? "o" : "h");
+    return p.buffer_id(layout_.h_is_y ? "y" : layout_.attention ? "o" : "h");
   }
   // attn's scores, softmax and P V tasks.
   bool is_attention(const Plan& p, const Task& t) const {
-    if (!geometry_.attention) return false;
+    if (!layout_.attention) return false;
     if (t.kind == TaskKind::softmax) return true;
     return t.kind == TaskKind::gemm &&
            (t.c.buffer == p.buffer_id("scores") || t.c.buffer == p.buffer_id("o"));
@@ -160,12 +183,13 @@ class PlanInvariants : public ::testing::TestWithParam<Param> {
     return t.a.buffer == x || t.c.buffer == x;
   }
 
-  Workload workload_ = Workload::mlp;
+  Workload workload_ = find_workload("mlp");
   std::string spec_text_;
   int world_ = 1;
   CaseSpec spec_;
   std::vector<Plan> plans_;
   Geometry geometry_;
+  Layout layout_;
   int64_t tokens_ = 0, block_ = 0, ffn_local_ = 0;
   bool reference_ = false;
   int param_ = 1;
@@ -408,7 +432,7 @@ TEST_P(PlanInvariants, OutputsComputedExactlyOnce) {
         ASSERT_GE(z, 0);
         // gemm_ar's Z holds every reduced block: its own from the reduce-scatter, the others
         // from the all-gather.
-        const int64_t z_rows = geometry_.all_reduce ? tokens_ : block_;
+        const int64_t z_rows = layout_.all_reduce ? tokens_ : block_;
         EXPECT_EQ(p.buffers[static_cast<size_t>(z)].rows, z_rows);
         // Every row of this rank's H shard feeds exactly one GEMM: one partial per row.
         std::vector<Rows> read;
@@ -446,7 +470,7 @@ TEST_P(PlanInvariants, OutputsComputedExactlyOnce) {
 
 // 8. Every rank does the GEMM work of both halves: 2*M*D*(F/N) each.
 TEST_P(PlanInvariants, GemmFlopsPerHalf) {
-  SKIP_UNLESS(!is_("comm_only") && !geometry_.all_to_all,
+  SKIP_UNLESS(!is_("comm_only") && !layout_.all_to_all,
               "no GEMMs (comm_only), or no AG/RS halves (ulysses: test_plans_ulysses.cpp)");
   for_each_world([&] {
     const double expected = 2.0 * static_cast<double>(tokens_) * static_cast<double>(geometry_.d) *
@@ -478,24 +502,24 @@ TEST_P(PlanInvariants, GemmFlopsPerHalf) {
       const double attention_expected = 4.0 * static_cast<double>(tokens_) *
                                         static_cast<double>(geometry_.seq) *
                                         static_cast<double>(ffn_local_);
-      EXPECT_DOUBLE_EQ(attention, geometry_.attention ? attention_expected : 0.0)
+      EXPECT_DOUBLE_EQ(attention, layout_.attention ? attention_expected : 0.0)
           << "attention GEMM flops on rank " << p.rank;
       EXPECT_DOUBLE_EQ(rs, has_rs() ? expected : 0.0) << "RS flops on rank " << p.rank;
-      EXPECT_DOUBLE_EQ(grads, geometry_.backward ? 2 * expected : 0.0) << "on rank " << p.rank;
+      EXPECT_DOUBLE_EQ(grads, layout_.backward ? 2 * expected : 0.0) << "on rank " << p.rank;
     }
   });
 }
 
 // 5 and 6. How many transfers each strategy makes, of which kind.
 TEST_P(PlanInvariants, TransferCounts) {
-  SKIP_UNLESS(!geometry_.all_to_all, "ulysses' transfers are counted in test_plans_ulysses.cpp");
+  SKIP_UNLESS(!layout_.all_to_all, "ulysses' transfers are counted in test_plans_ulysses.cpp");
   for_each_world([&] {
     const int n = world_;
     // gemm_ar's all-reduce counts as two collectives: its reduce-scatter and its all-gather.
     // gemm_ar's all-reduce counts as two collectives (reduce-scatter and all-gather), and so
     // does mlp_bwd's second gather of X.
-    const int halves = (has_ag() ? 1 : 0) + (has_rs() ? 1 : 0) +
-                       (geometry_.all_reduce || geometry_.backward ? 1 : 0);
+    const int halves =
+        (has_ag() ? 1 : 0) + (has_rs() ? 1 : 0) + (layout_.all_reduce || layout_.backward ? 1 : 0);
     for (const Plan& p : plans_) {
       int exchanges = 0, collectives = 0, p2p_other = 0, gemms = 0, ag_exchanges = 0;
       for (const Task& t : p.tasks) {
@@ -517,7 +541,7 @@ TEST_P(PlanInvariants, TransferCounts) {
         EXPECT_EQ(collectives, 0) << where;
         const int ag = has_ag() ? n - 1 : 0;
         const int rs = has_rs() && n > 1 ? n : 0;
-        const int ar = geometry_.all_reduce || geometry_.backward ? n - 1 : 0;
+        const int ar = layout_.all_reduce || layout_.backward ? n - 1 : 0;
         EXPECT_EQ(exchanges, ag + rs + ar) << where;
         EXPECT_EQ(ag_exchanges, ag) << where;
       } else if (is_("slicing") || is_("baseline") || is_("comm_only")) {
@@ -631,14 +655,14 @@ TEST_P(PlanInvariants, AgLockStepOrFreeRunning) {
 // attn: every (row, head) of O is computed exactly once, from the scores of that row's own
 // sequence (all its keys and values) after a softmax over them.
 TEST_P(PlanInvariants, AttentionCoversEveryHeadOnce) {
-  SKIP_UNLESS(geometry_.attention && !is_("comm_only"), "no attention computed");
+  SKIP_UNLESS(layout_.attention && !is_("comm_only"), "no attention computed");
   for_each_world([&] {
     const int64_t s = geometry_.seq;
     const int64_t dh = geometry_.head_dim;
     for (const Plan& p : plans_) {
       const int o = p.buffer_id("o");
       // Q, K and V of this rank's heads: the all-gather GEMM's output, or ulysses' all-to-all's.
-      const int y = p.buffer_id(geometry_.all_to_all ? "qkv" : "y");
+      const int y = p.buffer_id(layout_.all_to_all ? "qkv" : "y");
       const int scores = p.buffer_id("scores");
       ASSERT_GE(o, 0);
       ASSERT_GE(scores, 0);
@@ -712,7 +736,7 @@ TEST_P(PlanInvariants, AttentionCoversEveryHeadOnce) {
 // before their first reduce-scatter transfer.
 TEST_P(PlanInvariants, QuerySplitHidesTransfersBehindAttention) {
   // Ulysses' first all-to-all precedes the attention: test_plans_ulysses.cpp.
-  SKIP_UNLESS(geometry_.attention && !geometry_.all_to_all && !reference_,
+  SKIP_UNLESS(layout_.attention && !layout_.all_to_all && !reference_,
               "a property of attn's overlapping strategies");
   for_each_world([&] {
     if (world_ == 1) return;  // no transfers
@@ -770,7 +794,7 @@ TEST_P(PlanInvariants, ReferenceModes) {
 
 std::vector<Param> all_params() {
   std::vector<Param> out;
-  for (Workload w : kAllWorkloads) {
+  for (Workload w : all_workloads()) {
     for (const char* s : kSpecs) {
       if (strategy_applies(*parse_strategy(s).strategy, w)) out.emplace_back(w, s);
     }
@@ -799,7 +823,7 @@ TEST(PlanCoverage, EveryStrategyIsTested) {
 }
 
 TEST(ValidateCase, TokensMustDivideByWorld) {
-  CaseSpec c = case_for(Workload::mlp, "baseline", 3);
+  CaseSpec c = case_for(find_workload("mlp"), "baseline", 3);
   c.shape.batch = 1;
   c.shape.seq = 7;
   c.shape.ffn = 12;
@@ -811,16 +835,16 @@ TEST(ValidateCase, TokensMustDivideByWorld) {
 }
 
 TEST(ValidateCase, QuerySplitIsForAttentionOnly) {
-  CaseSpec c = case_for(Workload::mlp, "flash_qs", 2);
+  CaseSpec c = case_for(find_workload("mlp"), "flash_qs", 2);
   const std::string msg = input_error([&] { validate_case(c); });
   EXPECT_NE(msg.find("flash_qs"), std::string::npos) << msg;
   EXPECT_NE(msg.find("attn"), std::string::npos) << msg;
-  c.workload = Workload::attn;
+  c.workload = find_workload("attn");
   EXPECT_NO_THROW(validate_case(c));
 }
 
 TEST(ValidateCase, HeadsMustSplitAcrossRanksAndDivideHidden) {
-  CaseSpec c = case_for(Workload::attn, "flash", 4);
+  CaseSpec c = case_for(find_workload("attn"), "flash", 4);
   c.shape.heads = 6;  // hidden 32: 6 does not divide it
   std::string msg = input_error([&] { validate_case(c); });
   EXPECT_NE(msg.find("heads: 6"), std::string::npos) << msg;
@@ -834,13 +858,13 @@ TEST(ValidateCase, HeadsMustSplitAcrossRanksAndDivideHidden) {
   c.shape.hidden = 512;  // 4 default heads of 128
   c.shape.ffn = 512;
   EXPECT_NO_THROW(validate_case(c));
-  c.workload = Workload::mlp;  // heads mean nothing to the MLP
+  c.workload = find_workload("mlp");  // heads mean nothing to the MLP
   c.shape.heads = 3;
   EXPECT_NO_THROW(validate_case(c));
 }
 
 TEST(ValidateCase, FfnMustDivideByWorld) {
-  CaseSpec c = case_for(Workload::gemm_rs, "flash", 4);
+  CaseSpec c = case_for(find_workload("gemm_rs"), "flash", 4);
   c.shape.ffn = 10;
   const std::string msg = input_error([&] { validate_case(c); });
   EXPECT_NE(msg.find("ffn"), std::string::npos) << msg;
@@ -849,23 +873,23 @@ TEST(ValidateCase, FfnMustDivideByWorld) {
 
 TEST(ValidateCase, ParameterMayNotExceedTheRowsPerRank) {
   // Pieces need not be equal (they differ by at most a row), but there cannot be more than rows.
-  CaseSpec c = case_for(Workload::ag_gemm, "slicing:9", 2);  // 8 rows per rank
+  CaseSpec c = case_for(find_workload("ag_gemm"), "slicing:9", 2);  // 8 rows per rank
   const std::string msg = input_error([&] { validate_case(c); });
   EXPECT_NE(msg.find("slicing:9"), std::string::npos) << msg;
   EXPECT_NE(msg.find("1..8"), std::string::npos) << msg;
-  c = case_for(Workload::ag_gemm, "flash:9", 2);
+  c = case_for(find_workload("ag_gemm"), "flash:9", 2);
   EXPECT_THROW(validate_case(c), InputError);
   for (const char* ok : {"slicing:3", "flash:3", "slicing:8", "flash_direct:5"}) {
-    c = case_for(Workload::ag_gemm, ok, 2);
+    c = case_for(find_workload("ag_gemm"), ok, 2);
     EXPECT_NO_THROW(validate_case(c)) << ok;
   }
 }
 
 TEST(ValidateCase, NonPositiveDimensions) {
-  CaseSpec c = case_for(Workload::mlp, "baseline", 2);
+  CaseSpec c = case_for(find_workload("mlp"), "baseline", 2);
   c.shape.hidden = 0;
   EXPECT_NE(input_error([&] { validate_case(c); }).find("hidden"), std::string::npos);
-  c = case_for(Workload::mlp, "baseline", 0);
+  c = case_for(find_workload("mlp"), "baseline", 0);
   EXPECT_THROW(validate_case(c), InputError);
 }
 
@@ -894,7 +918,7 @@ TEST(ParseStrategy, Invalid) {
 TEST(PlanCheckers, SimulationFindsDeadlock) {
   // flash_direct on 3 ranks: rank 0 exchanges with (1, 2) then (2, 1). Swapping the two makes
   // rank 0 wait for rank 1's second exchange while rank 1 waits for rank 0's second one.
-  const CaseSpec c = case_for(Workload::ag_gemm, "flash_direct", 3);
+  const CaseSpec c = case_for(find_workload("ag_gemm"), "flash_direct", 3);
   std::vector<Plan> plans;
   for (int r = 0; r < 3; ++r) plans.push_back(make_plan(c, r));
   ASSERT_TRUE(unfinished_tasks(plans).empty());
@@ -909,7 +933,7 @@ TEST(PlanCheckers, SimulationFindsDeadlock) {
 }
 
 TEST(PlanCheckers, SimulationFindsMissingCollective) {
-  const CaseSpec c = case_for(Workload::gemm_rs, "baseline", 2);
+  const CaseSpec c = case_for(find_workload("gemm_rs"), "baseline", 2);
   std::vector<Plan> plans = {make_plan(c, 0), make_plan(c, 1)};
   ASSERT_TRUE(unfinished_tasks(plans).empty());
   for (Task& t : plans[1].tasks) {
@@ -919,7 +943,7 @@ TEST(PlanCheckers, SimulationFindsMissingCollective) {
 }
 
 TEST(PlanCheckers, SimulationFindsUnmatchedSend) {
-  const CaseSpec c = case_for(Workload::ag_gemm, "decompose", 2);
+  const CaseSpec c = case_for(find_workload("ag_gemm"), "decompose", 2);
   std::vector<Plan> plans = {make_plan(c, 0), make_plan(c, 1)};
   ASSERT_TRUE(unfinished_tasks(plans).empty());
   for (Task& t : plans[1].tasks) {

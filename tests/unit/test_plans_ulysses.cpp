@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "../common/plan_closure.h"
+#include "fob/layer.h"
 #include "fob/plan.h"
 #include "fob/strategy.h"
 #include "fob/workload.h"
@@ -27,7 +28,7 @@ const std::vector<std::string> kSpecs = {"baseline",  "slicing:1",  "slicing:3",
 // 4 tokens of each of 2 sequences per rank: slicing:3 and flash:3 pieces straddle sequences.
 CaseSpec ulysses_case(const std::string& strategy, int world) {
   CaseSpec c;
-  c.workload = Workload::ulysses;
+  c.workload = find_workload("ulysses");
   c.shape = {2, 4 * world, 4 * world, 4 * world};
   c.shape.heads = 2 * world;
   c.world = world;
@@ -351,8 +352,8 @@ TEST(UlyssesValidate, StrategyWithoutAllToAllHalves) {
     s.all_to_all_gemm = nullptr;
     return s;
   }();
-  EXPECT_FALSE(strategy_applies(toy, Workload::ulysses));
-  EXPECT_TRUE(strategy_applies(toy, Workload::attn));
+  EXPECT_FALSE(strategy_applies(toy, find_workload("ulysses")));
+  EXPECT_TRUE(strategy_applies(toy, find_workload("attn")));
   EXPECT_EQ(applicable_workloads(toy).find("ulysses"), std::string::npos);
 }
 

@@ -72,9 +72,9 @@ TEST(Sim, BaselineIsComputePlusRing) {
   for (int n : kWorlds) {
     for (Regime r : kRegimes) {
       const double want = n * r.g + (n - 1) * r.c;
-      EXPECT_CLOSE(simulated_step(Workload::ag_gemm, "baseline", n, r.g, r.c), want) << n;
-      EXPECT_CLOSE(simulated_step(Workload::gemm_rs, "baseline", n, r.g, r.c), want) << n;
-      EXPECT_CLOSE(simulated_step(Workload::mlp, "baseline", n, r.g, r.c), 2 * want) << n;
+      EXPECT_CLOSE(simulated_step(find_workload("ag_gemm"), "baseline", n, r.g, r.c), want) << n;
+      EXPECT_CLOSE(simulated_step(find_workload("gemm_rs"), "baseline", n, r.g, r.c), want) << n;
+      EXPECT_CLOSE(simulated_step(find_workload("mlp"), "baseline", n, r.g, r.c), 2 * want) << n;
     }
   }
 }
@@ -82,12 +82,13 @@ TEST(Sim, BaselineIsComputePlusRing) {
 TEST(Sim, ReferenceModes) {
   for (int n : kWorlds) {
     for (Regime r : kRegimes) {
-      for (Workload w : {Workload::ag_gemm, Workload::gemm_rs}) {
+      for (Workload w : {find_workload("ag_gemm"), find_workload("gemm_rs")}) {
         EXPECT_CLOSE(simulated_step(w, "compute_only", n, r.g, r.c), n * r.g);
         EXPECT_CLOSE(simulated_step(w, "comm_only", n, r.g, r.c), (n - 1) * r.c);
       }
-      EXPECT_CLOSE(simulated_step(Workload::mlp, "compute_only", n, r.g, r.c), 2 * n * r.g);
-      EXPECT_CLOSE(simulated_step(Workload::mlp, "comm_only", n, r.g, r.c), 2 * (n - 1) * r.c);
+      EXPECT_CLOSE(simulated_step(find_workload("mlp"), "compute_only", n, r.g, r.c), 2 * n * r.g);
+      EXPECT_CLOSE(simulated_step(find_workload("mlp"), "comm_only", n, r.g, r.c),
+                   2 * (n - 1) * r.c);
     }
   }
 }
@@ -103,8 +104,10 @@ TEST(Sim, SlicingExposesOneChunk) {
         const double a = (n - 1) * r.c / chunks, b = n * r.g / chunks;
         const double want = std::max(a + chunks * b, chunks * a + b);
         const std::string spec = "slicing:" + std::to_string(chunks);
-        EXPECT_CLOSE(simulated_step(Workload::ag_gemm, spec, n, r.g, r.c), want) << n << spec;
-        EXPECT_CLOSE(simulated_step(Workload::gemm_rs, spec, n, r.g, r.c), want) << n << spec;
+        EXPECT_CLOSE(simulated_step(find_workload("ag_gemm"), spec, n, r.g, r.c), want)
+            << n << spec;
+        EXPECT_CLOSE(simulated_step(find_workload("gemm_rs"), spec, n, r.g, r.c), want)
+            << n << spec;
         if (r.c <= r.g) {
           EXPECT_CLOSE(want, n * r.g + (n - 1) * r.c / chunks);
         }
@@ -127,7 +130,8 @@ TEST(Sim, FlashAllGatherExposesNothingWhenTransferIsFaster) {
       for (Regime r : kRegimes) {
         const std::string spec = "flash:" + std::to_string(m);
         const double want = std::max(n * r.g, (n - 1) * r.c + r.g / m);
-        EXPECT_CLOSE(simulated_step(Workload::ag_gemm, spec, n, r.g, r.c), want) << n << spec;
+        EXPECT_CLOSE(simulated_step(find_workload("ag_gemm"), spec, n, r.g, r.c), want)
+            << n << spec;
       }
     }
   }
@@ -141,13 +145,14 @@ TEST(Sim, FlashAllGatherExposesNothingWhenTransferIsFaster) {
 TEST(Sim, FlashReduceScatter) {
   for (int n : kWorlds) {
     for (Regime r : kRegimes) {
-      EXPECT_CLOSE(simulated_step(Workload::gemm_rs, "flash", n, r.g, r.c),
+      EXPECT_CLOSE(simulated_step(find_workload("gemm_rs"), "flash", n, r.g, r.c),
                    r.g + (n - 1) * std::max(r.g, r.c))
           << n;
       if (r.c <= r.g) {
         for (int m : {2, 4, 16}) {
           const std::string spec = "flash:" + std::to_string(m);
-          EXPECT_CLOSE(simulated_step(Workload::gemm_rs, spec, n, r.g, r.c), n * r.g) << spec;
+          EXPECT_CLOSE(simulated_step(find_workload("gemm_rs"), spec, n, r.g, r.c), n * r.g)
+              << spec;
         }
       }
     }
@@ -163,9 +168,10 @@ TEST(Sim, DecomposeLockStep) {
   for (int n : kWorlds) {
     for (Regime r : kRegimes) {
       const double s = std::max(r.g, r.c);
-      EXPECT_CLOSE(simulated_step(Workload::ag_gemm, "decompose", n, r.g, r.c), (n - 1) * s + r.g)
+      EXPECT_CLOSE(simulated_step(find_workload("ag_gemm"), "decompose", n, r.g, r.c),
+                   (n - 1) * s + r.g)
           << n;
-      EXPECT_CLOSE(simulated_step(Workload::gemm_rs, "decompose", n, r.g, r.c), n * s) << n;
+      EXPECT_CLOSE(simulated_step(find_workload("gemm_rs"), "decompose", n, r.g, r.c), n * s) << n;
     }
   }
 }
@@ -174,8 +180,8 @@ TEST(Sim, LatencyAddsPerMessage) {
   // Baseline: every ring step pays the latency once.
   const int n = 8;
   const double g = 1.0 / 1024, c = 1.0 / 4096, lat = 1.0 / 65536;
-  const CaseResult res =
-      simulate_case(plans_for(Workload::ag_gemm, "baseline", n), cost_for(n, g, c, lat), "0");
+  const CaseResult res = simulate_case(plans_for(find_workload("ag_gemm"), "baseline", n),
+                                       cost_for(n, g, c, lat), "0");
   EXPECT_CLOSE(res.step(0), n * g + (n - 1) * (c + lat));
 }
 
@@ -188,15 +194,15 @@ TEST(Sim, ContentionSlowsComputeStartedDuringTransfer) {
   const Shape s = test_shape();
   const double rows = static_cast<double>(s.tokens() / n);
   const UniformCost slow(2.0 * rows * 128 * (512.0 / n) / g, kInf, 0, rows * 128 * 4 / c, 2.0);
-  EXPECT_EQ(simulate_case(plans_for(Workload::ag_gemm, "baseline", n), slow, "0").step(0),
-            simulate_case(plans_for(Workload::ag_gemm, "baseline", n), base, "0").step(0));
-  EXPECT_GT(simulate_case(plans_for(Workload::ag_gemm, "flash", n), slow, "0").step(0),
-            simulate_case(plans_for(Workload::ag_gemm, "flash", n), base, "0").step(0));
+  EXPECT_EQ(simulate_case(plans_for(find_workload("ag_gemm"), "baseline", n), slow, "0").step(0),
+            simulate_case(plans_for(find_workload("ag_gemm"), "baseline", n), base, "0").step(0));
+  EXPECT_GT(simulate_case(plans_for(find_workload("ag_gemm"), "flash", n), slow, "0").step(0),
+            simulate_case(plans_for(find_workload("ag_gemm"), "flash", n), base, "0").step(0));
 }
 
 TEST(Sim, ResultLayoutAndDeterminism) {
   const int n = 4;
-  const std::vector<Plan> plans = plans_for(Workload::mlp, "flash:2", n);
+  const std::vector<Plan> plans = plans_for(find_workload("mlp"), "flash:2", n);
   const UniformCost cost = cost_for(n, 1.0 / 1024, 1.0 / 512);
   const CaseResult a = simulate_case(plans, cost, "0007");
   const CaseResult b = simulate_case(plans, cost, "0007");
@@ -248,7 +254,7 @@ TEST(Sim, CorruptedPlansThrow) {
   // A receive that waits on a later task of the peer, which in turn waits on this rank: rank 1
   // posts its exchanges in the reverse order, so rank 0's first exchange meets rank 1's last,
   // which cannot start before rank 1's first, which needs rank 0's second...
-  std::vector<Plan> plans = plans_for(Workload::ag_gemm, "decompose", n);
+  std::vector<Plan> plans = plans_for(find_workload("ag_gemm"), "decompose", n);
   for (Task& t : plans[1].tasks) {
     if (t.kind == TaskKind::exchange) t.tag = 100 - t.tag;
   }
@@ -263,7 +269,7 @@ TEST(Sim, CorruptedPlansThrow) {
     EXPECT_NE(std::string(e.what()).find("task "), std::string::npos) << e.what();
   }
   // A send with no receive.
-  plans = plans_for(Workload::ag_gemm, "flash", n);
+  plans = plans_for(find_workload("ag_gemm"), "flash", n);
   for (Task& t : plans[0].tasks) {
     if (t.kind == TaskKind::exchange) {
       t.tag += 1000;
@@ -276,7 +282,7 @@ TEST(Sim, CorruptedPlansThrow) {
 // A genuine cross-rank deadlock: ranks 0 and 1 each receive before they send, as blocking
 // halves on one comm stream.
 TEST(Sim, DeadlockNamesRankAndTask) {
-  std::vector<Plan> plans = plans_for(Workload::ag_gemm, "decompose", 2);
+  std::vector<Plan> plans = plans_for(find_workload("ag_gemm"), "decompose", 2);
   for (Plan& p : plans) {
     // Rank r's exchange k becomes two tasks in the wrong order: recv then send.
     std::vector<Task> tasks;
@@ -313,7 +319,8 @@ TEST(Sim, SummaryMatchesClosedForms) {
   std::vector<CaseResult> cases;
   int id = 0;
   for (const char* s : {"baseline", "compute_only", "comm_only", "flash", "slicing:4"}) {
-    cases.push_back(simulate_case(plans_for(Workload::ag_gemm, s, n), cost, std::to_string(id++)));
+    cases.push_back(
+        simulate_case(plans_for(find_workload("ag_gemm"), s, n), cost, std::to_string(id++)));
   }
   const std::vector<Summary> sums = summarize(cases);
   ASSERT_EQ(sums.size(), cases.size());
@@ -394,7 +401,7 @@ class PerPairCost : public Forwarding {
 };
 
 std::vector<Plan> empty_plans(int world) {
-  Plan base = plans_for(Workload::ag_gemm, "baseline", 2).front();
+  Plan base = plans_for(find_workload("ag_gemm"), "baseline", 2).front();
   base.tasks.clear();
   std::vector<Plan> plans(static_cast<size_t>(world), base);
   for (int r = 0; r < world; ++r) {
@@ -550,7 +557,8 @@ TEST(SimShare, OneMessagePerPortStrategiesUnchanged) {
     const PerPairCost alone(shared);
     for (const char* spec : {"baseline", "slicing:4", "decompose", "flash", "flash:4",
                              "flash_direct", "flash_direct:4"}) {
-      for (Workload w : {Workload::ag_gemm, Workload::gemm_rs, Workload::mlp}) {
+      for (Workload w :
+           {find_workload("ag_gemm"), find_workload("gemm_rs"), find_workload("mlp")}) {
         const std::vector<Plan> plans = plans_for(w, spec, n);
         EXPECT_EQ(simulate_case(plans, shared, "0").step(0),
                   simulate_case(plans, alone, "0").step(0))
@@ -568,7 +576,8 @@ TEST(SimShare, FlashDirectAllGather) {
       for (Regime r : kRegimes) {
         const std::string spec = "flash_direct:" + std::to_string(m);
         const double want = std::max(n * r.g, (n - 1) * r.c + r.g / m);
-        EXPECT_CLOSE(simulated_step(Workload::ag_gemm, spec, n, r.g, r.c), want) << n << spec;
+        EXPECT_CLOSE(simulated_step(find_workload("ag_gemm"), spec, n, r.g, r.c), want)
+            << n << spec;
       }
     }
   }
@@ -632,7 +641,7 @@ TEST(SimInterference, CollectiveSlowsWhileAnyRingRankComputes) {
   const int n = 2;
   const double g = 1.0 / 1024, c = 1.0 / 4096;
   const UniformCost base = cost_for(n, g, c);
-  std::vector<Plan> plans = plans_for(Workload::ag_gemm, "comm_only", n);
+  std::vector<Plan> plans = plans_for(find_workload("ag_gemm"), "comm_only", n);
   const double ring = simulate_case(plans, base, "0").step(0);
   Task& gemm = plans[1].tasks.emplace_back();
   gemm.id = static_cast<int>(plans[1].tasks.size()) - 1;
@@ -711,10 +720,10 @@ TEST(Sim, SpeedAtSixtyFourRanks) {
   double sim_seconds = 0;
   size_t tasks = 0;
   for (const Strategy* s : all_strategies()) {
-    if (!strategy_applies(*s, Workload::mlp)) continue;
+    if (!strategy_applies(*s, find_workload("mlp"))) continue;
     std::string spec = s->name;
     if (s->param_name != nullptr) spec += ":16";
-    const std::vector<Plan> plans = plans_for(Workload::mlp, spec, n);
+    const std::vector<Plan> plans = plans_for(find_workload("mlp"), spec, n);
     for (const Plan& p : plans) tasks += p.tasks.size();
     const auto t0 = std::chrono::steady_clock::now();
     const CaseResult r = simulate_case(plans, cost, "0");

@@ -45,7 +45,7 @@ Shape ulysses_shape(int64_t batch) {
 
 std::vector<Plan> ulysses_plans(const std::string& strategy, int world, int64_t batch = 1) {
   CaseSpec spec;
-  spec.workload = Workload::ulysses;
+  spec.workload = find_workload("ulysses");
   spec.shape = ulysses_shape(batch);
   spec.dtype = DType::fp32;
   spec.world = world;
@@ -188,7 +188,7 @@ TEST(SimUlysses, EveryStrategyWithinBounds) {
   const Regime regimes[] = {kRegimes[0], kRegimes[1], kRegimes[4]};
   for (int n : {2, 8, 64}) {
     for (const Strategy* s : all_strategies()) {
-      if (!strategy_applies(*s, Workload::ulysses) || s->is_reference()) continue;
+      if (!strategy_applies(*s, find_workload("ulysses")) || s->is_reference()) continue;
       for (int m : {1, 4}) {
         if (s->param_name == nullptr && m > 1) continue;
         // (Appending, not ":" + to_string(m): GCC 12 at -O3 warns of an overlapping copy.)
@@ -255,7 +255,7 @@ TEST(SimUlysses, PairwiseStepsTakeTheirOwnLinkClass) {
     EXPECT_CLOSE(simulate_case(plans, cost, "0").step(0), want) << n;
 
     CaseSpec ag;
-    ag.workload = Workload::ag_gemm;
+    ag.workload = find_workload("ag_gemm");
     ag.shape = ulysses_shape(1);
     ag.world = n;
     ag.strategy = parse_strategy("comm_only");
@@ -375,7 +375,7 @@ TEST(SimUlysses, CalibrateReadsAllToAllAsPairwiseSteps) {
     for (int64_t batch : {1, 3}) {
       for (const char* strategy : {"compute_only", "comm_only"}) {
         CaseSpec spec;
-        spec.workload = Workload::ulysses;
+        spec.workload = find_workload("ulysses");
         spec.shape = ulysses_shape(batch);
         spec.shape.seq = 64 * batch;  // blocks of different sizes
         spec.world = 4;

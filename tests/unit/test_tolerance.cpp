@@ -25,21 +25,23 @@ TEST(VerifyTolerance, AttentionBoundsOnlyWhatPassesThroughTheSoftmax) {
             attention_tolerance(DType::fp32, 4, 1024, 3072));
   EXPECT_GT(attention_tolerance(DType::bf16, 4, 1024, 3072), 10 * std::ldexp(1.0, -8));
   CaseSpec spec;
-  spec.workload = Workload::attn;
+  spec.workload = find_workload("attn");
   spec.shape = Shape{2, 8, 16, 64, 4};
   spec.world = 2;
   spec.strategy = parse_strategy("flash_qs");
   const Plan plan = make_plan(spec, 0);
   for (const OutputCheck& check : plan.checks) {
     const bool softmax = check.kind != CheckKind::ag_out;
-    EXPECT_EQ(verify_tolerance(plan, check.kind) > 0, softmax) << to_string(check.kind);
+    const Tolerance t = check_tolerance(plan, check.kind);
+    EXPECT_EQ(t.bound > 0, softmax) << to_string(check.kind);
+    EXPECT_EQ(t.own_scale, softmax) << to_string(check.kind);
   }
   // The same checks of a softmax-free workload stay bit-exact.
-  spec.workload = Workload::mlp;
+  spec.workload = find_workload("mlp");
   spec.strategy = parse_strategy("flash");
   const Plan mlp = make_plan(spec, 0);
   for (const OutputCheck& check : mlp.checks) {
-    EXPECT_EQ(verify_tolerance(mlp, check.kind), 0.0) << to_string(check.kind);
+    EXPECT_EQ(check_tolerance(mlp, check.kind).bound, 0.0) << to_string(check.kind);
   }
 }
 

@@ -1,6 +1,10 @@
-#include "ulysses_plan.h"
+// ulysses: DeepSpeed-Ulysses sequence parallelism. QKV = X_r * WQKV for every rank's heads,
+// all-to-all to this rank's heads over every token, O_r as attn's, all-to-all back to this
+// rank's tokens, Z_r = sum_j O_(tokens r, heads j) * WO_j (strategy.h's A2aProblem).
+#include "fob/layer.h"
 
 namespace fob {
+namespace {
 
 void build_ulysses(PlanBuilder& b, const CaseSpec& spec, const Geometry& g) {
   const Strategy& strategy = *spec.strategy.strategy;
@@ -39,7 +43,7 @@ void build_ulysses(PlanBuilder& b, const CaseSpec& spec, const Geometry& g) {
     b.input({p.o, 0, g.m, "OA", 0, r * p.head_width});
   } else {
     own_tokens(p.x, 0, g.x, 0);
-    b.input({p.wqkv, 0, g.d, g.w1, 0, 0, g.d});
+    b.input({p.wqkv, 0, g.d, g.w1, 0, 0, g.w1_select});
     b.input({p.wo, 0, g.d, g.w2, 0, 0});
   }
   if (compute_only) {
@@ -75,5 +79,39 @@ void build_ulysses(PlanBuilder& b, const CaseSpec& spec, const Geometry& g) {
     b.check(p.z, CheckKind::ulysses_out);
   }
 }
+
+// The heads as attn's, and every sequence split across the ranks as well.
+void validate_ulysses(const CaseSpec& spec, const Geometry& g) {
+  if (spec.shape.seq % spec.world != 0) {
+    const std::string world = std::to_string(spec.world);
+    throw InputError(
+        "seq: " + std::to_string(spec.shape.seq) + " does not divide by the world size " + world +
+        " (ulysses splits every sequence across ranks); choose a multiple of " + world);
+  }
+  validate_heads(spec, g);
+}
+
+// Each rank's part of a sequence is exchanged: those parts must repeat alike too.
+int64_t sequence_part(const Geometry& g, int world) {
+  return g.seq / world;
+}
+
+}  // namespace
+
+// The same tensors as attn: ulysses splits the tokens instead of gathering them, and exchanges
+// heads by all-to-all instead of the all-gather and reduce-scatter halves.
+extern constinit const WorkloadDef kUlysses = {
+    .name = "ulysses",
+    .summary = "DeepSpeed-Ulysses attention: all-to-all to heads and back",
+    .geometry = attention_geometry,
+    .build = build_ulysses,
+    .patterns = kGemmAllToAll | kAllToAllGemm,
+    .computed_h = true,
+    .has_heads = true,
+    .validate = validate_ulysses,
+    .loopback_extent = sequence_part,
+    .tolerance = attention_check_tolerance,
+    .small_shape = Shape{2, 24, 48, 48, 4},
+};
 
 }  // namespace fob

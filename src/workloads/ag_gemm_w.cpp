@@ -1,0 +1,30 @@
+// ag_gemm_w: FSDP/ZeRO-3's weight all-gather before the GEMM, Y_r = X_r * W, stored transposed
+// so that the gathered weight's shards are row blocks: Yt[F, M/N] = AllGather(Wt)[F, D] *
+// Xt_r[D, M/N].
+#include "fob/layer.h"
+
+namespace fob {
+namespace {
+
+Geometry weight_gather_geometry(const Shape& shape) {
+  Geometry g = layer_geometry(shape);
+  g.m = shape.ffn;
+  g.f = shape.tokens();
+  g.m_key = "ffn";
+  g.f_key = "batch*seq";
+  g.x = "WT";
+  g.w1 = "XT";
+  return g;
+}
+
+}  // namespace
+
+extern constinit const WorkloadDef kAgGemmW = {
+    .name = "ag_gemm_w",
+    .summary = "FSDP/ZeRO-3 weight all-gather + GEMM",
+    .geometry = weight_gather_geometry,
+    .build = build_all_gather_gemm,
+    .patterns = kAllGatherGemm,
+};
+
+}  // namespace fob

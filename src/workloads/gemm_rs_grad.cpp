@@ -1,0 +1,30 @@
+// gemm_rs_grad: the data-parallel weight gradient reduce-scattered as it is computed,
+// dW[D/N, F] = rows r of sum_j Xt_j[D, M/N] * dY_j[M/N, F] (dW = X^T dY).
+#include "fob/layer.h"
+
+namespace fob {
+namespace {
+
+Geometry gradient_geometry(const Shape& shape) {
+  Geometry g = layer_geometry(shape);
+  g.m = shape.hidden;
+  g.d = shape.ffn;
+  g.f = shape.tokens();
+  g.m_key = "hidden";
+  g.f_key = "batch*seq";
+  g.h = "XT";
+  g.w2 = "DY";
+  return g;
+}
+
+}  // namespace
+
+extern constinit const WorkloadDef kGemmRsGrad = {
+    .name = "gemm_rs_grad",
+    .summary = "data-parallel weight gradient GEMM + reduce-scatter",
+    .geometry = gradient_geometry,
+    .build = build_gemm_reduce_scatter,
+    .patterns = kGemmReduceScatter,
+};
+
+}  // namespace fob
