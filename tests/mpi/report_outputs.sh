@@ -84,7 +84,7 @@ for format in md csv json latex; do
     esac || fail "$cmd --format $format exited $?"
     case $format in
       md) grep -q '^| .* |$' "$out" || fail "$cmd --format md has no table row" ;;
-      csv) grep -v '^#' "$out" | head -n 1 | grep -q '^[a-z_]*,.*workload' ||
+      csv) grep -v '^#' "$out" | head -n 1 | grep -Eq '^([a-z0-9_]+,)*workload(,[a-z0-9_]+)+$' ||
         fail "$cmd --format csv has no header of column keys" ;;
       json) "$FOB_PYTHON" -c '
 import json, sys
