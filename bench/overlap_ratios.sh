@@ -27,7 +27,7 @@ import json, sys
 doc = json.load(open(sys.argv[1]))
 shape = ("workload", "batch", "seq", "hidden", "ffn", "heads", "dtype", "world")
 points = {}
-for c in doc["cases"]:
+for c in doc["tables"][0]["rows"]:
     points.setdefault(tuple(c[k] for k in shape), {})[c["strategy"]] = c
 out = []
 for key, cases in points.items():

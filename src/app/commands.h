@@ -8,6 +8,7 @@
 
 #include "fob/config.h"
 #include "fob/config_keys.h"
+#include "fob/table.h"  // the --format choices
 
 namespace fob {
 
@@ -46,7 +47,7 @@ struct CompareArgs {
   std::string base, next;
   double threshold_pct = 5;
   std::string metric = "T";   // T | exposed_comm | busbw
-  std::string format = "md";  // md | csv | json
+  std::string format = "md";  // parse_table_format
 };
 
 // Exit 0 when no case regressed, 1 when one did, 2 on bad input.

@@ -87,7 +87,8 @@ CLI::App* add_run(CLI::App& app, fob::RunArgs& run) {
 CLI::App* add_report(CLI::App& app, fob::ReportArgs& report) {
   CLI::App* cmd = app.add_subcommand("report", "print the speedup table of a results file");
   cmd->add_option("file", report.file, "results file (.h5 or .h5.partial)")->required();
-  cmd->add_option("--format", report.format, "md | csv | json | latex");
+  cmd->add_option("--format", report.format,
+                  "table format: " + fob::table_format_choices() + " (default md)");
   cmd->add_option("--group-by", report.group_by,
                   "one table per value of these case fields (comma list, e.g. seq or "
                   "workload,world); default one per shape");
@@ -118,7 +119,8 @@ CLI::App* add_compare(CLI::App& app, fob::CompareArgs& compare) {
   cmd->add_option("--threshold", compare.threshold_pct,
                   "percent change past which a case regresses (default 5)");
   cmd->add_option("--metric", compare.metric, "T | exposed_comm | busbw (default T)");
-  cmd->add_option("--format", compare.format, "md | csv | json (default md)");
+  cmd->add_option("--format", compare.format,
+                  "table format: " + fob::table_format_choices() + " (default md)");
   return cmd;
 }
 
@@ -136,7 +138,8 @@ CLI::App* add_sim(CLI::App& app, fob::SimArgs& sim) {
     if (key.sim_help) config_option(cmd, key, key.sim_help, sim.run);
   }
   cmd->add_flag("--force", sim.run.force, "overwrite an existing results file");
-  cmd->add_option("--format", sim.format, "md | csv | json | latex (--tune: md | csv | json)");
+  cmd->add_option("--format", sim.format,
+                  "table format: " + fob::table_format_choices() + " (default md)");
   cmd->add_flag("--tune", sim.tune,
                 "simulate every parameter 1..16 of each strategy and print, per shape and "
                 "world, the fastest choice against baseline and T_lb, and the runner-up");

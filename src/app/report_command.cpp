@@ -67,7 +67,7 @@ void write_file(const std::string& path, const std::function<void(std::ostream&)
 
 int report_command(const ReportArgs& args) {
   return guarded("report", [&] {
-    const ReportFormat format = parse_report_format(args.format);
+    const TableFormat format = parse_table_format(args.format);
     const std::vector<std::string> group_by = parse_group_by(args.group_by);
     check_outputs(args);
     const ResultFile file = read_results(args.file);

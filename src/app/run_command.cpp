@@ -504,7 +504,7 @@ bool measure(Run& run) {
   wait_for_the_finished_file(run.comm, run.plans, run.world, run.config.iters);
   if (run.rank == 0) {
     std::cout << "\n";
-    write_report(std::cout, finished, ReportFormat::md);
+    write_report(std::cout, finished, TableFormat::md);
     std::cout << "\nresults: " << run.writer->final_path() << "\n";
   }
   return all_verified;

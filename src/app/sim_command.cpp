@@ -175,11 +175,8 @@ int sim_command(const SimArgs& args) {
     const Machine machine = machine_for(args);
     const std::vector<int> worlds =
         args.worlds.empty() ? std::vector<int>{machine.ranks_per_node} : parse_worlds(args.worlds);
-    const ReportFormat format = parse_report_format(args.format);
+    const TableFormat format = parse_table_format(args.format);
     check_dtypes(points, machine);
-    if (args.tune && format == ReportFormat::latex) {
-      throw InputError("--format: 'latex' is not a --tune format; valid: md, csv, json");
-    }
     // Every case is checked before anything is simulated or written.
     std::vector<CaseSpec> specs;
     for (int world : worlds) {
@@ -209,7 +206,7 @@ int sim_command(const SimArgs& args) {
       writer->finish();
     }
     if (args.tune) {
-      write_tune(std::cout, file, summarize(file), format);
+      write_table(std::cout, tune_document(file, summarize(file)), format);
     } else {
       write_report(std::cout, file, format);
     }

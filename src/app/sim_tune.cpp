@@ -10,7 +10,6 @@
 
 #include "cases.h"
 #include "fob/strategy.h"
-#include "io/json_text.h"
 
 namespace fob {
 namespace {
@@ -25,124 +24,56 @@ std::string shape_text(const Summary& s) {
   return out;
 }
 
-std::string ms(double seconds) {
-  if (!std::isfinite(seconds)) return "-";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3f", seconds * 1e3);
-  return buf;
-}
-
-std::string ratio_text(double v) {
-  if (!std::isfinite(v)) return "-";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.3f", v);
-  return buf;
-}
-
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 double over(double a, double b) {
   return std::isfinite(a) && std::isfinite(b) && b > 0 ? a / b : kNaN;
 }
 
-// The table's columns, in the order cells() fills them: JSON strings where `text`, else
-// numbers.
-struct Column {
-  const char* name;
-  bool text;
-};
-constexpr Column kColumns[] = {{"workload", true},
-                               {"shape", true},
-                               {"dtype", true},
-                               {"world", false},
-                               {"best", true},
-                               {"t_ms", false},
-                               {"speedup", false},
-                               {"t_over_t_lb", false},
-                               {"runner_up", true},
-                               {"runner_up_t_ms", false},
-                               {"runner_up_speedup", false},
-                               {"t_baseline_ms", false},
-                               {"t_lb_ms", false},
-                               {"candidates", false}};
+Column tune_col(const char* name, const char* heading, CellType type, const char* unit = "") {
+  Column c{name, unit, type};
+  c.heading = heading;
+  c.digits = 0;  // the simulator's times are exact; scripts see the same 3 decimals as people
+  return c;
+}
 
-std::vector<std::string> cells(const TuneRow& r) {
+std::vector<Column> tune_columns() {
+  const CellType text = CellType::text, real = CellType::real;
+  return {tune_col("workload", "", text),
+          tune_col("shape", "", text),
+          tune_col("dtype", "", text),
+          tune_col("world", "N", CellType::integer),
+          tune_col("best", "", text),
+          tune_col("t", "T", real, "ms"),
+          tune_col("speedup", "", real),
+          tune_col("t_over_t_lb", "T / T_lb", real),
+          tune_col("runner_up", "runner-up", text),
+          tune_col("runner_up_t", "T", real, "ms"),
+          tune_col("runner_up_speedup", "speedup", real),
+          tune_col("t_baseline", "T_baseline", real, "ms"),
+          tune_col("t_lb", "T_lb", real, "ms"),
+          tune_col("candidates", "", CellType::integer)};
+}
+
+// In the order of tune_columns().
+std::vector<Cell> cells(const TuneRow& r) {
   const Summary& b = *r.best;
   const Summary* u = r.runner_up;
-  return {b.workload,
-          shape_text(b),
-          b.dtype,
-          std::to_string(b.world),
-          b.strategy,
+  const auto ms = [](double seconds) { return Cell::of_real(seconds * 1e3); };
+  return {Cell::of(b.workload),
+          Cell::of(shape_text(b)),
+          Cell::of(b.dtype),
+          Cell::of_int(b.world),
+          Cell::of(b.strategy),
           ms(b.t_median),
-          ratio_text(over(r.t_baseline, b.t_median)),
-          ratio_text(over(b.t_median, r.t_lb)),
-          u ? u->strategy : "-",
-          u ? ms(u->t_median) : "-",
-          u ? ratio_text(over(r.t_baseline, u->t_median)) : "-",
+          Cell::of_real(over(r.t_baseline, b.t_median)),
+          Cell::of_real(over(b.t_median, r.t_lb)),
+          u ? Cell::of(u->strategy) : Cell::none(),
+          u ? ms(u->t_median) : Cell::none(),
+          u ? Cell::of_real(over(r.t_baseline, u->t_median)) : Cell::none(),
           ms(r.t_baseline),
           ms(r.t_lb),
-          std::to_string(r.candidates)};
-}
-
-void write_md(std::ostream& out, const ResultFile& file, const std::vector<TuneRow>& rows) {
-  out << "# fobench sim --tune: SIMULATED, not measured\n\n";
-  out << "- machine: " << file.system.simulated << "\n";
-  out << "- command: `" << file.run.command_line << "`\n";
-  out << "- per shape and world: the fastest of baseline and every parameter 1.." << kTuneMaxParam
-      << " of each strategy (`candidates`), its predicted T, speedup = T_baseline / T, T / T_lb "
-         "(1 is the bound max(T_comp, T_comm)), and the fastest of another strategy "
-         "(runner-up)\n\n";
-  out << "| workload | shape | dtype | N | best | T (ms) | speedup | T / T_lb | runner-up | "
-         "T (ms) | speedup | T_baseline (ms) | T_lb (ms) | candidates |\n";
-  out << "|---|---|---|---:|---|---:|---:|---:|---|---:|---:|---:|---:|---:|\n";
-  for (const TuneRow& r : rows) {
-    out << "|";
-    for (const std::string& c : cells(r)) out << " " << c << " |";
-    out << "\n";
-  }
-}
-
-void write_csv(std::ostream& out, const ResultFile& file, const std::vector<TuneRow>& rows) {
-  out << "# simulated: " << file.system.simulated << "\n";
-  out << "# timer: " << file.system.timer << "\n";
-  out << "# command_line: " << file.run.command_line << "\n";
-  bool first = true;
-  for (const Column& c : kColumns) {
-    out << (first ? "" : ",") << c.name;
-    first = false;
-  }
-  out << "\n";
-  for (const TuneRow& r : rows) {
-    first = true;
-    for (const std::string& c : cells(r)) {
-      out << (first ? "" : ",") << csv_field(c);
-      first = false;
-    }
-    out << "\n";
-  }
-}
-
-// "-" marks an absent value: a time without its reference, no runner-up.
-std::string json_value(const Column& column, const std::string& cell) {
-  if (cell == "-") return "null";
-  return column.text ? json_string(cell) : cell;
-}
-
-void write_json(std::ostream& out, const ResultFile& file, const std::vector<TuneRow>& rows) {
-  out << "{\n  \"simulated\": " << json_string(file.system.simulated)
-      << ",\n  \"timer\": " << json_string(file.system.timer)
-      << ",\n  \"command_line\": " << json_string(file.run.command_line) << ",\n  \"rows\": [";
-  for (size_t i = 0; i < rows.size(); ++i) {
-    const std::vector<std::string> c = cells(rows[i]);
-    out << (i ? ",\n    {" : "\n    {");
-    for (size_t k = 0; k < c.size(); ++k) {
-      out << (k ? ", " : "") << json_string(kColumns[k].name) << ": "
-          << json_value(kColumns[k], c[k]);
-    }
-    out << "}";
-  }
-  out << "\n  ]\n}\n";
+          Cell::of_int(r.candidates)};
 }
 
 }  // namespace
@@ -202,23 +133,22 @@ std::vector<TuneRow> tune_rows(const std::vector<Summary>& all) {
   return rows;
 }
 
-void write_tune(std::ostream& out, const ResultFile& file, const std::vector<Summary>& all,
-                ReportFormat format) {
-  const std::vector<TuneRow> rows = tune_rows(all);
-  switch (format) {
-    case ReportFormat::md:
-      write_md(out, file, rows);
-      return;
-    case ReportFormat::csv:
-      write_csv(out, file, rows);
-      return;
-    case ReportFormat::json:
-      write_json(out, file, rows);
-      return;
-    case ReportFormat::latex:
-      break;
-  }
-  throw InputError("--format: 'latex' is not a --tune format; valid: md, csv, json");
+TableDocument tune_document(const ResultFile& file, const std::vector<Summary>& all) {
+  TableDocument doc;
+  doc.title = "fobench sim --tune: SIMULATED, not measured";
+  doc.facts = {{"simulated", Cell::of(file.system.simulated)},
+               {"timer", Cell::of(file.system.timer)},
+               {"command_line", Cell::of(file.run.command_line)}};
+  doc.prose = {"- machine: " + file.system.simulated, "- command: `" + file.run.command_line + "`",
+               "- per shape and world: the fastest of baseline and every parameter 1.." +
+                   std::to_string(kTuneMaxParam) +
+                   " of each strategy (`candidates`), its predicted T, speedup = T_baseline / T, "
+                   "T / T_lb (1 is the bound max(T_comp, T_comm)), and the fastest of another "
+                   "strategy (runner-up)"};
+  Table table{"", tune_columns(), {}, {}};
+  for (const TuneRow& r : tune_rows(all)) table.rows.push_back(cells(r));
+  doc.tables.push_back(std::move(table));
+  return doc;
 }
 
 }  // namespace fob

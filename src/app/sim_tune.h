@@ -9,6 +9,7 @@
 #include "fob/metrics.h"
 #include "fob/report.h"
 #include "fob/results.h"
+#include "fob/table.h"
 #include "fob/workload.h"
 
 namespace fob {
@@ -33,9 +34,7 @@ struct TuneRow {
 };
 std::vector<TuneRow> tune_rows(const std::vector<Summary>& all);
 
-// The table of tune_rows() in md, csv or json (InputError for latex), headed by what was
-// simulated and how.
-void write_tune(std::ostream& out, const ResultFile& file, const std::vector<Summary>& all,
-                ReportFormat format);
+// The table of tune_rows(), headed by what was simulated and how, for any format.
+TableDocument tune_document(const ResultFile& file, const std::vector<Summary>& all);
 
 }  // namespace fob

@@ -14,19 +14,12 @@
 
 #include "fob/config.h"
 #include "fob/report.h"
+#include "fob/table.h"
 #include "fob/types.h"
 #include "fob/workload.h"
 #include "json_text.h"
 
 namespace fob {
-
-ReportFormat parse_report_format(const std::string& text) {
-  if (text == "md") return ReportFormat::md;
-  if (text == "csv") return ReportFormat::csv;
-  if (text == "json") return ReportFormat::json;
-  if (text == "latex") return ReportFormat::latex;
-  throw InputError("--format: unknown value '" + text + "' (valid choices: md, csv, json, latex)");
-}
 
 namespace {
 
@@ -83,17 +76,12 @@ constexpr const char* kConcurrencyNote =
     "concurrency is the share of comm-task busy time during which the same rank ran a compute "
     "task, as the timer recorded them (median over iterations)";
 
-std::string format(const char* fmt, double value) {
+// "12.34", or "-" when not finite: the bandwidths under a Markdown table.
+std::string format_or_dash(double value) {
+  if (!std::isfinite(value)) return "-";
   char buf[64];
-  std::snprintf(buf, sizeof buf, fmt, value);
+  std::snprintf(buf, sizeof buf, "%.2f", value);
   return buf;
-}
-
-// The one number format shared by CSV and JSON: enough digits to round-trip a float64 of
-// measured seconds to well below timer resolution. Empty for NaN/inf; callers map that.
-std::string number(double value) {
-  if (!std::isfinite(value)) return "";
-  return format("%.9g", value);
 }
 
 std::vector<std::string> split_unique(const std::string& list) {
@@ -146,198 +134,107 @@ std::vector<std::pair<std::string, std::string>> header_pairs(const ResultFile& 
           {"t", kStepNote}};
 }
 
-// ---- one table row, shared by CSV and JSON --------------------------------------------------
+// ---- the table for scripts (CSV and JSON): every case, every column --------------------------
 
-struct Cell {
-  enum Kind { text, integer, real, flag } kind;
-  std::string s;
-  double x = 0;
-  int64_t i = 0;
-};
-
-Cell text_cell(std::string s) {
-  return Cell{Cell::text, std::move(s)};
+Column text_col(const char* name) {
+  return Column{name};
 }
-Cell int_cell(int64_t i) {
-  return Cell{Cell::integer, {}, 0, i};
+Column int_col(const char* name) {
+  return Column{name, "", CellType::integer};
 }
-Cell real_cell(double x) {
-  return Cell{Cell::real, {}, x};
-}
-Cell ms_cell(double seconds) {
-  return real_cell(seconds * 1e3);
-}
-Cell flag_cell(int32_t verified) {
-  return Cell{Cell::flag, {}, 0, verified};
+Column real_col(const char* name, const char* unit = "") {
+  return Column{name, unit, CellType::real};
 }
 
-std::vector<std::pair<const char*, Cell>> row(const Summary& s) {
-  return {{"case_id", text_cell(s.case_id)},
-          {"workload", text_cell(s.workload)},
-          {"strategy", text_cell(s.strategy)},
-          {"batch", int_cell(s.batch)},
-          {"seq", int_cell(s.seq)},
-          {"hidden", int_cell(s.hidden)},
-          {"ffn", int_cell(s.ffn)},
-          {"heads", int_cell(s.heads)},
-          {"dtype", text_cell(s.dtype)},
-          {"world", int_cell(s.world)},
-          {"iters", int_cell(s.iters)},
-          {"verified", flag_cell(s.verified)},
-          {"t_ms", ms_cell(s.t_median)},
-          {"t_min_ms", ms_cell(s.t_min)},
-          {"t_p90_ms", ms_cell(s.t_p90)},
-          {"t_p99_ms", ms_cell(s.t_p99)},
-          {"t_cv", real_cell(s.t_cv)},
-          {"t_comp_ms", ms_cell(s.t_comp)},
-          {"t_comm_ms", ms_cell(s.t_comm)},
-          {"t_lb_ms", ms_cell(s.t_lb)},
-          {"exposed_comm_ms", ms_cell(s.exposed_comm)},
-          {"slicing_penalty_ms", ms_cell(s.slicing_penalty)},
-          {"speedup", real_cell(s.speedup)},
-          {"ideal_speedup", real_cell(s.ideal_speedup)},
-          {"comm_reduction", real_cell(s.comm_reduction)},
-          {"e2e_reduction", real_cell(s.e2e_reduction)},
-          {"overlap_efficiency", real_cell(s.overlap_efficiency)},
-          {"hidden_frac", real_cell(s.hidden_frac)},
-          {"overlap_pct", real_cell(s.overlap_pct)},
-          {"tflops", real_cell(s.tflops)},
-          {"algbw_gbps", real_cell(s.algbw)},
-          {"busbw_gbps", real_cell(s.busbw)},
-          {"concurrency", real_cell(s.concurrency)}};
+std::vector<Column> script_columns() {
+  return {text_col("case_id"),
+          text_col("workload"),
+          text_col("strategy"),
+          int_col("batch"),
+          int_col("seq"),
+          int_col("hidden"),
+          int_col("ffn"),
+          int_col("heads"),
+          text_col("dtype"),
+          int_col("world"),
+          int_col("iters"),
+          Column{"verified", "", CellType::boolean},
+          real_col("t", "ms"),
+          real_col("t_min", "ms"),
+          real_col("t_p90", "ms"),
+          real_col("t_p99", "ms"),
+          real_col("t_cv"),
+          real_col("t_comp", "ms"),
+          real_col("t_comm", "ms"),
+          real_col("t_lb", "ms"),
+          real_col("exposed_comm", "ms"),
+          real_col("slicing_penalty", "ms"),
+          real_col("speedup"),
+          real_col("ideal_speedup"),
+          real_col("comm_reduction"),
+          real_col("e2e_reduction"),
+          real_col("overlap_efficiency"),
+          real_col("hidden_frac"),
+          real_col("overlap_pct"),
+          real_col("tflops"),
+          real_col("algbw", "GB/s"),
+          real_col("busbw", "GB/s"),
+          real_col("concurrency")};
 }
 
-// ---- CSV ------------------------------------------------------------------------------------
-
-std::string csv_cell(const Cell& c) {
-  switch (c.kind) {
-    case Cell::text:
-      return csv_field(one_line_text(c.s));
-    case Cell::integer:
-      return std::to_string(c.i);
-    case Cell::real:
-      return number(c.x);
-    case Cell::flag:
-      return c.i < 0 ? "" : std::to_string(c.i);
-  }
-  return "";
+// In the order of script_columns().
+std::vector<Cell> script_row(const Summary& s) {
+  const auto ms = [](double seconds) { return Cell::of_real(seconds * 1e3); };
+  const auto x = [](double value) { return Cell::of_real(value); };
+  return {Cell::of(s.case_id),
+          Cell::of(s.workload),
+          Cell::of(s.strategy),
+          Cell::of_int(s.batch),
+          Cell::of_int(s.seq),
+          Cell::of_int(s.hidden),
+          Cell::of_int(s.ffn),
+          Cell::of_int(s.heads),
+          Cell::of(s.dtype),
+          Cell::of_int(s.world),
+          Cell::of_int(s.iters),
+          s.verified < 0 ? Cell::none() : Cell::of_bool(s.verified != 0),
+          ms(s.t_median),
+          ms(s.t_min),
+          ms(s.t_p90),
+          ms(s.t_p99),
+          x(s.t_cv),
+          ms(s.t_comp),
+          ms(s.t_comm),
+          ms(s.t_lb),
+          ms(s.exposed_comm),
+          ms(s.slicing_penalty),
+          x(s.speedup),
+          x(s.ideal_speedup),
+          x(s.comm_reduction),
+          x(s.e2e_reduction),
+          x(s.overlap_efficiency),
+          x(s.hidden_frac),
+          x(s.overlap_pct),
+          x(s.tflops),
+          x(s.algbw),
+          x(s.busbw),
+          x(s.concurrency)};
 }
 
-void write_csv(std::ostream& out, const ResultFile& file, const std::vector<Summary>& rows) {
+TableDocument script_document(const ResultFile& file, const std::vector<Summary>& rows) {
+  TableDocument doc;
+  doc.title = "fobench report";
   for (const auto& [key, value] : header_pairs(file)) {
-    out << "# " << key << ": " << one_line_text(value) << "\n";
+    doc.facts.push_back(
+        {key, key == "world_size" ? Cell::of_int(file.system.world_size) : Cell::of(value)});
   }
-  bool first = true;
-  for (const auto& [key, cell] : row(Summary{})) {
-    out << (first ? "" : ",") << key;
-    first = false;
-  }
-  out << "\n";
-  for (const Summary& s : rows) {
-    first = true;
-    for (const auto& [key, cell] : row(s)) {
-      out << (first ? "" : ",") << csv_cell(cell);
-      first = false;
-    }
-    out << "\n";
-  }
-}
-
-// ---- JSON -----------------------------------------------------------------------------------
-
-std::string json_cell(const Cell& c) {
-  switch (c.kind) {
-    case Cell::text:
-      return json_string(c.s);
-    case Cell::integer:
-      return std::to_string(c.i);
-    case Cell::real: {
-      std::string n = number(c.x);
-      return n.empty() ? "null" : n;
-    }
-    case Cell::flag:
-      return c.i < 0 ? "null" : (c.i ? "true" : "false");
-  }
-  return "null";
-}
-
-void write_json(std::ostream& out, const ResultFile& file, const std::vector<Summary>& rows) {
-  const SystemInfo& s = file.system;
-  const RunInfo& r = file.run;
-  auto obj = [&](const std::vector<std::pair<std::string, std::string>>& fields,
-                 const char* indent) {
-    out << "{\n";
-    for (size_t i = 0; i < fields.size(); ++i) {
-      out << indent << "  " << json_string(fields[i].first) << ": " << fields[i].second
-          << (i + 1 < fields.size() ? ",\n" : "\n");
-    }
-    out << indent << "}";
-  };
-  out << "{\n  \"system\": ";
-  obj({{"backend", json_string(s.backend)},
-       {"transport", json_string(s.transport)},
-       {"world_size", std::to_string(s.world_size)},
-       {"hostnames", json_string(s.hostnames)},
-       {"devices", json_string(s.devices)},
-       {"mpi_version", json_string(s.mpi_version)},
-       {"nccl_version", json_string(s.nccl_version)},
-       {"cuda_version", json_string(s.cuda_version)},
-       {"blas", json_string(s.blas)},
-       {"link_emulation", json_string(s.link_emulation)},
-       {"timer", json_string(s.timer)},
-       {"simulated", json_string(s.simulated)},
-       {"env", json_string(s.env)}},
-      "  ");
-  out << ",\n  \"run\": ";
-  obj({{"git_commit", json_string(r.git_commit)},
-       {"created_utc", json_string(r.created_utc)},
-       {"command_line", json_string(r.command_line)},
-       {"config_yaml", json_string(r.config_yaml)},
-       {"overlap_pct_definition", json_string(kOverlapNote)},
-       {"concurrency_definition", json_string(kConcurrencyNote)},
-       {"t_definition", json_string(kStepNote)}},
-      "  ");
-  out << ",\n  \"cases\": [";
-  for (size_t i = 0; i < rows.size(); ++i) {
-    out << (i ? ",\n    {" : "\n    {");
-    bool first = true;
-    for (const auto& [key, cell] : row(rows[i])) {
-      out << (first ? "" : ", ") << json_string(key) << ": " << json_cell(cell);
-      first = false;
-    }
-    out << "}";
-  }
-  out << (rows.empty() ? "]\n}\n" : "\n  ]\n}\n");
-}
-
-// ---- Markdown -------------------------------------------------------------------------------
-
-std::string md_num(double value, const char* fmt) {
-  return std::isfinite(value) ? format(fmt, value) : "-";
-}
-std::string md_ms(double seconds) {
-  return md_num(seconds * 1e3, "%.3f");
-}
-std::string md_pct(double fraction) {
-  return md_num(fraction * 100.0, "%.1f");
-}
-std::string md_x(double ratio) {
-  return md_num(ratio, "%.3f");
-}
-
-// The cells that tell a table's rows apart: one line each, and a '|' in a value stays in it.
-std::string md_cells(const Summary& s, const std::vector<std::string>& fields) {
-  std::string out;
-  for (const std::string& f : fields) {
-    out += out.empty() ? "" : " | ";
-    for (const char ch : one_line_text(field_value(s, f)))
-      out += ch == '|' ? "\\|" : std::string(1, ch);
-  }
-  return out;
-}
-
-std::string md_verified(int32_t v) {
-  return v < 0 ? "-" : (v ? "pass" : "FAIL");
+  // Long texts: in JSON for scripts that need them, not in CSV's comment lines.
+  doc.facts.push_back({"env", Cell::of(file.system.env), false});
+  doc.facts.push_back({"config_yaml", Cell::of(file.run.config_yaml), false});
+  Table table{"cases", script_columns(), {}, {}};
+  for (const Summary& s : rows) table.rows.push_back(script_row(s));
+  doc.tables.push_back(std::move(table));
+  return doc;
 }
 
 // ---- tables of Markdown and LaTeX ---------------------------------------------------------
@@ -421,174 +318,177 @@ std::vector<Summary> ordered_by(std::vector<Summary> rows, const std::vector<std
   return rows;
 }
 
-void write_md(std::ostream& out, const ResultFile& file, const std::vector<Group>& groups,
-              bool empty) {
+std::vector<std::string> md_prose(const ResultFile& file, bool empty) {
   const SystemInfo& s = file.system;
   const RunInfo& r = file.run;
   // Every string from the file is shown as one line: no raw ESC, CR or LF reaches the reader.
   auto or_dash = [](const std::string& v) { return v.empty() ? "-" : one_line_text(v); };
-
-  out << "# fobench report\n\n";
+  std::vector<std::string> lines;
   if (!s.simulated.empty()) {
     // Predictions must never pass for measurements.
-    out << "> **SIMULATED: predicted by fobench sim with " << one_line_text(s.simulated)
-        << "; no time here was measured**\n\n";
+    lines.push_back("> **SIMULATED: predicted by fobench sim with " + one_line_text(s.simulated) +
+                    "; no time here was measured**");
+    lines.emplace_back();
   }
   if (s.link_emulated()) {
     // Emulated numbers describe the emulated link, not this machine; nobody should miss that.
-    out << "> **EMULATED link: " << or_dash(link_detail(s)) << "**\n\n";
+    lines.push_back("> **EMULATED link: " + or_dash(link_detail(s)) + "**");
+    lines.emplace_back();
   }
-  out << "- machine: " << or_dash(join_list(split_unique(s.hostnames), ", ")) << "\n";
-  out << "- backend: " << or_dash(s.backend) << ", transport: " << or_dash(s.transport)
-      << ", world size: " << s.world_size << "\n";
+  lines.push_back("- machine: " + or_dash(join_list(split_unique(s.hostnames), ", ")));
+  lines.push_back("- backend: " + or_dash(s.backend) + ", transport: " + or_dash(s.transport) +
+                  ", world size: " + std::to_string(s.world_size));
   if (!s.devices.empty())
-    out << "- devices: " << or_dash(join_list(split_unique(s.devices), ", ")) << "\n";
-  out << "- link: "
-      << (s.link_emulated() ? "EMULATED link: " + or_dash(link_detail(s)) : "not emulated") << "\n";
-  out << "- timer: " << or_dash(s.timer) << "\n";
-  out << "- BLAS: " << or_dash(s.blas) << "; MPI: " << or_dash(s.mpi_version);
-  if (!s.nccl_version.empty()) out << "; NCCL: " << or_dash(s.nccl_version);
-  if (!s.cuda_version.empty()) out << "; CUDA: " << or_dash(s.cuda_version);
-  out << "\n";
+    lines.push_back("- devices: " + or_dash(join_list(split_unique(s.devices), ", ")));
+  lines.push_back("- link: " + (s.link_emulated() ? "EMULATED link: " + or_dash(link_detail(s))
+                                                  : "not emulated"));
+  lines.push_back("- timer: " + or_dash(s.timer));
+  std::string libs = "- BLAS: " + or_dash(s.blas) + "; MPI: " + or_dash(s.mpi_version);
+  if (!s.nccl_version.empty()) libs += "; NCCL: " + or_dash(s.nccl_version);
+  if (!s.cuda_version.empty()) libs += "; CUDA: " + or_dash(s.cuda_version);
+  lines.push_back(libs);
   if (!r.git_commit.empty() || !r.created_utc.empty()) {
-    out << "- commit: " << or_dash(r.git_commit) << ", created: " << or_dash(r.created_utc) << "\n";
+    lines.push_back("- commit: " + or_dash(r.git_commit) + ", created: " + or_dash(r.created_utc));
   }
-  if (!r.command_line.empty()) out << "- command: `" << or_dash(r.command_line) << "`\n";
-  out << "- " << kStepNote << "\n";
-  out << "- " << kOverlapNote << "\n";
-  out << "- " << kConcurrencyNote << "\n";
-  if (!s.notes.empty()) out << "- **note:** " << or_dash(s.notes) << "\n";
+  if (!r.command_line.empty()) lines.push_back("- command: `" + or_dash(r.command_line) + "`");
+  lines.push_back(std::string("- ") + kStepNote);
+  lines.push_back(std::string("- ") + kOverlapNote);
+  lines.push_back(std::string("- ") + kConcurrencyNote);
+  if (!s.notes.empty()) lines.push_back("- **note:** " + or_dash(s.notes));
+  if (empty) {
+    lines.emplace_back();
+    lines.push_back("No cases in this file.");
+  }
+  return lines;
+}
 
-  if (empty) out << "\nNo cases in this file.\n";
-  for (const Group& group : groups) {
-    out << "\n## " << or_dash(group.title) << "\n\n";
-    out << "| " << join_list(group.label_fields, " | ")
-        << " | T (ms) | T_comp (ms) | T_comm (ms) | T_lb (ms) | exposed_comm (ms) "
-           "| comm_reduction (%) | e2e_reduction (%) | speedup (x) | ideal_speedup (x) "
-           "| overlap_efficiency (%) | hidden (%) | concurrency (%) | verified |\n";
-    out << "|";
-    for (size_t i = 0; i < group.label_fields.size(); ++i) out << "---|";
-    out << "---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|:---:|\n";
-    std::vector<const Summary*> comm_only;
-    for (const Summary* row : group.rows) {
-      out << "| " << md_cells(*row, group.label_fields) << " | " << md_ms(row->t_median) << " | "
-          << md_ms(row->t_comp) << " | " << md_ms(row->t_comm) << " | " << md_ms(row->t_lb) << " | "
-          << md_ms(row->exposed_comm) << " | " << md_pct(row->comm_reduction) << " | "
-          << md_pct(row->e2e_reduction) << " | " << md_x(row->speedup) << " | "
-          << md_x(row->ideal_speedup) << " | " << md_pct(row->overlap_efficiency) << " | "
-          << md_pct(row->hidden_frac) << " | " << md_pct(row->concurrency) << " | "
-          << md_verified(row->verified) << " |\n";
-      if (std::isfinite(row->busbw)) comm_only.push_back(row);
+Cell verified_cell(int32_t v) {
+  return v < 0 ? Cell::none() : Cell::of(v ? "pass" : "FAIL");
+}
+
+Column human_col(const char* heading, const char* unit, int precision, bool sign = false) {
+  Column c{heading, unit, CellType::real, precision};
+  c.sign = sign;
+  return c;
+}
+
+std::vector<Column> label_columns(const Group& group) {
+  std::vector<Column> columns;
+  for (const std::string& f : group.label_fields) columns.push_back(Column{f});
+  return columns;
+}
+
+void add_labels(std::vector<Cell>& cells, const Summary& s, const Group& group) {
+  for (const std::string& f : group.label_fields) cells.push_back(Cell::of(field_value(s, f)));
+}
+
+Table md_table(const Group& group) {
+  Table table{group.title, label_columns(group), {}, {}};
+  for (const auto& [heading, unit] :
+       std::vector<std::pair<const char*, const char*>>{{"T", "ms"},
+                                                        {"T_comp", "ms"},
+                                                        {"T_comm", "ms"},
+                                                        {"T_lb", "ms"},
+                                                        {"exposed_comm", "ms"},
+                                                        {"comm_reduction", "%"},
+                                                        {"e2e_reduction", "%"},
+                                                        {"speedup", "x"},
+                                                        {"ideal_speedup", "x"},
+                                                        {"overlap_efficiency", "%"},
+                                                        {"hidden", "%"},
+                                                        {"concurrency", "%"}}) {
+    table.columns.push_back(human_col(heading, unit, std::string(unit) == "%" ? 1 : 3));
+  }
+  Column verified{"verified"};
+  verified.align = Align::center;
+  table.columns.push_back(verified);
+  const auto ms = [](double seconds) { return Cell::of_real(seconds * 1e3); };
+  const auto pct = [](double fraction) { return Cell::of_real(fraction * 100.0); };
+  for (const Summary* row : group.rows) {
+    std::vector<Cell> cells;
+    add_labels(cells, *row, group);
+    for (const Cell& c :
+         {ms(row->t_median), ms(row->t_comp), ms(row->t_comm), ms(row->t_lb), ms(row->exposed_comm),
+          pct(row->comm_reduction), pct(row->e2e_reduction), Cell::of_real(row->speedup),
+          Cell::of_real(row->ideal_speedup), pct(row->overlap_efficiency), pct(row->hidden_frac),
+          pct(row->concurrency)}) {
+      cells.push_back(c);
     }
+    cells.push_back(verified_cell(row->verified));
+    table.rows.push_back(std::move(cells));
     // What nccl-tests users compare interconnects by.
-    for (const Summary* row : comm_only) {
-      out << "\n"
-          << or_dash(row_label(*row, group.label_fields, " ")) << ": algbw "
-          << md_num(row->algbw, "%.2f") << " GB/s, busbw " << md_num(row->busbw, "%.2f")
-          << " GB/s\n";
+    if (std::isfinite(row->busbw)) {
+      const std::string label = row_label(*row, group.label_fields, " ");
+      table.notes.push_back((label.empty() ? "-" : one_line_text(label)) + ": algbw " +
+                            format_or_dash(row->algbw) + " GB/s, busbw " +
+                            format_or_dash(row->busbw) + " GB/s");
     }
   }
+  return table;
 }
 
-// ---- LaTeX ----------------------------------------------------------------------------------
-
-std::string tex_escape(const std::string& text) {
-  std::string out;
-  for (char ch : one_line_text(text)) {
-    switch (ch) {
-      case '_':
-      case '%':
-      case '&':
-      case '#':
-      case '$':
-      case '{':
-      case '}':
-        out += '\\';
-        out += ch;
-        break;
-      case '\\':
-        out += "\\textbackslash{}";
-        break;
-      case '~':
-        out += "\\textasciitilde{}";
-        break;
-      case '^':
-        out += "\\textasciicircum{}";
-        break;
-      default:
-        out += ch;
-    }
-  }
-  return out;
-}
-
-// "7.1 (-83.9\%)": the paper's form, a time and its reduction against baseline.
-std::string tex_ms_with_reduction(double seconds, double reduction) {
-  if (!std::isfinite(seconds)) return "--";
-  std::string cell = format("%.1f", seconds * 1e3);
-  if (std::isfinite(reduction) && reduction != 0) {
-    cell += format(" ($%+.1f$\\%%)", -reduction * 100.0);
-  }
-  return cell;
-}
-
-// One booktabs table per group in the paper's Table 1 form (needs \usepackage{booktabs}).
-void write_latex(std::ostream& out, const ResultFile& file, const std::vector<Group>& groups) {
-  const SystemInfo& s = file.system;
+// The paper's Table 1 form: a change against baseline beside each time.
+Table latex_table(const Group& group, const SystemInfo& s) {
   const std::string link =
       s.link_emulated() ? "EMULATED link: " + link_detail(s) : "link not emulated";
-  out << "% fobench report -- needs \\usepackage{booktabs}\n";
-  if (!s.simulated.empty()) out << "% SIMULATED with " << one_line_text(s.simulated) << "\n";
-  out << "% " << kStepNote << "\n";
-  out << "% timer: " << one_line_text(s.timer) << "\n";
-  if (!s.notes.empty()) out << "% note: " << one_line_text(s.notes) << "\n";
-  for (const Group& group : groups) {
-    out << "\\begin{table}[ht]\n\\centering\n";
-    out << "\\caption{" << (s.simulated.empty() ? "" : "SIMULATED. ") << tex_escape(group.title)
-        << ". " << tex_escape(join_list(split_unique(s.hostnames), ", ")) << ", backend "
-        << tex_escape(s.backend) << ", transport " << tex_escape(s.transport) << ", "
-        << tex_escape(link) << ", timer " << tex_escape(s.timer)
-        << ". Median step time; comm.\\ overhead is $T - T_{comp}$; reductions against "
-           "baseline.}\n";
-    out << "\\begin{tabular}{" << std::string(group.label_fields.size(), 'l') << "rrrrc}\n";
-    out << "\\toprule\n";
-    for (const std::string& f : group.label_fields) out << tex_escape(f) << " & ";
-    out << "comm.\\ overhead (ms) & end-to-end (ms) & $T_{lb}$ (ms) & speedup & verified "
-           "\\\\\n\\midrule\n";
-    for (const Summary* row : group.rows) {
-      out << tex_escape(row_label(*row, group.label_fields, " & ")) << " & "
-          << tex_ms_with_reduction(row->exposed_comm, row->comm_reduction) << " & "
-          << tex_ms_with_reduction(row->t_median, row->e2e_reduction) << " & "
-          << (std::isfinite(row->t_lb) ? format("%.1f", row->t_lb * 1e3) : "--") << " & "
-          << (std::isfinite(row->speedup) ? format("%.2f", row->speedup) : "--") << " & "
-          << (row->verified < 0 ? "--"
-              : row->verified   ? "pass"
-                                : "FAIL")
-          << " \\\\\n";
-    }
-    out << "\\bottomrule\n\\end{tabular}\n\\end{table}\n\n";
+  Table table{(s.simulated.empty() ? "" : "SIMULATED. ") + group.title + ". " +
+                  join_list(split_unique(s.hostnames), ", ") + ", backend " + s.backend +
+                  ", transport " + s.transport + ", " + link + ", timer " + s.timer +
+                  ". Median step time; comm. overhead is T - T_comp; changes against baseline.",
+              label_columns(group),
+              {},
+              {}};
+  for (Column c : {human_col("comm. overhead", "ms", 1), human_col("change", "%", 1, true),
+                   human_col("end-to-end", "ms", 1), human_col("change", "%", 1, true),
+                   human_col("T_lb", "ms", 1), human_col("speedup", "", 2)}) {
+    table.columns.push_back(c);
   }
+  Column verified{"verified"};
+  verified.align = Align::center;
+  table.columns.push_back(verified);
+  for (const Summary* row : group.rows) {
+    std::vector<Cell> cells;
+    add_labels(cells, *row, group);
+    for (const double v :
+         {row->exposed_comm * 1e3, -row->comm_reduction * 100.0, row->t_median * 1e3,
+          -row->e2e_reduction * 100.0, row->t_lb * 1e3, row->speedup}) {
+      cells.push_back(Cell::of_real(v));
+    }
+    cells.push_back(verified_cell(row->verified));
+    table.rows.push_back(std::move(cells));
+  }
+  return table;
+}
+
+TableDocument people_document(const ResultFile& file, const std::vector<Group>& groups,
+                              TableFormat format, bool empty) {
+  TableDocument doc;
+  doc.title = "fobench report";
+  const SystemInfo& s = file.system;
+  if (format == TableFormat::md) {
+    doc.prose = md_prose(file, empty);
+    for (const Group& g : groups) doc.tables.push_back(md_table(g));
+    return doc;
+  }
+  if (!s.simulated.empty()) doc.prose.push_back("SIMULATED with " + s.simulated);
+  doc.prose.push_back(kStepNote);
+  doc.prose.push_back("timer: " + s.timer);
+  if (!s.notes.empty()) doc.prose.push_back("note: " + s.notes);
+  for (const Group& g : groups) doc.tables.push_back(latex_table(g, s));
+  return doc;
 }
 
 }  // namespace
 
-void write_report(std::ostream& out, const ResultFile& file, ReportFormat format,
+void write_report(std::ostream& out, const ResultFile& file, TableFormat format,
                   const std::vector<std::string>& group_by) {
   const std::vector<Summary> rows = summarize(file);
-  switch (format) {
-    case ReportFormat::md:
-      write_md(out, file, make_groups(rows, group_by), rows.empty());
-      break;
-    case ReportFormat::latex:
-      write_latex(out, file, make_groups(rows, group_by));
-      break;
-    case ReportFormat::csv:
-      write_csv(out, file, ordered_by(rows, group_by));
-      break;
-    case ReportFormat::json:
-      write_json(out, file, ordered_by(rows, group_by));
-      break;
+  if (format == TableFormat::csv || format == TableFormat::json) {
+    write_table(out, script_document(file, ordered_by(rows, group_by)), format);
+    return;
   }
+  write_table(out, people_document(file, make_groups(rows, group_by), format, rows.empty()),
+              format);
 }
 
 }  // namespace fob

@@ -106,8 +106,9 @@ assert "concurrency" in summary.dtype.names, summary.dtype.names
 
 rows = [r for r in csv.DictReader(l for l in open(csv_path) if not l.startswith("#"))]
 doc = json.load(open(json_path))
-assert len(rows) == len(doc["cases"]) == len(cases)
-for row, jcase in zip(rows, doc["cases"]):
+jcases = doc["tables"][0]["rows"]
+assert len(rows) == len(jcases) == len(cases)
+for row, jcase in zip(rows, jcases):
     assert row["strategy"] == jcase["strategy"]
     for key in ["t_ms", "t_comp_ms", "t_comm_ms", "speedup", "exposed_comm_ms", "concurrency"]:
         c = row[key]

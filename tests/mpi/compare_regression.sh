@@ -40,7 +40,7 @@ regressed() {
   "$FOB_PYTHON" -c '
 import json, sys
 d = json.load(open(sys.argv[1]))
-flagged = [c["strategy"] for c in d["cases"] if c["verdict"] == "regressed"]
+flagged = [c["strategy"] for c in d["tables"][0]["rows"] if c["verdict"] == "regressed"]
 assert (sys.argv[2] == "1") == bool(flagged), (sys.argv[2], flagged)
 print(" ".join(flagged))' "$scratch/regressed.json" "$rc" || fail "compare $*: exit code and verdicts disagree"
 }
@@ -91,8 +91,9 @@ expect_in "$scratch/timer.out" "timer cuda events (stream order)"
 "$FOB_PYTHON" -c '
 import json, sys
 d = json.load(open(sys.argv[1]))
-assert d["timer_differs"] and not d["link_emulation_differs"], d
-assert d["base"]["timer"] == "host steady_clock" and d["new"]["timer"].startswith("cuda"), d
+m = d["meta"]
+assert m["timer_differs"] and not m["link_emulation_differs"], m
+assert m["base_timer"] == "host steady_clock" and m["new_timer"].startswith("cuda"), m
 ' "$scratch/timer.json" || fail "compare --format json does not say the timers differ"
 grep -q "timer differs" "$scratch/self.out" "$scratch/self.err" &&
   fail "a file compared with itself was said to differ in its timer"
@@ -114,16 +115,18 @@ expect_in "$scratch/same_exposed.out" "Skipped: 2 matched case(s)"
 "$FOB_PYTHON" -c '
 import json, sys
 d = json.load(open(sys.argv[1]))
-assert d["metric"] == "T" and d["threshold_pct"] == 5 and not d["link_emulation_differs"], d
-assert len(d["cases"]) == 5 and not d["only_in_base"] and not d["only_in_new"], d
-assert all(c["ci_low_pct"] <= c["change_pct"] <= c["ci_high_pct"] for c in d["cases"]), d
+m, rows = d["meta"], d["tables"][0]["rows"]
+assert m["metric"] == "T" and m["threshold_pct"] == 5 and not m["link_emulation_differs"], m
+assert len(rows) == 5 and all(r["verdict"] in ("regressed", "improved", "no_change") for r in rows), d
+assert all(c["ci_low_pct"] <= c["change_pct"] <= c["ci_high_pct"] for c in rows), d
 ' "$scratch/same_json.out" || fail "compare --format json is wrong"
 "$FOB_PYTHON" -c '
 import json, sys
 d = json.load(open(sys.argv[1]))
-assert d["interval"].startswith("95% bootstrap interval over rounds") and d["drift_ignored"] == 0, d
+m = d["meta"]
+assert m["interval"].startswith("95% bootstrap interval over rounds") and m["drift_ignored"] == 0, m
 assert all(c["base_rounds"] == c["new_rounds"] == 5 and c["base_resampled"] == "rounds" and
-           c["new_resampled"] == "rounds" and not c["note"] for c in d["cases"]), d
+           c["new_resampled"] == "rounds" and not c["note"] for c in d["tables"][0]["rows"]), d
 ' "$scratch/same_json.out" || fail "compare --format json does not say it resampled rounds"
 
 # (3) The slower link: the link-bound cases regress, and the report says the link differs.
@@ -188,9 +191,10 @@ expect_in "$scratch/old.err" "fobench compare: note: 5 case(s) have a side with 
 "$FOB_PYTHON" -c '
 import json, sys
 d = json.load(open(sys.argv[1]))
-assert d["drift_ignored"] == len(d["cases"]) == 5, d
+rows = d["tables"][0]["rows"]
+assert d["meta"]["drift_ignored"] == len(rows) == 5, d
 assert all(c["base_rounds"] == c["new_rounds"] == 1 and c["base_resampled"] == "iterations" and
-           "ignores their run-to-run drift" in c["note"] for c in d["cases"]), d
+           "ignores their run-to-run drift" in c["note"] for c in rows), d
 ' "$scratch/old.json" || fail "compare --format json does not say an old file was resampled by iterations"
 
 # (4) Bad input: exit 2 and a message naming the problem.
@@ -222,5 +226,5 @@ expect_in "$scratch/metric.err" "T, exposed_comm or busbw"
 compare_expect 2 threshold "$a" "$b" --threshold -1
 expect_in "$scratch/threshold.err" "--threshold"
 compare_expect 2 format "$a" "$b" --format xml
-expect_in "$scratch/format.err" "md, csv or json"
+expect_in "$scratch/format.err" "valid choices: md, csv, json, latex"
 echo "compare_regression: ok"

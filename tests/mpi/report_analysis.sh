@@ -20,7 +20,7 @@ import csv, json, math, sys
 scratch, h5path, results_dir = sys.argv[1:4]
 rows = list(csv.DictReader(l for l in open(f"{scratch}/r.csv") if not l.startswith("#")))
 doc = json.load(open(f"{scratch}/r.json"))
-cases = doc["cases"]
+cases = doc["tables"][0]["rows"]
 assert len(rows) == len(cases) == 8, (len(rows), len(cases))
 for r, c in zip(rows, cases):
     assert list(r.keys()) == list(c.keys()), "CSV and JSON columns differ"

@@ -69,3 +69,39 @@ expect_input_error calibrate_reserved "names ending in .tmp are fobench's own" \
 # No temporary is left behind by any of it.
 if find "$scratch" -name '.*.tmp' | grep -q .; then fail "a temporary was left behind"; fi
 echo "ok: report and calibrate write only files of their own"
+
+# Every table command takes every table format, through the same writers: Markdown with a table
+# row, CSV with a header of column keys, JSON in the one shape, LaTeX with a tabular.
+machine="$FOB_SOURCE_DIR/bench_configs/machines/cpu_shm.yaml"
+for format in md csv json latex; do
+  for cmd in report compare sim_tune; do
+    out="$scratch/$cmd.$format"
+    case $cmd in
+      report) "$FOBENCH" report "$in" --format "$format" > "$out" ;;
+      compare) "$FOBENCH" compare "$in" "$in" --format "$format" > "$out" 2> /dev/null ;;
+      sim_tune) "$FOBENCH" sim --tune --machine "$machine" -c "$smoke" --format "$format" \
+        > "$out" 2> /dev/null ;;
+    esac || fail "$cmd --format $format exited $?"
+    case $format in
+      md) grep -q '^| .* |$' "$out" || fail "$cmd --format md has no table row" ;;
+      csv) grep -v '^#' "$out" | head -n 1 | grep -Eq '^([a-z0-9_]+,)*workload(,[a-z0-9_]+)+$' ||
+        fail "$cmd --format csv has no header of column keys" ;;
+      json) "$FOB_PYTHON" -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert set(d) == {"title", "meta", "tables"}, list(d)
+t = d["tables"][0]
+keys = [c["name"] for c in t["columns"]]
+assert t["rows"] and all(list(r) == keys for r in t["rows"]), t
+' "$out" || fail "$cmd --format json is not the one table shape" ;;
+      latex) grep -q '^\\begin{tabular}' "$out" || fail "$cmd --format latex has no tabular" ;;
+    esac
+  done
+done
+# A format nobody writes is exit 2, naming the key, the value and every choice.
+for cmd in "report $in" "compare $in $in" "sim --tune --machine $machine -c $smoke"; do
+  # shellcheck disable=SC2086 # the words of each command
+  expect_input_error "bad_format_${cmd%% *}" "--format: unknown value 'pdf' (valid choices: md, csv, json, latex)" \
+    $cmd --format pdf
+done
+echo "ok: report, compare and sim --tune take every table format"

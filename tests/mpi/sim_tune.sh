@@ -107,14 +107,17 @@ grep -q "| $(field best) | 198.705 |" "$scratch/tune.md" || fail "md names anoth
 "$FOB_PYTHON" - "$scratch/tune.json" "$(field best)" <<'PY' || fail "json disagrees"
 import json, sys
 doc = json.load(open(sys.argv[1]))
-row = doc["rows"][0]
+row = doc["tables"][0]["rows"][0]
 assert row["best"] == sys.argv[2] and abs(row["t_ms"] - 198.705) < 1e-9, row
-assert doc["timer"].startswith("simulated"), doc["timer"]
+assert doc["meta"]["timer"].startswith("simulated"), doc["meta"]
 PY
 echo "ok: md and json agree"
 
-expect_input_error tune_latex "not a --tune format" sim --tune --machine "$scratch/pipe.yaml" \
-  "${shape[@]}" --format latex -o "$scratch/latex.h5"
+"$FOBENCH" sim --tune --machine "$scratch/pipe.yaml" "${shape[@]}" --format latex \
+  > "$scratch/tune.tex" || fail "latex exited"
+grep -qF "$(field best | sed 's/_/\\_/g') & 198.705 &" "$scratch/tune.tex" || fail "latex names another best"
+expect_input_error tune_format "valid choices: md, csv, json, latex" sim --tune \
+  --machine "$scratch/pipe.yaml" "${shape[@]}" --format xml -o "$scratch/latex.h5"
 if [ -e "$scratch/latex.h5" ] || [ -e "$scratch/latex.h5.partial" ]; then
   fail "a rejected --tune wrote a file"
 fi

@@ -144,14 +144,14 @@ grep -q "srun MPI plugin: pmix" "$dir"/out/smoke-*.out || fail "srun's MPI plugi
 "$FOB_PYTHON" - "$dir/smoke.json" "$host" << 'PY'
 import json, sys
 doc = json.load(open(sys.argv[1]))
-system = doc["system"]
+system = doc["meta"]
 assert system["world_size"] == 2, system["world_size"]
 assert system["hostnames"].split(",")[0].split(".")[0] == sys.argv[2], system["hostnames"]
 assert "SLURM_MPI_TYPE=pmix" in system["env"], "srun's tasks did not run under PMIx"
-assert all(c["verified"] for c in doc["cases"]), "unverified cases"
+assert all(c["verified"] for c in doc["tables"][0]["rows"]), "unverified cases"
 local = [d.rsplit("(local rank ", 1)[1].rstrip(")") for d in system["devices"].split(",")]
 assert local == ["0 of 2", "1 of 2"], system["devices"]
-print(f"ok: {len(doc['cases'])} cases verified, 2 ranks on {system['hostnames']}")
+print(f"ok: {len(doc['tables'][0]['rows'])} cases verified, 2 ranks on {system['hostnames']}")
 PY
 
 # 2. A sweep stopped by Slurm's signal (what --signal=TERM@120 sends before the time limit),
@@ -217,14 +217,14 @@ grep -q "srun MPI plugin: pmix" "$dir/out/multi-$job.out" || fail "srun's MPI pl
 "$FOB_PYTHON" - "$dir/multi.json" "${nodes[0]}" "${nodes[1]}" << 'PY'
 import json, re, sys
 doc = json.load(open(sys.argv[1]))
-system = doc["system"]
+system = doc["meta"]
 assert system["world_size"] == 4, system["world_size"]
 env = dict(line.split("=", 1) for line in system["env"].splitlines() if "=" in line)
 nodelist = env.get("SLURM_JOB_NODELIST", "")
 assert nodelist in (f"{sys.argv[2]},{sys.argv[3]}", "fobnode[1-2]"), nodelist
 local = [d.rsplit("(local rank ", 1)[1].rstrip(")") for d in system["devices"].split(",")]
 assert local == ["0 of 2", "1 of 2", "0 of 2", "1 of 2"], system["devices"]
-assert all(c["verified"] for c in doc["cases"]), "unverified cases"
-assert all(c["world"] == 4 for c in doc["cases"])
-print(f"ok: multinode script, {len(doc['cases'])} cases verified, 4 ranks on nodes {nodelist}")
+assert all(c["verified"] for c in doc["tables"][0]["rows"]), "unverified cases"
+assert all(c["world"] == 4 for c in doc["tables"][0]["rows"])
+print(f"ok: multinode script, {len(doc['tables'][0]['rows'])} cases verified, 4 ranks on nodes {nodelist}")
 PY

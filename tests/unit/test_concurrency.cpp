@@ -179,9 +179,9 @@ TEST(Concurrency, SummaryAndReportCarryIt) {
   ResultFile file;
   file.cases = sample_cases();
   std::ostringstream csv, json, md;
-  write_report(csv, file, ReportFormat::csv);
-  write_report(json, file, ReportFormat::json);
-  write_report(md, file, ReportFormat::md);
+  write_report(csv, file, TableFormat::csv);
+  write_report(json, file, TableFormat::json);
+  write_report(md, file, TableFormat::md);
   // CSV: the stable column is last, a fraction, empty where undefined.
   std::istringstream lines(csv.str());
   std::string line;

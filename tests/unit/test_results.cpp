@@ -451,7 +451,7 @@ std::vector<std::string> split(const std::string& line, char sep) {
   return out;
 }
 
-std::string render(const ResultFile& file, ReportFormat format) {
+std::string render(const ResultFile& file, TableFormat format) {
   std::ostringstream out;
   write_report(out, file, format);
   return out.str();
@@ -463,8 +463,8 @@ ResultFile sample_file() {
 
 TEST(Report, CsvAndJsonCarryTheSameNumbers) {
   const ResultFile file = sample_file();
-  const std::string csv = render(file, ReportFormat::csv);
-  const std::string json = render(file, ReportFormat::json);
+  const std::string csv = render(file, TableFormat::csv);
+  const std::string json = render(file, TableFormat::json);
 
   std::istringstream lines(csv);
   std::string line;
@@ -521,7 +521,7 @@ TEST(Report, CsvAndJsonCarryTheSameNumbers) {
 }
 
 TEST(Report, MarkdownStatesItsDefinitions) {
-  const std::string md = render(sample_file(), ReportFormat::md);
+  const std::string md = render(sample_file(), TableFormat::md);
   EXPECT_EQ(md.rfind("# fobench report", 0), 0u);
   EXPECT_NE(md.find("EMULATED link: 10 Gbit/s, 5 us latency"), std::string::npos);
   EXPECT_NE(md.find("machine: node1\n"), std::string::npos);  // deduplicated
@@ -534,11 +534,11 @@ TEST(Report, MarkdownStatesItsDefinitions) {
 }
 
 TEST(Report, ParseFormat) {
-  EXPECT_EQ(parse_report_format("md"), ReportFormat::md);
-  EXPECT_EQ(parse_report_format("csv"), ReportFormat::csv);
-  EXPECT_EQ(parse_report_format("json"), ReportFormat::json);
+  EXPECT_EQ(parse_table_format("md"), TableFormat::md);
+  EXPECT_EQ(parse_table_format("csv"), TableFormat::csv);
+  EXPECT_EQ(parse_table_format("json"), TableFormat::json);
   try {
-    parse_report_format("xml");
+    parse_table_format("xml");
     FAIL() << "accepted xml";
   } catch (const InputError& e) {
     const std::string msg = e.what();

@@ -106,8 +106,8 @@ ResultFile hostile_file() {
 
 TEST(HostileStrings, ReachNoReportOrTraceRaw) {
   const ResultFile file = hostile_file();
-  for (const ReportFormat format :
-       {ReportFormat::md, ReportFormat::csv, ReportFormat::latex, ReportFormat::json}) {
+  for (const TableFormat format :
+       {TableFormat::md, TableFormat::csv, TableFormat::latex, TableFormat::json}) {
     std::ostringstream out;
     write_report(out, file, format, {});
     EXPECT_TRUE(valid_utf8(out.str())) << out.str();

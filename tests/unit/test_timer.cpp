@@ -58,18 +58,18 @@ TEST(Timer, FilesWithoutTheAttributeReadAsUnknown) {
   EXPECT_EQ(file.system.backend, "cpu");  // the rest still reads
 }
 
-TEST(Timer, EveryReportFormatNamesIt) {
+TEST(Timer, EveryTableFormatNamesIt) {
   ResultFile file;
   file.system = system_with("host steady_clock");
-  auto render = [&](ReportFormat f) {
+  auto render = [&](TableFormat f) {
     std::ostringstream out;
     write_report(out, file, f);
     return out.str();
   };
-  EXPECT_NE(render(ReportFormat::md).find("- timer: host steady_clock\n"), std::string::npos);
-  EXPECT_NE(render(ReportFormat::csv).find("# timer: host steady_clock\n"), std::string::npos);
-  EXPECT_NE(render(ReportFormat::json).find("\"timer\": \"host steady_clock\""), std::string::npos);
-  EXPECT_NE(render(ReportFormat::latex).find("% timer: host steady_clock\n"), std::string::npos);
+  EXPECT_NE(render(TableFormat::md).find("- timer: host steady_clock\n"), std::string::npos);
+  EXPECT_NE(render(TableFormat::csv).find("# timer: host steady_clock\n"), std::string::npos);
+  EXPECT_NE(render(TableFormat::json).find("\"timer\": \"host steady_clock\""), std::string::npos);
+  EXPECT_NE(render(TableFormat::latex).find("% timer: host steady_clock\n"), std::string::npos);
 }
 
 TEST(Timer, CompareWarnsWhenTheTimersDiffer) {
