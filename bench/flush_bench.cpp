@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "fob/result_files.h"
 #include "fob/results.h"
 
 namespace {

@@ -9,7 +9,6 @@
 #include <vector>
 
 #include "fob/results.h"
-#include "fob/table.h"
 
 namespace fob {
 
@@ -106,24 +105,5 @@ std::string incomparable_machines(const SystemInfo& base, const SystemInfo& next
 // Throws InputError for a negative or non-finite threshold.
 Comparison compare_results(const ResultFile& base, const ResultFile& next, CompareMetric metric,
                            double threshold_pct);
-
-// One of the two files compared, as its table names it.
-struct CompareSide {
-  std::string name;  // "BASE" or "NEW"
-  std::string path;
-  const ResultFile& file;
-};
-
-// The comparison as a document for `format` (src/io/compare_table.cpp): Markdown and LaTeX get
-// the compared cases rounded, with the unmatched cases and the verdict in words; CSV and JSON
-// every case, compared or not, at full precision, with the files' facts.
-TableDocument compare_document(const Comparison& comparison, const CompareSide& base,
-                               const CompareSide& next, TableFormat format);
-
-// "Result: no regression (...)" or "Result: REGRESSION (...)" with the regressed cases.
-std::string compare_result_line(const Comparison& comparison);
-// Empty, or a note that some cases' intervals ignore run-to-run drift (a side with fewer than
-// kMinBootstrapRounds rounds).
-std::string compare_drift_warning(const Comparison& comparison);
 
 }  // namespace fob

@@ -10,6 +10,7 @@
 #include "fob/calibrate.h"
 #include "fob/machine.h"
 #include "fob/output_file.h"
+#include "fob/result_files.h"
 #include "fob/results.h"
 
 namespace fob {

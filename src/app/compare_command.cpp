@@ -12,6 +12,8 @@
 
 #include "commands.h"
 #include "fob/compare.h"
+#include "fob/compare_report.h"
+#include "fob/result_files.h"
 #include "fob/results.h"
 #include "fob/types.h"
 

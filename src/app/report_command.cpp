@@ -10,6 +10,7 @@
 #include "fob/output_file.h"
 #include "fob/pictures.h"
 #include "fob/report.h"
+#include "fob/result_files.h"
 #include "fob/results.h"
 #include "fob/trace.h"
 

@@ -24,6 +24,7 @@
 #include "fob/executor.h"
 #include "fob/metrics.h"
 #include "fob/report.h"
+#include "fob/result_files.h"
 #include "fob/results.h"
 #include "fob/text_file.h"
 #include "fob/version.h"

@@ -16,6 +16,7 @@
 #include "fob/machine.h"
 #include "fob/metrics.h"
 #include "fob/report.h"
+#include "fob/result_files.h"
 #include "fob/results.h"
 #include "fob/sim.h"
 #include "fob/text_file.h"

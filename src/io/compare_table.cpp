@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "fob/compare.h"
+#include "fob/compare_report.h"
 #include "fob/table.h"
 
 namespace fob {

@@ -22,6 +22,7 @@
 #include <string_view>
 #include <vector>
 
+#include "fob/result_files.h"
 #include "fob/results.h"
 
 namespace fob {

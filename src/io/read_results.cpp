@@ -24,6 +24,7 @@
 
 #include "case_codec.h"
 #include "fob/output_file.h"
+#include "fob/result_files.h"
 #include "fob/results.h"
 #include "fob/types.h"
 #include "h5_reader.h"

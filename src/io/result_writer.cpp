@@ -19,6 +19,7 @@
 #include "core/watchdog.h"
 #include "fob/metrics.h"
 #include "fob/output_file.h"
+#include "fob/result_files.h"
 #include "fob/results.h"
 #include "fob/types.h"
 #include "h5_schema.h"

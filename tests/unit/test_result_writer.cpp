@@ -9,6 +9,7 @@
 
 #include "../common/small_case.h"
 #include "../common/temp_dir.h"
+#include "fob/result_files.h"
 #include "fob/results.h"
 #include "fob/types.h"
 

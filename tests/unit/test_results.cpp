@@ -17,6 +17,7 @@
 #include "fob/metrics.h"
 #include "fob/plan.h"
 #include "fob/report.h"
+#include "fob/result_files.h"
 #include "fob/results.h"
 #include "fob/types.h"
 

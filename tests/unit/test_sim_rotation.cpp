@@ -20,6 +20,7 @@
 #include "fob/config.h"
 #include "fob/machine.h"
 #include "fob/metrics.h"
+#include "fob/result_files.h"
 #include "fob/results.h"
 #include "fob/sim.h"
 #include "fob/workload.h"

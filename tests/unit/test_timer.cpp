@@ -12,6 +12,7 @@
 #include "../common/temp_dir.h"
 #include "fob/compare.h"
 #include "fob/report.h"
+#include "fob/result_files.h"
 #include "fob/results.h"
 
 namespace fob {

@@ -18,9 +18,9 @@
 #include <stdexcept>
 #include <thread>
 
-#include "../host/cpu_stream.h"
-#include "../host/link.h"
-#include "../host/ring.h"
+#include "backends/host/cpu_stream.h"
+#include "backends/host/link.h"
+#include "backends/host/ring.h"
 #include "blas_runtime.h"
 #include "core_slots.h"
 #include "fob/backend.h"

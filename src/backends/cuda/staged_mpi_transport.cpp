@@ -7,8 +7,8 @@
 #include <chrono>
 #include <limits>
 
-#include "../host/ring.h"
 #include "annotations.h"
+#include "backends/host/ring.h"
 
 namespace fob {
 

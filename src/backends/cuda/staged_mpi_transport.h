@@ -15,8 +15,8 @@
 #include <memory>
 #include <mutex>
 
-#include "../host/cpu_stream.h"
-#include "../host/link.h"
+#include "backends/host/cpu_stream.h"
+#include "backends/host/link.h"
 #include "cuda_util.h"
 #include "fob/backend.h"
 #include "transport.h"

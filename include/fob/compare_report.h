@@ -1,0 +1,31 @@
+// `fobench compare`'s output (src/io/compare_table.cpp): the comparison compare.h computes, as
+// the one table model (table.h) prints it, and the verdict in words.
+#pragma once
+
+#include <string>
+
+#include "fob/compare.h"
+#include "fob/table.h"
+
+namespace fob {
+
+// One of the two files compared, as its table names it.
+struct CompareSide {
+  std::string name;  // "BASE" or "NEW"
+  std::string path;
+  const ResultFile& file;
+};
+
+// The comparison as a document for `format` (src/io/compare_table.cpp): Markdown and LaTeX get
+// the compared cases rounded, with the unmatched cases and the verdict in words; CSV and JSON
+// every case, compared or not, at full precision, with the files' facts.
+TableDocument compare_document(const Comparison& comparison, const CompareSide& base,
+                               const CompareSide& next, TableFormat format);
+
+// "Result: no regression (...)" or "Result: REGRESSION (...)" with the regressed cases.
+std::string compare_result_line(const Comparison& comparison);
+// Empty, or a note that some cases' intervals ignore run-to-run drift (a side with fewer than
+// kMinBootstrapRounds rounds).
+std::string compare_drift_warning(const Comparison& comparison);
+
+}  // namespace fob
