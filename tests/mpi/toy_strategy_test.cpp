@@ -15,9 +15,9 @@
 #include <vector>
 
 #include "../common/mpi_gtest.h"
-#include "app/cases.h"
 #include "fob/backend.h"
 #include "fob/calibrate.h"
+#include "fob/cases.h"
 #include "fob/config.h"
 #include "fob/executor.h"
 #include "fob/machine.h"

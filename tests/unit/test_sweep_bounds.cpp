@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "../common/input_error.h"
-#include "app/cases.h"
+#include "fob/cases.h"
 #include "core/gather.h"
 #include "fob/config.h"
 #include "fob/strategy.h"
