@@ -6,24 +6,27 @@
 #include <string>
 #include <vector>
 
+#include "fob/cases.h"
 #include "fob/config.h"
 #include "fob/config_keys.h"
 #include "fob/table.h"  // the --format choices
 
 namespace fob {
 
-// Command-line values for `run`; each config key given overrides the config's value.
-struct RunArgs {
-  std::string config_path;
-  std::vector<ConfigSetting> settings;  // config keys given, applied by load_config
-  std::optional<std::string> resume;
-  std::optional<int> world;
-  bool dry_run = false;
-  bool force = false;
-  std::string command_line;
-};
-
 int run_command(const RunArgs& args);
+
+// What `run` refuses before anything is measured, checked in this process without MPI, as the
+// ranks of a `world`-rank run would: the config file and the command line, the sweep's cases,
+// and (but for --dry-run) the backend and its options. Exit 0, or 2 with run's message on stderr;
+// nothing is allocated or written. What needs the ranks themselves (their memory, the results
+// file) is left to run_command.
+int check_run(const RunArgs& args, int world);
+
+// The fobench command line: parses argv, runs the subcommand it names and returns the exit code.
+// `run_body` is what `fobench run` calls: run_command, or in the tests a check without MPI
+// (check_run), since MPI starts once per process.
+int cli_main(int argc, char** argv,
+             const std::function<int(const RunArgs&)>& run_body = run_command);
 
 // A command's body, with the one mapping of errors to exit codes every command but `run` (whose
 // ranks agree first) shares: InputError is exit 2, any other exception exit 3, each one line

@@ -16,11 +16,11 @@
 #include <set>
 
 #include "backends/cpu/host_memory.h"
-#include "cases.h"
 #include "commands.h"
 #include "core/stop_signals.h"
 #include "core/watchdog.h"
 #include "fob/backend.h"
+#include "fob/cases.h"
 #include "fob/executor.h"
 #include "fob/metrics.h"
 #include "fob/report.h"
@@ -134,9 +134,7 @@ LaunchRank launch_rank() {
 // the default: what bounds MPI_Init and the config's broadcast, before the ranks agree on it.
 double early_timeout(const RunArgs& args) {
   try {
-    return load_config(args,
-                       [](const std::string& path) { return read_regular_file(path, "config"); })
-        .timeout;
+    return load_config(args, read_config_file).timeout;
   } catch (const std::exception&) {
     return Config().timeout;  // rank 0 reports the problem once the ranks can agree on it
   }
@@ -232,12 +230,7 @@ void agree_on_settings(Run& run) {
   run.points = sweep_points(run.config);
   for (const Config& point : run.points) run.groups.push_back(make_cases(point, run.plan_world));
   if (run.args.dry_run) return;
-  resolve_backend(run.config);
-  for (Config point : run.points) {
-    point.backend = run.config.backend;
-    point.transport = run.config.transport;
-    resolve_backend(point);  // each point's dtype must suit the backend
-  }
+  resolve_backends(run.config, run.points);
   const std::string effective = run.config.to_yaml();
   check_same_settings(run, effective);
   run.run_info.git_commit = git_commit();

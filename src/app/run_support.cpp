@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "backends/cpu/blas_runtime.h"
+#include "commands.h"
 #include "core/watchdog.h"
 #include "fob/backend.h"
 #include "fob/metrics.h"
@@ -54,20 +55,24 @@ std::string recorded_env() {
   return out;
 }
 
+std::string read_config_file(const std::string& path) {
+  // Sized before it is read: a file past the bound is refused without being loaded.
+  struct stat st {};
+  if (stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > kMaxConfigBytes) {
+    throw InputError("config: " + quote_value(path) + " is " + std::to_string(st.st_size) +
+                     " bytes, more than the " + std::to_string(kMaxConfigBytes) +
+                     " a config may hold");
+  }
+  return read_regular_file(path, "config");
+}
+
 // Rank 0 reads the file; every rank gets its text, or every rank gets the same error.
 std::string broadcast_file(MPI_Comm comm, int rank, const std::string& path) {
   const watchdog::Wait wait("the broadcast of the config file from rank 0");
   std::string text, error;
   if (rank == 0) {
     try {
-      // Sized before it is read: a file past the bound is refused without being loaded.
-      struct stat st {};
-      if (stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > kMaxConfigBytes) {
-        throw InputError("config: " + quote_value(path) + " is " + std::to_string(st.st_size) +
-                         " bytes, more than the " + std::to_string(kMaxConfigBytes) +
-                         " a config may hold");
-      }
-      text = read_regular_file(path, "config");
+      text = read_config_file(path);
     } catch (const InputError& e) {
       error = e.what();
     }
@@ -171,6 +176,28 @@ void resolve_backend(Config& c) {
     check_cuda_options(c);
   } else {
     check_cpu_options(c);
+  }
+}
+
+void resolve_backends(Config& config, const std::vector<Config>& points) {
+  resolve_backend(config);
+  for (Config point : points) {
+    point.backend = config.backend;
+    point.transport = config.transport;
+    resolve_backend(point);  // each point's dtype must suit the backend
+  }
+}
+
+int check_run(const RunArgs& args, int world) {
+  try {
+    Config config = load_config(args, read_config_file);
+    const std::vector<Config> points = sweep_points(config);
+    for (const Config& point : points) make_cases(point, world);
+    if (!args.dry_run) resolve_backends(config, points);
+    return kExitOk;
+  } catch (const InputError& e) {
+    std::fprintf(stderr, "fobench: error: %s\n", e.what());
+    return kExitBadInput;
   }
 }
 

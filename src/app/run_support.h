@@ -21,6 +21,10 @@ std::string hostname();
 // The environment variables that change what a run measures (NCCL_*, OMP_*, ...), one per line.
 std::string recorded_env();
 
+// The config file's text; InputError when it is not a regular file, cannot be read or is past
+// the size a config may hold.
+std::string read_config_file(const std::string& path);
+
 // Rank 0 reads the file; every rank gets its text, or every rank gets the same error.
 std::string broadcast_file(MPI_Comm comm, int rank, const std::string& path);
 
@@ -31,6 +35,9 @@ void agree_on_error(MPI_Comm comm, int rank, const std::string& what,
 
 // Settles `auto` and checks that backend, transport, dtype and options fit together.
 void resolve_backend(Config& c);
+
+// `config`'s backend settled, checked against every point of its sweep (each dtype must suit it).
+void resolve_backends(Config& config, const std::vector<Config>& points);
 
 // "0007": a case's id, its index across the whole sweep.
 std::string case_id(size_t index);

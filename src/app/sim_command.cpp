@@ -11,8 +11,8 @@
 #include <sstream>
 #include <thread>
 
-#include "cases.h"
 #include "commands.h"
+#include "fob/cases.h"
 #include "fob/machine.h"
 #include "fob/metrics.h"
 #include "fob/report.h"

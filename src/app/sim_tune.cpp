@@ -8,7 +8,7 @@
 #include <map>
 #include <string>
 
-#include "cases.h"
+#include "fob/cases.h"
 #include "fob/strategy.h"
 
 namespace fob {

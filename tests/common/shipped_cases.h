@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "app/cases.h"
+#include "fob/cases.h"
 #include "fob/config.h"
 #include "fob/workload.h"
 

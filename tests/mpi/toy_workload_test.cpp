@@ -15,7 +15,7 @@
 
 #include "../common/mpi_gtest.h"
 #include "../common/toy_checks.h"
-#include "app/cases.h"
+#include "fob/cases.h"
 #include "fob/config.h"
 #include "fob/inputs.h"
 #include "fob/layer.h"

@@ -9,21 +9,15 @@
 #include <vector>
 
 #include "../common/input_error.h"
-#include "app/cases.h"
+#include "../common/yaml_list.h"
 #include "core/gather.h"
+#include "fob/cases.h"
 #include "fob/config.h"
 #include "fob/strategy.h"
 #include "fob/types.h"
 
 namespace fob {
 namespace {
-
-// "KEY: [1, 2, ..., N]\n"
-std::string yaml_list(const std::string& key, int n) {
-  std::string text = key + ": [";
-  for (int i = 1; i <= n; ++i) text += (i > 1 ? ", " : "") + std::to_string(i);
-  return text + "]\n";
-}
 
 // Strategies baseline and flash with the two reference modes: four cases per point.
 Config four_per_point() {

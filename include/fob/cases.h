@@ -7,11 +7,22 @@
 #include <string>
 #include <vector>
 
-#include "commands.h"
 #include "fob/config.h"
+#include "fob/config_keys.h"
 #include "fob/workload.h"
 
 namespace fob {
+
+// Command-line values for `run`; each config key given overrides the config's value.
+struct RunArgs {
+  std::string config_path;
+  std::vector<ConfigSetting> settings;  // config keys given, applied by load_config
+  std::optional<std::string> resume;
+  std::optional<int> world;
+  bool dry_run = false;
+  bool force = false;
+  std::string command_line;
+};
 
 // The current UTC time in strftime `format`.
 std::string utc_now(const char* format);

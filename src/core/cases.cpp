@@ -1,5 +1,5 @@
 // What `run` and `sim` share: turning a config and the command line into cases.
-#include "cases.h"
+#include "fob/cases.h"
 
 #include <algorithm>
 #include <cstdio>

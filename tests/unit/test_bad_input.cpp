@@ -1,0 +1,97 @@
+// Bad input to fobench's subcommands, in-process: exit 2, a message naming the culprit, and no
+// output file. What needs a launcher (the ranks' memory, the results file, several ranks
+// agreeing) is tests/mpi/bad_input.sh and hostile_input.sh.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "../common/cli_call.h"
+#include "fob/backend.h"
+
+namespace fob {
+namespace {
+
+const ScratchFiles kFiles = {
+    {"unknown_key.yaml", [] { return "workload: mlp\nbatch: 2\nbogus_key: 1\n"; }},
+    {"broken.yaml", [] { return "batch: [2\n"; }},
+    {"existing.h5", [] { return "precious\n"; }},
+};
+
+const std::vector<BadInput> kCases = {
+    {"unknown_key", {"-c", "$D/unknown_key.yaml"}, "bogus_key"},
+    {"unknown_key_line", {"-c", "$D/unknown_key.yaml"}, "unknown_key.yaml:3"},
+    {"unknown_strategy", {"--strategies", "baseline,nope"}, "nope"},
+    // Inputs that are not regular files: a directory ran the defaults, a FIFO blocked for ever.
+    {"config_dir", {"-c", "$D/a_dir"}, "is a directory"},
+    {"config_fifo", {"-c", "$D/a_fifo"}, "is a FIFO"},
+    {"report_fifo", {"report", "$D/a_fifo"}, "is a FIFO"},
+    {"report_dir", {"report", "$D/a_dir"}, "is a directory"},
+    {"sim_machine_fifo", {"sim", "-c", "$SMOKE", "--machine", "$D/a_fifo"}, "is a FIFO"},
+    {"sim_config_dir",
+     {"sim", "-c", "$D/a_dir", "--machine", "$SRC/bench_configs/machines/cpu_shm.yaml"},
+     "is a directory"},
+    // Non-finite and out-of-range doubles: a NaN must not turn emulation off, nor an overflowing
+    // delay be recorded as emulated without being applied.
+    {"gbps_nan", {"--link-gbps", "nan"}, "link_gbps: nan"},
+    {"gbps_inf", {"--link-gbps", "inf"}, "link_gbps: inf"},
+    {"gbps_tiny", {"--link-gbps", "1e-300"}, "link_gbps: 1e-300"},
+    {"latency_huge", {"--link-latency-us", "1e30"}, "link_latency_us: 1e+30"},
+    {"timeout_inf", {"--timeout", "inf"}, "timeout: inf"},
+    {"timeout_nan", {"--timeout", "nan"}, "timeout: nan"},
+    {"strategy_choices", {"--strategies", "nope"}, "flash_direct"},
+    {"indivisible_tokens", {"--batch", "1", "--seq", "10"}, "batch*seq", 3},
+    {"too_many_slices", {"--strategies", "slicing:1000"}, "slicing:1000"},
+    {"unreadable_config", {"-c", "$D/does-not-exist.yaml"}, "cannot read"},
+    {"bad_dtype", {"--dtype", "bf16"}, "bf16"},
+    {"query_split_without_attn", {"--strategies", "flash_qs"}, "workload attn, ulysses only"},
+    {"heads_vs_world",
+     {"--workload", "attn", "--hidden", "48", "--heads", "4", "--seq", "6"},
+     "world size 3",
+     3},
+    {"heads_divide_hidden", {"--workload", "attn", "--hidden", "48", "--heads", "5"}, "heads: 5"},
+    // Ulysses splits the heads and every sequence across the ranks.
+    {"ulysses_heads_vs_world",
+     {"--workload", "ulysses", "--hidden", "48", "--heads", "6", "--seq", "8"},
+     "heads: 6 does not divide by the world size 4",
+     4},
+    {"ulysses_seq_vs_world",
+     {"--workload", "ulysses", "--hidden", "48", "--heads", "4", "--seq", "6", "--batch", "2"},
+     "seq: 6 does not divide by the world size 4",
+     4},
+    {"heads_not_a_number", {"--workload", "attn", "--heads", "many"}, "heads"},
+    {"bad_workload", {"--workload", "attention"}, "valid: ag_gemm, gemm_rs, mlp"},
+    {"unknown_option", {"--frobnicate"}, "--frobnicate"},
+    {"nccl_on_cpu", {"--backend", "cpu", "--transport", "nccl"}, "transport: 'nccl'"},
+    {"graphs_on_cpu", {"--backend", "cpu", "--graphs"}, "graphs"},
+    {"comm_sms_on_cpu", {"--backend", "cpu", "--comm-sms", "8"}, "comm_sms"},
+    {"broken_yaml", {"-c", "$D/broken.yaml"}, "not valid YAML"},
+    // report: not a fobench file, a missing file.
+    {"report_not_hdf5", {"report", "$D/existing.h5"}, "error"},
+    {"report_missing", {"report", "$D/missing.h5"}, "error"},
+};
+
+class BadInputTest : public ::testing::TestWithParam<BadInput> {};
+
+TEST_P(BadInputTest, IsExitTwoNamingTheCulpritWithNoOutputFile) {
+  expect_bad_input(GetParam(), kFiles);
+}
+
+INSTANTIATE_TEST_SUITE_P(Cli, BadInputTest, ::testing::ValuesIn(kCases),
+                         [](const auto& info) { return info.param.name; });
+
+// Only meaningful where no GPU is visible; on a GPU machine --backend cuda is valid.
+TEST(BadInput, CudaWithoutADeviceIsRefused) {
+  if (cuda_device_count() > 0) GTEST_SKIP() << "a CUDA device is visible";
+  expect_bad_input({"cuda_without_device", {"--backend", "cuda"}, "backend: 'cuda'"}, kFiles);
+}
+
+// The formats are named whichever check comes first, the format's or the file's.
+TEST(BadInput, ReportFormatXmlListsTheFormats) {
+  const CliOutcome got = expect_bad_input(
+      {"report_format", {"report", "$D/existing.h5", "--format", "xml"}, "error"}, kFiles);
+  EXPECT_TRUE(contains(got.err, "md, csv, json") || contains(got.err, "md|csv|json")) << got.err;
+}
+
+}  // namespace
+}  // namespace fob
