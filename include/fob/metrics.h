@@ -15,6 +15,7 @@ struct Summary : CaseKey {
   int32_t verified = -1;
   // Seconds. NaN where the needed reference case (baseline, compute_only, comm_only) is absent.
   double t_median = 0, t_min = 0, t_p90 = 0, t_p99 = 0, t_cv = 0;
+  double t_ci_low = 0, t_ci_high = 0;  // the median's 95% interval (trust.h, median_interval)
   double t_comp = 0, t_comm = 0, t_lb = 0;
   double exposed_comm = 0;
   double slicing_penalty = 0;  // median compute-stream busy time of this case minus T_comp
@@ -26,6 +27,9 @@ struct Summary : CaseKey {
   double tflops = 0;            // per rank, useful flops over T
   double algbw = 0, busbw = 0;  // GB/s, comm_only cases only (NaN elsewhere)
   double concurrency = 0;       // measured_concurrency(): a fraction, NaN without comm tasks
+  // Why figures of this row cannot be trusted, "; "-separated; empty when they can
+  // (trust.h: assess_trust, which also blanks the figures outside their meaningful range).
+  std::string doubts;
 };
 
 // The measured overlap of compute and communication, from the recorded task intervals (the
@@ -44,6 +48,7 @@ double measured_concurrency(const CaseResult& c);
 double case_busbw(const CaseResult& c, double seconds);
 
 // Cases match their references by (workload, batch, seq, hidden, ffn, heads, dtype, world).
+// Every row is assessed (trust.h) before it is returned.
 std::vector<Summary> summarize(const std::vector<CaseResult>& cases);
 
 // A case's CaseStats (results.h): the part of its summary row that reads every iteration

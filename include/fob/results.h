@@ -171,10 +171,11 @@ struct RunInfo {
 // What a case's summary row takes from that case alone (metrics.h, case_stats).
 struct CaseStats {
   double t_median = 0, t_min = 0, t_p90 = 0, t_p99 = 0, t_cv = 0;  // NaN: a step is unknown
-  double compute_busy = 0;                                         // compute_busy_median()
-  double rank_flops = 0;   // the busiest rank's flops per step
-  double concurrency = 0;  // measured_concurrency()
-  double sent_bytes = 0;   // what rank 0 sends over the step, for algbw and busbw
+  double t_ci_low = 0, t_ci_high = 0;  // the median's 95% interval (trust.h)
+  double compute_busy = 0;             // compute_busy_median()
+  double rank_flops = 0;               // the busiest rank's flops per step
+  double concurrency = 0;              // measured_concurrency()
+  double sent_bytes = 0;               // what rank 0 sends over the step, for algbw and busbw
 };
 
 struct ResultFile {

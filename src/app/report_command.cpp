@@ -7,12 +7,14 @@
 #include <sstream>
 
 #include "commands.h"
+#include "fob/metrics.h"
 #include "fob/output_file.h"
 #include "fob/pictures.h"
 #include "fob/report.h"
 #include "fob/result_files.h"
 #include "fob/results.h"
 #include "fob/trace.h"
+#include "fob/trust.h"
 
 namespace fob {
 namespace {
@@ -89,6 +91,8 @@ int report_command(const ReportArgs& args) {
       write_file(args.speedup, [&](std::ostream& o) { write_speedup_svg(o, file); });
     }
     write_report(std::cout, file, format, group_by);
+    const std::string noise = noise_warning(summarize(file));
+    if (!noise.empty()) std::fprintf(stderr, "%s\n", noise.c_str());
     return kExitOk;
   });
 }

@@ -27,6 +27,7 @@
 #include "fob/result_files.h"
 #include "fob/results.h"
 #include "fob/text_file.h"
+#include "fob/trust.h"
 #include "fob/version.h"
 #include "fob/workload.h"
 #include "run_support.h"
@@ -500,6 +501,8 @@ bool measure(Run& run) {
     std::cout << "\n";
     write_report(std::cout, finished, TableFormat::md);
     std::cout << "\nresults: " << run.writer->final_path() << "\n";
+    const std::string noise = noise_warning(summarize(finished));
+    if (!noise.empty()) std::fprintf(stderr, "%s\n", noise.c_str());
   }
   return all_verified;
 }

@@ -19,6 +19,7 @@
 #include "fob/metrics.h"
 #include "fob/plan.h"
 #include "fob/strategy.h"
+#include "fob/trust.h"
 
 namespace fob {
 namespace {
@@ -232,6 +233,7 @@ CaseStats case_stats(const CaseResult& c) {
   std::vector<double> steps = step_times(c);
   if (steps.empty() || any_nan(steps)) {
     st.t_median = st.t_min = st.t_p90 = st.t_p99 = st.t_cv = kNaN;
+    st.t_ci_low = st.t_ci_high = kNaN;
   } else {
     std::sort(steps.begin(), steps.end());
     const double n = static_cast<double>(steps.size());
@@ -239,6 +241,7 @@ CaseStats case_stats(const CaseResult& c) {
     st.t_min = steps.front();
     st.t_p90 = percentile(steps, 0.90);
     st.t_p99 = percentile(steps, 0.99);
+    median_interval(steps, &st.t_ci_low, &st.t_ci_high);
     const double mean = std::accumulate(steps.begin(), steps.end(), 0.0) / n;
     double ss = 0;
     for (double x : steps) ss += (x - mean) * (x - mean);
@@ -293,6 +296,8 @@ std::vector<Summary> summarize(const std::vector<CaseResult>& cases,
     s.t_p90 = st.t_p90;
     s.t_p99 = st.t_p99;
     s.t_cv = st.t_cv;
+    s.t_ci_low = st.t_ci_low;
+    s.t_ci_high = st.t_ci_high;
 
     const double t = s.t_median;
     const double t_base = ref(c, role_name(StrategyRole::serial_baseline));
@@ -329,6 +334,7 @@ std::vector<Summary> summarize(const std::vector<CaseResult>& cases,
     s.concurrency = st.concurrency;
     out.push_back(std::move(s));
   }
+  assess_trust(out);
   return out;
 }
 

@@ -179,7 +179,10 @@ std::vector<Column> script_columns() {
           real_col("tflops"),
           real_col("algbw", "GB/s"),
           real_col("busbw", "GB/s"),
-          real_col("concurrency")};
+          real_col("concurrency"),
+          real_col("t_ci_low", "ms"),
+          real_col("t_ci_high", "ms"),
+          text_col("doubts")};
 }
 
 // In the order of script_columns().
@@ -218,7 +221,10 @@ std::vector<Cell> script_row(const Summary& s) {
           x(s.tflops),
           x(s.algbw),
           x(s.busbw),
-          x(s.concurrency)};
+          x(s.concurrency),
+          ms(s.t_ci_low),
+          ms(s.t_ci_high),
+          Cell::of(s.doubts)};
 }
 
 TableDocument script_document(const ResultFile& file, const std::vector<Summary>& rows) {
@@ -386,6 +392,7 @@ Table md_table(const Group& group) {
   Table table{group.title, label_columns(group), {}, {}};
   for (const auto& [heading, unit] :
        std::vector<std::pair<const char*, const char*>>{{"T", "ms"},
+                                                        {"cv", "%"},
                                                         {"T_comp", "ms"},
                                                         {"T_comm", "ms"},
                                                         {"T_lb", "ms"},
@@ -402,19 +409,21 @@ Table md_table(const Group& group) {
   Column verified{"verified"};
   verified.align = Align::center;
   table.columns.push_back(verified);
+  table.columns.push_back(Column{"doubts"});
   const auto ms = [](double seconds) { return Cell::of_real(seconds * 1e3); };
   const auto pct = [](double fraction) { return Cell::of_real(fraction * 100.0); };
   for (const Summary* row : group.rows) {
     std::vector<Cell> cells;
     add_labels(cells, *row, group);
     for (const Cell& c :
-         {ms(row->t_median), ms(row->t_comp), ms(row->t_comm), ms(row->t_lb), ms(row->exposed_comm),
-          pct(row->comm_reduction), pct(row->e2e_reduction), Cell::of_real(row->speedup),
-          Cell::of_real(row->ideal_speedup), pct(row->overlap_efficiency), pct(row->hidden_frac),
-          pct(row->concurrency)}) {
+         {ms(row->t_median), pct(row->t_cv), ms(row->t_comp), ms(row->t_comm), ms(row->t_lb),
+          ms(row->exposed_comm), pct(row->comm_reduction), pct(row->e2e_reduction),
+          Cell::of_real(row->speedup), Cell::of_real(row->ideal_speedup),
+          pct(row->overlap_efficiency), pct(row->hidden_frac), pct(row->concurrency)}) {
       cells.push_back(c);
     }
     cells.push_back(verified_cell(row->verified));
+    cells.push_back(Cell::of(row->doubts));
     table.rows.push_back(std::move(cells));
     // What nccl-tests users compare interconnects by.
     if (std::isfinite(row->busbw)) {
@@ -438,23 +447,26 @@ Table latex_table(const Group& group, const SystemInfo& s) {
               label_columns(group),
               {},
               {}};
-  for (Column c : {human_col("comm. overhead", "ms", 1), human_col("change", "%", 1, true),
-                   human_col("end-to-end", "ms", 1), human_col("change", "%", 1, true),
-                   human_col("T_lb", "ms", 1), human_col("speedup", "", 2)}) {
+  for (Column c :
+       {human_col("comm. overhead", "ms", 1), human_col("change", "%", 1, true),
+        human_col("end-to-end", "ms", 1), human_col("change", "%", 1, true),
+        human_col("cv", "%", 1), human_col("T_lb", "ms", 1), human_col("speedup", "", 2)}) {
     table.columns.push_back(c);
   }
   Column verified{"verified"};
   verified.align = Align::center;
   table.columns.push_back(verified);
+  table.columns.push_back(Column{"doubts"});
   for (const Summary* row : group.rows) {
     std::vector<Cell> cells;
     add_labels(cells, *row, group);
     for (const double v :
          {row->exposed_comm * 1e3, -row->comm_reduction * 100.0, row->t_median * 1e3,
-          -row->e2e_reduction * 100.0, row->t_lb * 1e3, row->speedup}) {
+          -row->e2e_reduction * 100.0, row->t_cv * 100.0, row->t_lb * 1e3, row->speedup}) {
       cells.push_back(Cell::of_real(v));
     }
     cells.push_back(verified_cell(row->verified));
+    cells.push_back(Cell::of(row->doubts));
     table.rows.push_back(std::move(cells));
   }
   return table;
