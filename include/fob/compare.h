@@ -18,15 +18,26 @@ const char* to_string(CompareMetric metric);
 // Whether a larger value is worse (step times) or better (bandwidth).
 bool higher_is_worse(CompareMetric metric);
 
-enum class Verdict { no_change, regressed, improved };
+// no_change: the interval lies within +-threshold; regressed / improved: wholly past it on one
+// side; inconclusive: neither (the files cannot tell a threshold-sized change from noise).
+enum class Verdict { no_change, regressed, improved, inconclusive };
 const char* to_string(Verdict verdict);
 
 struct CaseChange {
   CaseKey key;
   std::string base_id, new_id;
   double base_median = 0, new_median = 0;  // the metric's unit: seconds or GB/s
-  double change = 0;                       // median(new) / median(base) - 1
-  double ci_low = 0, ci_high = 0;          // 95% bootstrap interval of `change`
+  // median(new) / median(base) - 1; for a metric that can cross zero (exposed_comm,
+  // `absolute`), median(new) - median(base) in the metric's unit instead, judged against the
+  // threshold as a share of the base case's step time T.
+  double change = 0;
+  double ci_low = 0, ci_high = 0;  // 95% bootstrap interval of `change`
+  bool absolute = false;
+  double threshold = 0;   // what `change` is judged against, in its unit
+  double detectable = 0;  // the interval's half-width: smaller changes are lost in the noise
+  // Rounds per side that would narrow the interval to +-threshold (the half-width shrinks as
+  // one over the square root of the rounds); 0 when it is narrow enough already.
+  int rounds_needed = 0;
   // The rounds with a value on each side. A side with fewer than kMinBootstrapRounds was
   // resampled by iterations instead, so the interval misses that side's run-to-run drift.
   int base_rounds = 0, new_rounds = 0;
@@ -82,9 +93,10 @@ using SampleClusters = std::vector<std::vector<double>>;
 // resample draws as many clusters as a side has, with replacement and independently per side,
 // and takes the median of all the samples of the drawn clusters. Both sides need a non-empty
 // cluster.
+// With `difference`, the interval of median(next) - median(base) instead.
 Interval cluster_bootstrap_change(const SampleClusters& base, const SampleClusters& next,
                                   int resamples = kBootstrapResamples,
-                                  uint64_t seed = kBootstrapSeed);
+                                  uint64_t seed = kBootstrapSeed, bool difference = false);
 
 // A setting that differs between the two files, so that a change measures more than the code.
 struct SettingDifference {

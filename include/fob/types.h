@@ -15,6 +15,9 @@ inline constexpr int kExitRuntimeFault = 3;
 // SIGTERM, SIGINT or SIGHUP ended the run; the cases finished before it are kept (docs/DESIGN.md
 // section 4).
 inline constexpr int kExitInterrupted = 4;
+// `fobench compare`: no case regressed, but some case's interval reaches past the threshold
+// without lying past it, so a regression of the threshold's size could have gone unseen.
+inline constexpr int kExitInconclusive = 5;
 
 // Bad input: unknown key, bad value, shape that does not divide. Exit 2.
 class InputError : public std::runtime_error {

@@ -73,7 +73,8 @@ int compare_command(const CompareArgs& args) {
     if (format != TableFormat::md) {
       std::fprintf(stderr, "%s\n", compare_result_line(comparison).c_str());
     }
-    return comparison.count(Verdict::regressed) > 0 ? kExitVerifyFailed : kExitOk;
+    if (comparison.count(Verdict::regressed) > 0) return kExitVerifyFailed;
+    return comparison.count(Verdict::inconclusive) > 0 ? kExitInconclusive : kExitOk;
   });
 }
 

@@ -165,7 +165,20 @@ Verdict judge(CompareMetric metric, const Interval& ci, double threshold) {
   const double better_edge = worse_up ? -ci.high : ci.low;  // distance past 0 towards better
   if (worse_edge > threshold) return Verdict::regressed;
   if (better_edge > threshold) return Verdict::improved;
-  return Verdict::no_change;
+  if (ci.low >= -threshold && ci.high <= threshold) return Verdict::no_change;
+  return Verdict::inconclusive;
+}
+
+// The interval's half-width, and the rounds per side that would bring it to the threshold: a
+// bootstrap interval over rounds narrows as one over the square root of their number.
+void set_power(CaseChange& c, const Interval& ci) {
+  c.detectable = 0.5 * (ci.high - ci.low);
+  c.rounds_needed = 0;
+  if (!(c.detectable > c.threshold) || !(c.threshold > 0)) return;
+  const double rounds = std::max({c.base_rounds, c.new_rounds, 1});
+  const double needed =
+      std::ceil(rounds * (c.detectable / c.threshold) * (c.detectable / c.threshold));
+  c.rounds_needed = static_cast<int>(std::min(needed, 1e6));
 }
 
 }  // namespace
@@ -201,6 +214,8 @@ const char* to_string(Verdict verdict) {
       return "REGRESSED";
     case Verdict::improved:
       return "improved";
+    case Verdict::inconclusive:
+      return "inconclusive";
   }
   return "?";
 }
@@ -211,7 +226,7 @@ int Comparison::count(Verdict verdict) const {
 }
 
 Interval cluster_bootstrap_change(const SampleClusters& base, const SampleClusters& next,
-                                  int resamples, uint64_t seed) {
+                                  int resamples, uint64_t seed, bool difference) {
   // Empty clusters are left out: a resample of only those would have no median.
   const auto non_empty = [](const SampleClusters& v) {
     SampleClusters out;
@@ -237,7 +252,7 @@ Interval cluster_bootstrap_change(const SampleClusters& base, const SampleCluste
   for (int k = 0; k < resamples; ++k) {
     const double b = resample_median(b_units, scratch);
     const double n = resample_median(n_units, scratch);
-    changes.push_back(relative_change(b, n));
+    changes.push_back(difference ? n - b : relative_change(b, n));
   }
   std::sort(changes.begin(), changes.end());
   return {percentile(changes, 0.025), percentile(changes, 0.975)};
@@ -295,23 +310,31 @@ Comparison compare_results(const ResultFile& base, const ResultFile& next, Compa
     c.new_id = n->id;
     c.base_median = median(b_values);
     c.new_median = median(n_values);
-    if (!(c.base_median > 0)) {
+    // exposed_comm crosses zero (a fully hidden transfer): its change is a difference, judged
+    // against the threshold's share of the base case's step time, never a ratio to a near-zero
+    // base.
+    c.absolute = metric == CompareMetric::exposed_comm;
+    const double base_t = median(pooled(step_samples(b)));
+    c.threshold = c.absolute ? threshold * base_t : threshold;
+    if (!c.absolute && !(c.base_median > 0)) {
       nc.reason = std::string("the median ") + to_string(metric) +
-                  " in BASE is not positive (communication fully hidden), so a relative change "
-                  "is undefined";
+                  " in BASE is not positive, so a relative change is undefined";
       out.not_comparable.push_back(nc);
       continue;
     }
-    c.change = relative_change(c.base_median, c.new_median);
+    c.change =
+        c.absolute ? c.new_median - c.base_median : relative_change(c.base_median, c.new_median);
     c.base_rounds = static_cast<int>(bs.rounds.size());
     c.new_rounds = static_cast<int>(ns.rounds.size());
     // A side with a single round shows no spread between rounds: its iterations are resampled
     // instead, and the report says that the interval then misses that side's drift.
     const Interval ci = cluster_bootstrap_change(bootstrap_units(bs.rounds, b_values),
-                                                 bootstrap_units(ns.rounds, n_values));
+                                                 bootstrap_units(ns.rounds, n_values),
+                                                 kBootstrapResamples, kBootstrapSeed, c.absolute);
     c.ci_low = ci.low;
     c.ci_high = ci.high;
-    c.verdict = judge(metric, ci, threshold);
+    c.verdict = judge(metric, ci, c.threshold);
+    set_power(c, ci);
     out.changes.push_back(c);
   }
   for (const CaseResult& n : next.cases) {

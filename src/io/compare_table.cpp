@@ -22,6 +22,13 @@ double display_scale(CompareMetric m) {
 const char* unit(CompareMetric m) {
   return m == CompareMetric::busbw ? "GB/s" : "ms";
 }
+// Changes are percentages, but a metric that can cross zero (exposed_comm) changes in ms.
+double change_scale(CompareMetric m) {
+  return m == CompareMetric::exposed_comm ? 1e3 : 100.0;
+}
+const char* change_unit(CompareMetric m) {
+  return m == CompareMetric::exposed_comm ? "ms" : "%";
+}
 std::string fixed(double v, int decimals, bool sign = false) {
   if (std::isnan(v)) return "nan";
   if (std::isinf(v)) return v > 0 ? "+inf" : "-inf";
@@ -70,6 +77,8 @@ const char* verdict_token(Verdict v) {
       return "regressed";
     case Verdict::improved:
       return "improved";
+    case Verdict::inconclusive:
+      return "inconclusive";
     case Verdict::no_change:
       break;
   }
@@ -78,11 +87,20 @@ const char* verdict_token(Verdict v) {
 
 std::string direction_text(const Comparison& c) {
   const std::string t = fixed(c.threshold_pct, 1);
-  return higher_is_worse(c.metric)
-             ? "regresses when its whole interval lies above +" + t +
-                   "%, improves when it lies below -" + t + "%"
-             : "regresses when its whole interval lies below -" + t +
-                   "% (a bandwidth drop), improves when it lies above +" + t + "%";
+  const std::string of = c.metric == CompareMetric::exposed_comm
+                             ? "% of the BASE case's step time T (exposed_comm can cross zero, so "
+                               "its change is a difference in ms, never a ratio)"
+                             : "%";
+  const std::string sides = higher_is_worse(c.metric)
+                                ? "regresses when its whole interval lies above +" + t + of +
+                                      ", improves when it lies below -" + t + "%"
+                                : "regresses when its whole interval lies below -" + t +
+                                      "% (a bandwidth drop), improves when it lies above +" + t +
+                                      "%";
+  return sides + "; no change when it lies within +-" + t +
+         "%; inconclusive otherwise: the files cannot tell a change of that size from noise "
+         "(`detectable` is the interval's half-width; `rounds needed` what would narrow it to the "
+         "threshold)";
 }
 
 const char* resampled(int rounds) {
@@ -141,15 +159,30 @@ std::string rounds_cell(const CaseChange& ch) {
 
 std::string compare_result_line(const Comparison& c) {
   const int regressed = c.count(Verdict::regressed);
+  const int inconclusive = c.count(Verdict::inconclusive);
   std::string counts = std::to_string(regressed) + " regressed, " +
                        std::to_string(c.count(Verdict::improved)) + " improved, " +
-                       std::to_string(c.count(Verdict::no_change)) + " no change";
-  if (regressed == 0) return "Result: no regression (" + counts + ")";
-  std::string names;
-  for (const CaseChange& ch : c.changes) {
-    if (ch.verdict == Verdict::regressed) names += "\n  - " + ch.key.text();
+                       std::to_string(c.count(Verdict::no_change)) + " no change, " +
+                       std::to_string(inconclusive) + " inconclusive";
+  const auto names = [&c](Verdict v) {
+    std::string text;
+    for (const CaseChange& ch : c.changes) {
+      if (ch.verdict != v) continue;
+      text += "\n  - " + ch.key.text();
+      if (ch.rounds_needed > 0) {
+        text += " (detectable +-" + fixed(ch.detectable * change_scale(c.metric), 1) +
+                change_unit(c.metric) + "; about " + std::to_string(ch.rounds_needed) +
+                " rounds per file would narrow it to the threshold)";
+      }
+    }
+    return text;
+  };
+  if (regressed > 0) return "Result: REGRESSION (" + counts + "):" + names(Verdict::regressed);
+  if (inconclusive > 0) {
+    return "Result: INCONCLUSIVE, no regression found but these files could not have seen one of " +
+           fixed(c.threshold_pct, 1) + "% (" + counts + "):" + names(Verdict::inconclusive);
   }
-  return "Result: REGRESSION (" + counts + "):" + names;
+  return "Result: no regression (" + counts + ")";
 }
 
 namespace {
@@ -175,24 +208,29 @@ Table people_table(const Comparison& c) {
   const double scale = display_scale(c.metric);
   const std::string metric = to_string(c.metric);
   Table table{"", key_columns(), {}, {}};
+  const std::string u = change_unit(c.metric);
   for (Column col :
        {number_col("base " + metric, unit(c.metric), 3),
-        number_col("new " + metric, unit(c.metric), 3), number_col("change %", "", 1, true),
-        number_col("CI low %", "", 1, true), number_col("CI high %", "", 1, true)}) {
+        number_col("new " + metric, unit(c.metric), 3), number_col("change " + u, "", 1, true),
+        number_col("CI low " + u, "", 1, true), number_col("CI high " + u, "", 1, true),
+        number_col("detectable +-" + u, "", 1)}) {
     table.columns.push_back(col);
   }
   Column rounds{"rounds BASE/NEW"};
   rounds.align = Align::right;
   table.columns.push_back(rounds);
   table.columns.push_back(Column{"verdict"});
+  table.columns.push_back(Column{"rounds needed", "", CellType::integer});
+  const double k = change_scale(c.metric);
   for (const CaseChange& ch : c.changes) {
     std::vector<Cell> row = key_cells(ch.key);
-    for (const double v : {ch.base_median * scale, ch.new_median * scale, ch.change * 100,
-                           ch.ci_low * 100, ch.ci_high * 100}) {
+    for (const double v : {ch.base_median * scale, ch.new_median * scale, ch.change * k,
+                           ch.ci_low * k, ch.ci_high * k, ch.detectable * k}) {
       row.push_back(Cell::of_real(v));
     }
     row.push_back(Cell::of(rounds_cell(ch)));
     row.push_back(Cell::of(to_string(ch.verdict)));
+    row.push_back(ch.rounds_needed > 0 ? Cell::of_int(ch.rounds_needed) : Cell::none());
     table.rows.push_back(std::move(row));
   }
   return table;
@@ -239,15 +277,17 @@ Table script_table(const Comparison& c) {
     table.columns.push_back(number_col(name, unit(c.metric), 3));
   }
   for (const char* name : {"change", "ci_low", "ci_high"}) {
-    table.columns.push_back(number_col(name, "%", 1));
+    table.columns.push_back(number_col(name, change_unit(c.metric), 1));
   }
-  table.columns.insert(table.columns.end(),
-                       {Column{"verdict"}, Column{"base_rounds", "", CellType::integer},
-                        Column{"new_rounds", "", CellType::integer}, Column{"base_resampled"},
-                        Column{"new_resampled"}, Column{"note"}});
+  table.columns.insert(
+      table.columns.end(),
+      {Column{"verdict"}, Column{"base_rounds", "", CellType::integer},
+       Column{"new_rounds", "", CellType::integer}, Column{"base_resampled"},
+       Column{"new_resampled"}, Column{"note"}, number_col("detectable", change_unit(c.metric), 1),
+       Column{"rounds_needed", "", CellType::integer}});
   auto add = [&table](const CaseKey& key, const std::string& base_id, const std::string& new_id,
                       std::vector<Cell> numbers, const char* verdict, std::vector<Cell> rounds,
-                      const std::string& note) {
+                      const std::string& note, std::vector<Cell> power = {}) {
     std::vector<Cell> row = key_cells(key);
     row.insert(row.end(), {Cell::of(base_id), Cell::of(new_id)});
     numbers.resize(5);
@@ -256,17 +296,21 @@ Table script_table(const Comparison& c) {
     row.push_back(Cell::of(verdict));
     row.insert(row.end(), rounds.begin(), rounds.end());
     row.push_back(Cell::of(note));
+    power.resize(2);
+    row.insert(row.end(), power.begin(), power.end());
     table.rows.push_back(std::move(row));
   };
+  const double k = change_scale(c.metric);
   for (const CaseChange& ch : c.changes) {
     add(ch.key, ch.base_id, ch.new_id,
         {Cell::of_real(ch.base_median * scale), Cell::of_real(ch.new_median * scale),
-         Cell::of_real(ch.change * 100), Cell::of_real(ch.ci_low * 100),
-         Cell::of_real(ch.ci_high * 100)},
+         Cell::of_real(ch.change * k), Cell::of_real(ch.ci_low * k), Cell::of_real(ch.ci_high * k)},
         verdict_token(ch.verdict),
         {Cell::of_int(ch.base_rounds), Cell::of_int(ch.new_rounds),
          Cell::of(resampled(ch.base_rounds)), Cell::of(resampled(ch.new_rounds))},
-        drift_note(ch));
+        drift_note(ch),
+        {Cell::of_real(ch.detectable * k),
+         ch.rounds_needed > 0 ? Cell::of_int(ch.rounds_needed) : Cell::none()});
   }
   for (const UnmatchedCase& u : c.only_base) add(u.key, u.id, "", {}, "only_in_base", {}, "");
   for (const UnmatchedCase& u : c.only_new) add(u.key, "", u.id, {}, "only_in_new", {}, "");

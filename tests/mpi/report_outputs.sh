@@ -78,7 +78,12 @@ for format in md csv json latex; do
     out="$scratch/$cmd.$format"
     case $cmd in
       report) "$FOBENCH" report "$in" --format "$format" > "$out" ;;
-      compare) "$FOBENCH" compare "$in" "$in" --format "$format" > "$out" 2> /dev/null ;;
+      # A file against itself never regresses; on a noisy machine it may be inconclusive (5).
+      compare)
+        rc=0
+        "$FOBENCH" compare "$in" "$in" --format "$format" > "$out" 2> /dev/null || rc=$?
+        [ "$rc" = 0 ] || [ "$rc" = 5 ]
+        ;;
       sim_tune) "$FOBENCH" sim --tune --machine "$machine" -c "$smoke" --format "$format" \
         > "$out" 2> /dev/null ;;
     esac || fail "$cmd --format $format exited $?"

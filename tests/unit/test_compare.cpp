@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "fob/compare.h"
+#include "fob/compare_report.h"
 #include "fob/metrics.h"
 #include "fob/plan.h"
 #include "fob/results.h"
@@ -110,8 +111,11 @@ TEST(Compare, IdenticalSamplesDoNotRegress) {
   EXPECT_LE(ch.ci_low, 0);
   EXPECT_GE(ch.ci_high, 0);
   EXPECT_EQ(c.count(Verdict::regressed), 0);
-  // Even with a zero threshold an interval that straddles zero is no change.
-  EXPECT_EQ(only_change(compare_results(f, f, CompareMetric::t, 0)).verdict, Verdict::no_change);
+  EXPECT_LE(ch.detectable, 0.05);
+  EXPECT_EQ(ch.rounds_needed, 0);
+  // A zero threshold cannot be confirmed by an interval with any width: not a regression, but
+  // inconclusive.
+  EXPECT_EQ(only_change(compare_results(f, f, CompareMetric::t, 0)).verdict, Verdict::inconclusive);
 }
 
 TEST(Compare, ThirtyPercentSlowerIsARegression) {
@@ -128,12 +132,40 @@ TEST(Compare, ThirtyPercentSlowerIsARegression) {
             Verdict::improved);
 }
 
-TEST(Compare, TwoPercentSlowerInLargeNoiseIsNotFlagged) {
+// In 30% noise the files cannot tell 2% from 20%: not a regression, and not "no change"
+// either. The report says how far it can see and what would let it see 5%.
+TEST(Compare, TwoPercentSlowerInLargeNoiseIsInconclusive) {
   const ResultFile base = file_of({make_case("0000", "flash", noisy(10e-3, 0.30, 5, 3))});
   const ResultFile next = file_of({make_case("0000", "flash", noisy(10.2e-3, 0.30, 5, 4))});
-  const CaseChange& ch = only_change(compare_results(base, next, CompareMetric::t, 5));
-  EXPECT_EQ(ch.verdict, Verdict::no_change);
+  const Comparison c = compare_results(base, next, CompareMetric::t, 5);
+  const CaseChange& ch = only_change(c);
+  EXPECT_EQ(ch.verdict, Verdict::inconclusive);
   EXPECT_LT(ch.ci_low, 0.05);
+  EXPECT_GT(ch.detectable, 0.05);
+  EXPECT_GT(ch.rounds_needed, 1);
+  const std::string line = compare_result_line(c);
+  EXPECT_EQ(line.rfind("Result: INCONCLUSIVE", 0), 0u) << line;
+  EXPECT_NE(line.find("rounds per file"), std::string::npos) << line;
+}
+
+// exposed_comm crosses zero: 0.1 ms -> 0.3 ms exposed is +200% of a near-zero base, but 0.2 ms
+// of a 10 ms step, well within 5% of it.
+TEST(Compare, ExposedCommIsADifferenceInMilliseconds) {
+  const CaseResult comp = make_case("0000", "compute_only", {10e-3, 10e-3, 10e-3, 10e-3});
+  const CaseResult b = make_case("0001", "flash", {10.1e-3, 10.1e-3, 10.1e-3, 10.1e-3});
+  const CaseResult n = make_case("0001", "flash", {10.3e-3, 10.3e-3, 10.3e-3, 10.3e-3});
+  const CaseChange& ch = only_change(
+      compare_results(file_of({comp, b}), file_of({comp, n}), CompareMetric::exposed_comm, 5));
+  EXPECT_TRUE(ch.absolute);
+  EXPECT_NEAR(ch.change, 0.2e-3, 1e-9);
+  EXPECT_NEAR(ch.threshold, 0.05 * 10.1e-3, 1e-12);
+  EXPECT_EQ(ch.verdict, Verdict::no_change);
+  // Below T_comp (a noisy reference) the base is negative: still a difference, never a ratio.
+  const CaseResult below = make_case("0001", "flash", {9.9e-3, 9.9e-3, 9.9e-3, 9.9e-3});
+  const CaseChange& neg = only_change(
+      compare_results(file_of({comp, below}), file_of({comp, n}), CompareMetric::exposed_comm, 5));
+  EXPECT_NEAR(neg.change, 0.4e-3, 1e-9);
+  EXPECT_EQ(neg.verdict, Verdict::no_change);
 }
 
 TEST(Compare, OutputIsDeterministic) {
@@ -195,7 +227,7 @@ TEST(Compare, ExposedCommNeedsComputeOnly) {
   const CaseResult comp = make_case("0000", "compute_only", {6e-3, 6e-3, 6e-3, 6e-3});
   const CaseResult flash_b = make_case("0001", "flash", {8e-3, 8.1e-3, 7.9e-3, 8e-3});
   const CaseResult flash_n = make_case("0001", "flash", {10e-3, 10.1e-3, 9.9e-3, 10e-3});
-  // With compute_only in both: exposed 2 ms -> 4 ms, +100%.
+  // With compute_only in both: exposed 2 ms -> 4 ms, +2 ms, past 5% of the 8 ms step.
   const Comparison ok = compare_results(file_of({comp, flash_b}), file_of({comp, flash_n}),
                                         CompareMetric::exposed_comm, 5);
   const CaseChange& ch = only_change(ok);
@@ -258,7 +290,7 @@ TEST(Compare, RoundLevelShiftWithinTheRoundSpreadIsNotARegression) {
   EXPECT_EQ(ch.base_rounds, 5);
   EXPECT_EQ(ch.new_rounds, 5);
   EXPECT_NEAR(ch.change, 0.08, 0.01);
-  EXPECT_EQ(ch.verdict, Verdict::no_change);
+  EXPECT_EQ(ch.verdict, Verdict::inconclusive);  // not a regression; nor proven no change
   EXPECT_LT(ch.ci_low, 0);
   EXPECT_GT(ch.ci_high, 0.15);
 
