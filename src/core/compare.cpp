@@ -258,6 +258,50 @@ Interval cluster_bootstrap_change(const SampleClusters& base, const SampleCluste
   return {percentile(changes, 0.025), percentile(changes, 0.975)};
 }
 
+namespace {
+
+// The change of one matched pair, into `c`; or why it cannot be measured.
+std::string measure_change(const CaseResult& b, const CaseResult& n, const Samples& bs,
+                           const Samples& ns, CompareMetric metric, double threshold,
+                           CaseChange& c) {
+  const std::vector<double> b_values = pooled(bs.rounds), n_values = pooled(ns.rounds);
+  if (b_values.size() < 2 || n_values.size() < 2) {
+    return "BASE has " + std::to_string(b_values.size()) + " and NEW " +
+           std::to_string(n_values.size()) +
+           " timed iteration(s) with a value; at least 2 each are needed";
+  }
+  c.key = b.key();
+  c.base_id = b.id;
+  c.new_id = n.id;
+  c.base_median = median(b_values);
+  c.new_median = median(n_values);
+  // exposed_comm crosses zero (a fully hidden transfer): its change is a difference, judged
+  // against the threshold's share of the base case's step time, never a ratio to a near-zero
+  // base.
+  c.absolute = metric == CompareMetric::exposed_comm;
+  c.threshold = c.absolute ? threshold * median(pooled(step_samples(b))) : threshold;
+  if (!c.absolute && !(c.base_median > 0)) {
+    return std::string("the median ") + to_string(metric) +
+           " in BASE is not positive, so a relative change is undefined";
+  }
+  c.change =
+      c.absolute ? c.new_median - c.base_median : relative_change(c.base_median, c.new_median);
+  c.base_rounds = static_cast<int>(bs.rounds.size());
+  c.new_rounds = static_cast<int>(ns.rounds.size());
+  // A side with a single round shows no spread between rounds: its iterations are resampled
+  // instead, and the report says that the interval then misses that side's drift.
+  const Interval ci = cluster_bootstrap_change(bootstrap_units(bs.rounds, b_values),
+                                               bootstrap_units(ns.rounds, n_values),
+                                               kBootstrapResamples, kBootstrapSeed, c.absolute);
+  c.ci_low = ci.low;
+  c.ci_high = ci.high;
+  c.verdict = judge(metric, ci, c.threshold);
+  set_power(c, ci);
+  return {};
+}
+
+}  // namespace
+
 Comparison compare_results(const ResultFile& base, const ResultFile& next, CompareMetric metric,
                            double threshold_pct) {
   if (!std::isfinite(threshold_pct) || threshold_pct < 0) {
@@ -296,45 +340,12 @@ Comparison compare_results(const ResultFile& base, const ResultFile& next, Compa
       out.not_comparable.push_back(nc);
       continue;
     }
-    const std::vector<double> b_values = pooled(bs.rounds), n_values = pooled(ns.rounds);
-    if (b_values.size() < 2 || n_values.size() < 2) {
-      nc.reason = "BASE has " + std::to_string(b_values.size()) + " and NEW " +
-                  std::to_string(n_values.size()) +
-                  " timed iteration(s) with a value; at least 2 each are needed";
-      out.not_comparable.push_back(nc);
-      continue;
-    }
     CaseChange c;
-    c.key = key;
-    c.base_id = b.id;
-    c.new_id = n->id;
-    c.base_median = median(b_values);
-    c.new_median = median(n_values);
-    // exposed_comm crosses zero (a fully hidden transfer): its change is a difference, judged
-    // against the threshold's share of the base case's step time, never a ratio to a near-zero
-    // base.
-    c.absolute = metric == CompareMetric::exposed_comm;
-    const double base_t = median(pooled(step_samples(b)));
-    c.threshold = c.absolute ? threshold * base_t : threshold;
-    if (!c.absolute && !(c.base_median > 0)) {
-      nc.reason = std::string("the median ") + to_string(metric) +
-                  " in BASE is not positive, so a relative change is undefined";
+    nc.reason = measure_change(b, *n, bs, ns, metric, threshold, c);
+    if (!nc.reason.empty()) {
       out.not_comparable.push_back(nc);
       continue;
     }
-    c.change =
-        c.absolute ? c.new_median - c.base_median : relative_change(c.base_median, c.new_median);
-    c.base_rounds = static_cast<int>(bs.rounds.size());
-    c.new_rounds = static_cast<int>(ns.rounds.size());
-    // A side with a single round shows no spread between rounds: its iterations are resampled
-    // instead, and the report says that the interval then misses that side's drift.
-    const Interval ci = cluster_bootstrap_change(bootstrap_units(bs.rounds, b_values),
-                                                 bootstrap_units(ns.rounds, n_values),
-                                                 kBootstrapResamples, kBootstrapSeed, c.absolute);
-    c.ci_low = ci.low;
-    c.ci_high = ci.high;
-    c.verdict = judge(metric, ci, c.threshold);
-    set_power(c, ci);
     out.changes.push_back(c);
   }
   for (const CaseResult& n : next.cases) {
