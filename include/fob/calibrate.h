@@ -20,7 +20,14 @@ struct FitReport {
   };
   std::vector<Residual> residuals;
   std::vector<std::string> notes;  // what could not be fitted and what was assumed instead
+  // What makes the fit doubtful (calibration_warnings), for the command to print on stderr.
+  std::vector<std::string> warnings;
 };
+
+// Why a machine fitted to `files` may mislead: ranks that shared cores (the fitted launch and
+// interference terms then price the turns they took), files of several world sizes fitted as one
+// link, references whose step times varied past trust.h's threshold. Empty when none applies.
+std::vector<std::string> calibration_warnings(const std::vector<ResultFile>& files);
 
 // Throws InputError when the files hold nothing to fit (no GEMM timings, or no collective or
 // exchange at world size 2 or more). Machine::source names the runs (created_utc, commit), the

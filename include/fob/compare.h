@@ -118,4 +118,22 @@ std::string incomparable_machines(const SystemInfo& base, const SystemInfo& next
 Comparison compare_results(const ResultFile& base, const ResultFile& next, CompareMetric metric,
                            double threshold_pct);
 
+// A case measured in one file and predicted by `fobench sim` in the other.
+struct Prediction {
+  CaseKey key;
+  double measured = 0, predicted = 0;  // median step times, seconds
+  double error = 0;                    // predicted / measured - 1
+};
+
+struct PredictionCheck {
+  std::string machine;  // the machine file the simulated file names
+  std::vector<Prediction> cases;
+  std::vector<UnmatchedCase> only_measured, only_predicted;
+};
+
+// Whether exactly one of the two files is simulated: compare then checks the prediction.
+bool is_prediction_pair(const ResultFile& base, const ResultFile& next);
+// Every case of `measured` with its prediction in `simulated`, matched by key.
+PredictionCheck compare_predictions(const ResultFile& measured, const ResultFile& simulated);
+
 }  // namespace fob

@@ -28,4 +28,10 @@ std::string compare_result_line(const Comparison& comparison);
 // kMinBootstrapRounds rounds).
 std::string compare_drift_warning(const Comparison& comparison);
 
+// Predicted against measured (one file from `fobench sim`, the other measured): per case both
+// step times and the prediction's error, with the machine file's name, the mean and largest
+// |error| in the prose and facts.
+TableDocument prediction_document(const PredictionCheck& check, const CompareSide& measured,
+                                  const CompareSide& simulated);
+
 }  // namespace fob

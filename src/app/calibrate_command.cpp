@@ -47,6 +47,10 @@ int calibrate_command(const CalibrateArgs& args) {
     }
     std::cout << "\nlargest error: " << worst << " %\n";
     for (const std::string& note : report.notes) std::cout << "- note: " << note << "\n";
+    for (const std::string& warning : report.warnings) {
+      std::cout << "- WARNING: " << warning << "\n";
+      std::fprintf(stderr, "fobench calibrate: warning: %s\n", warning.c_str());
+    }
     return kExitOk;
   });
 }

@@ -15,6 +15,7 @@
 #include "fob/compare_report.h"
 #include "fob/result_files.h"
 #include "fob/results.h"
+#include "fob/table.h"
 #include "fob/types.h"
 
 namespace fob {
@@ -24,6 +25,24 @@ std::string fixed3(double v) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "%.3f", v);
   return buf;
+}
+
+// One file measured, the other from `fobench sim`: the prediction's error per case, no verdict.
+int check_prediction(const CompareArgs& args, const ResultFile& base, const ResultFile& next,
+                     TableFormat format) {
+  const bool base_simulated = !base.system.simulated.empty();
+  const CompareSide measured{"MEASURED", base_simulated ? args.next : args.base,
+                             base_simulated ? next : base};
+  const CompareSide simulated{"SIMULATED", base_simulated ? args.base : args.next,
+                              base_simulated ? base : next};
+  const PredictionCheck check = compare_predictions(measured.file, simulated.file);
+  if (check.cases.empty()) {
+    throw InputError("nothing to compare: no case of the measured file " + measured.path +
+                     " is in the simulated file " + simulated.path +
+                     " (same workload, strategy, shape, dtype and world)");
+  }
+  write_table(std::cout, prediction_document(check, measured, simulated), format);
+  return kExitOk;
 }
 
 }  // namespace
@@ -42,6 +61,7 @@ int compare_command(const CompareArgs& args) {
     if (const std::string why = incomparable_machines(base.system, next.system); !why.empty()) {
       throw InputError(why);
     }
+    if (is_prediction_pair(base, next)) return check_prediction(args, base, next, format);
     const Comparison comparison = compare_results(base, next, metric, args.threshold_pct);
     if (comparison.changes.empty()) {
       // A gate that compared nothing would pass whatever NEW measured.

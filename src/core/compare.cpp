@@ -379,4 +379,33 @@ std::vector<SettingDifference> setting_differences(const SystemInfo& base, const
   return out;
 }
 
+bool is_prediction_pair(const ResultFile& base, const ResultFile& next) {
+  return base.system.simulated.empty() != next.system.simulated.empty();
+}
+
+PredictionCheck compare_predictions(const ResultFile& measured, const ResultFile& simulated) {
+  PredictionCheck out;
+  out.machine = simulated.system.simulated;
+  CaseIndex predicted(simulated);
+  std::set<const CaseResult*> paired;
+  for (const CaseResult& m : measured.cases) {
+    const CaseResult* p = predicted.take(m.key());
+    if (!p) {
+      out.only_measured.push_back({m.key(), m.id});
+      continue;
+    }
+    paired.insert(p);
+    Prediction x;
+    x.key = m.key();
+    x.measured = median_step(m);
+    x.predicted = median_step(*p);
+    x.error = x.measured > 0 ? x.predicted / x.measured - 1 : kNaN;
+    out.cases.push_back(x);
+  }
+  for (const CaseResult& p : simulated.cases) {
+    if (!paired.count(&p)) out.only_predicted.push_back({p.key(), p.id});
+  }
+  return out;
+}
+
 }  // namespace fob

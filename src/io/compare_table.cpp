@@ -384,4 +384,45 @@ TableDocument compare_document(const Comparison& c, const CompareSide& base,
   return doc;
 }
 
+TableDocument prediction_document(const PredictionCheck& check, const CompareSide& measured,
+                                  const CompareSide& simulated) {
+  TableDocument doc;
+  doc.title = "fobench compare: predicted against measured";
+  double sum = 0, worst = 0;
+  std::string worst_case;
+  Table table{"", key_columns(), {}, {}};
+  for (Column col : {number_col("measured T", "ms", 3), number_col("predicted T", "ms", 3),
+                     number_col("error", "%", 1, true)}) {
+    table.columns.push_back(col);
+  }
+  for (const Prediction& p : check.cases) {
+    std::vector<Cell> row = key_cells(p.key);
+    for (const double v : {p.measured * 1e3, p.predicted * 1e3, p.error * 100}) {
+      row.push_back(Cell::of_real(v));
+    }
+    table.rows.push_back(std::move(row));
+    if (!std::isfinite(p.error)) continue;
+    sum += std::fabs(p.error);
+    if (std::fabs(p.error) >= worst) {
+      worst = std::fabs(p.error);
+      worst_case = p.key.text();
+    }
+  }
+  const double mean = check.cases.empty() ? 0 : sum / static_cast<double>(check.cases.size());
+  doc.facts = {{"measured_file", Cell::of(measured.path)},
+               {"simulated_file", Cell::of(simulated.path)},
+               {"machine", Cell::of(check.machine)},
+               {"mean_abs_error_pct", Cell::of_real(mean * 100)},
+               {"max_abs_error_pct", Cell::of_real(worst * 100)}};
+  doc.prose = {"- MEASURED: `" + measured.path + "`",
+               "- SIMULATED: `" + simulated.path + "` with " + check.machine,
+               "- error = predicted / measured - 1, of the median step time T"};
+  doc.tables.push_back(std::move(table));
+  doc.epilogue = {"", "Mean |error| " + fixed(mean * 100, 1) + "%, largest " +
+                          fixed(worst * 100, 1) + "% (" + worst_case + "); " +
+                          std::to_string(check.only_measured.size()) + " case(s) measured only, " +
+                          std::to_string(check.only_predicted.size()) + " predicted only."};
+  return doc;
+}
+
 }  // namespace fob

@@ -502,6 +502,7 @@ Machine calibrate(const std::vector<ResultFile>& files, const std::string& name,
   FitReport local;
   FitReport& rep = report != nullptr ? *report : local;
   std::vector<std::string>& notes = rep.notes;
+  rep.warnings = calibration_warnings(files);
   const Gathered gathered = collect_files(files, notes);
   const Collected& data = gathered.data;
   if (data.gemm.reference.empty() && data.gemm.clean.empty()) {

@@ -7,6 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "fob/calibrate.h"
+#include "fob/compare.h"
+#include "fob/compare_report.h"
 #include "fob/metrics.h"
 #include "fob/report.h"
 #include "fob/results.h"
@@ -144,6 +147,49 @@ TEST(Trust, EveryFormatCarriesDispersionAndDoubts) {
   std::ostringstream csv;
   write_report(csv, file, TableFormat::csv);
   EXPECT_NE(csv.str().find("t_ci_low_ms,t_ci_high_ms,doubts"), std::string::npos) << csv.str();
+}
+
+TEST(Trust, CalibrateSaysWhatMakesItsFitDoubtful) {
+  ResultFile quiet;
+  quiet.cases = {measured("0", "compute_only", around(100e-3, 0.02)),
+                 measured("1", "comm_only", around(40e-3, 0.02))};
+  EXPECT_TRUE(calibration_warnings({quiet}).empty());
+  ResultFile noisy;
+  noisy.cases = noisy_run();
+  noisy.system.notes = "4 ranks shared 2 cores on node1: compute tasks took turns on the cores";
+  ResultFile wider = quiet;
+  for (CaseResult& c : wider.cases) c.world = 4;
+  const std::vector<std::string> w = calibration_warnings({noisy, wider});
+  std::string all;
+  for (const std::string& line : w) all += line + "\n";
+  EXPECT_NE(all.find("4 ranks shared 2 cores"), std::string::npos) << all;
+  EXPECT_NE(all.find("compute_only b2 s8 h4 f16 heads0 fp32 N=2 varied with cv"), std::string::npos)
+      << all;
+  EXPECT_NE(all.find("the files mix world sizes 2, 4"), std::string::npos) << all;
+}
+
+TEST(Trust, ComparePricesAPredictionAgainstTheMeasurement) {
+  ResultFile measured_file;
+  measured_file.cases = {measured("0", "baseline", around(10e-3, 0.01)),
+                         measured("1", "flash", around(8e-3, 0.01))};
+  ResultFile simulated;
+  simulated.system.simulated = "machine 'here'";
+  simulated.cases = {measured("0", "baseline", {11e-3}), measured("1", "flash", {7.6e-3}),
+                     measured("2", "decompose", {9e-3})};
+  ASSERT_TRUE(is_prediction_pair(measured_file, simulated));
+  EXPECT_FALSE(is_prediction_pair(measured_file, measured_file));
+  const PredictionCheck check = compare_predictions(measured_file, simulated);
+  ASSERT_EQ(check.cases.size(), 2u);
+  EXPECT_NEAR(check.cases[0].error, 0.10, 1e-9);
+  EXPECT_NEAR(check.cases[1].error, -0.05, 1e-9);
+  EXPECT_EQ(check.only_predicted.size(), 1u);
+  const CompareSide m{"MEASURED", "m.h5", measured_file}, p{"SIMULATED", "s.h5", simulated};
+  std::ostringstream md;
+  const TableDocument doc = prediction_document(check, m, p);
+  write_table(md, doc, TableFormat::md);
+  EXPECT_NE(md.str().find("machine 'here'"), std::string::npos) << md.str();
+  EXPECT_NE(md.str().find("| +10.0 |"), std::string::npos) << md.str();
+  EXPECT_NE(md.str().find("Mean |error| 7.5%, largest 10.0%"), std::string::npos) << md.str();
 }
 
 }  // namespace
