@@ -60,19 +60,29 @@ top_entries() {
 
 # new_entries BEFORE DIR...: the entries of DIR... (top_entries) not in BEFORE (an earlier
 # top_entries) that still exist a second later: what a finished run left behind, not the
-# passing temporary files of an unrelated process (a compiler's /tmp/cc*.s).
+# passing temporary files of an unrelated process. A compiler's temporaries (GCC's
+# /tmp/ccXXXXXX.s, .o, .res, ...) can outlive that second while a build runs beside the test; the
+# bundle compiles nothing, so they are never its own.
 new_entries() {
   local before=$1 entry
   shift
   local -a fresh=()
   while IFS= read -r entry; do
     [[ -n "$entry" ]] && fresh+=("$entry")
-  done < <(comm -13 <(printf '%s\n' "$before") <(top_entries "$@"))
+  done < <(comm -13 <(printf '%s\n' "$before") <(top_entries "$@") |
+    grep -Ev '/cc[A-Za-z0-9]{6}\.[a-z0-9_.]+$' || true)
   [[ ${#fresh[@]} -gt 0 ]] || return 0
   sleep 1
   for entry in "${fresh[@]}"; do
     if [[ -e "$entry" ]]; then printf '%s\n' "$entry"; fi
   done
+}
+
+# bundle_workloads: the workloads whose gpu tests run_checks.sh runs, as it takes them from the
+# table of the fobench under test: all but those part of another, one a line.
+bundle_workloads() {
+  "$FOBENCH" --list workloads | awk '/^[^ ]/ { if (w != "") print w; w = $1 }
+      /^  part of: / { w = "" } END { if (w != "") print w }' | tr -d :
 }
 
 # checks_steps: the steps of the bundle's run_checks.sh, one a line.
@@ -81,9 +91,7 @@ checks_steps() {
   printf '%s\n' nvidia_smi libraries version gemm_slices_cuda reports check_results \
     smoke_nccl_np1_fp32 smoke_nccl_np1_bf16 smoke_mpi_np2_fp32 smoke_mpi_np2_bf16 mlp_nccl_np1 \
     mlp_nccl_np1_graphs
-  # The workloads run_checks.sh takes from the table of the fobench under test.
-  for w in $("$FOBENCH" --list workloads | awk '/^[^ ]/ { if (w != "") print w; w = $1 }
-      /^  part of: / { w = "" } END { if (w != "") print w }' | tr -d :); do
+  for w in $(bundle_workloads); do
     printf '%s\n' "gpu_nccl_np1_$w" "gpu_mpi_np2_$w"
   done
 }
