@@ -7,8 +7,9 @@
 #   bench/compare_power.sh [FOBENCH]      (ninja -C build bench-compare-power)
 #   PAIRS=10 ROUND_SETTINGS="5 15" bench/compare_power.sh
 #
-# Every run is the smoke shape's mlp on 2 ranks over an emulated link (baseline and flash, T and
-# the references), so its step is link-bound and a slower link shows in T. A "slower link" takes
+# Every run is an mlp of b·s = 256, d = f = 512 on 2 ranks over an emulated 1 Gbit/s link
+# (baseline and flash, T and the references), so its step is bandwidth-bound and a slower link
+# shows in T. A "slower link" takes
 # the bandwidth divided and the latency multiplied by 1.10 or 1.25. Pairs compare consecutive runs
 # of the base setting (false alarms: any case flagged regressed or improved) and the base runs
 # against the slower ones (detections: the run's exit code 1). Inconclusive results are counted
@@ -18,7 +19,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 fobench=${1:-build/fobench}
 pairs=${PAIRS:-10}
 round_settings=${ROUND_SETTINGS:-"5 15"}
-gbps=2 latency=2000 threshold=${THRESHOLD:-5}
+gbps=1 latency=20 threshold=${THRESHOLD:-5}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p results
@@ -29,7 +30,8 @@ run() {  # run FILE ROUNDS SLOWDOWN
   g=$(awk -v g=$gbps -v s="$3" 'BEGIN {printf "%.6g", g / s}')
   l=$(awk -v l=$latency -v s="$3" 'BEGIN {printf "%.6g", l * s}')
   BUILD_DIR=$(dirname "$fobench") jobscripts/local.sh 2 -c bench_configs/smoke.yaml \
-    --strategies baseline,flash --link-gbps "$g" --link-latency-us "$l" -n 30 -w 2 \
+    --strategies baseline,flash --seq 128 --hidden 512 --ffn 512 --link-gbps "$g" \
+    --link-latency-us "$l" -n 30 -w 2 \
     --rounds "$2" --no-verify --force -o "$1" > /dev/null 2>&1
 }
 
@@ -43,7 +45,7 @@ verdicts() {  # verdicts BASE NEW: the exit code, then the verdict of every comp
 {
   echo "# fobench compare: false alarms and detections"
   echo
-  echo "$(hostname), $(nproc) cores, $(date -u +%Y-%m-%dT%H:%MZ); smoke mlp, 2 ranks, emulated"
+  echo "$(hostname), $(nproc) cores, $(date -u +%Y-%m-%dT%H:%MZ); mlp b2 s128 d512 f512, 2 ranks, emulated"
   echo "link $gbps Gbit/s and $latency us, 30 iterations; threshold $threshold%;"
   echo "command: \`PAIRS=$pairs ROUND_SETTINGS=\"$round_settings\" bench/compare_power.sh\`"
   echo

@@ -44,6 +44,11 @@ struct Config {
   std::string backend = "auto";
   std::string transport = "auto";
   LinkEmulation link;
+  // > 0: the CPU backend's emulated bandwidth is chosen before the run, by probing compute_only
+  // and comm_only on the first shape, so that T_comm / T_comp is about this (link_ratio.cpp);
+  // `link_probe` then says how it was chosen, for the results file.
+  double link_ratio = 0;
+  std::string link_probe;
   bool verify = true;
   double timeout = 300;
   uint64_t seed = 1;

@@ -30,6 +30,7 @@
 #include "fob/trust.h"
 #include "fob/version.h"
 #include "fob/workload.h"
+#include "link_ratio.h"
 #include "run_support.h"
 #include "system_info.h"
 
@@ -337,6 +338,23 @@ void plan_and_check_memory(Run& run) {
   if (any) throw InputError("memory: another rank lacks device memory for these cases");
 }
 
+// --link-ratio: the emulated bandwidth is found now, before the file records the link.
+void match_link_ratio(Run& run) {
+  if (!(run.config.link_ratio > 0)) return;
+  if (run.config.backend != "cpu") {
+    throw InputError("link_ratio: the " + run.config.backend +
+                     " backend has no emulated link; valid backends: cpu");
+  }
+  const LinkChoice choice =
+      choose_link(run.config.link_ratio, run.groups.front().front(), run.rank,
+                  backend_options(run.config, run.comm), exec_options(run.config));
+  run.config.link.gbps = choice.gbps;
+  run.config.link_probe = choice.probe;
+  run.backend.reset();
+  run.backend = make_cpu_backend(backend_options(run.config, run.comm));
+  if (run.rank == 0) std::fprintf(stderr, "fobench: %s\n", choice.probe.c_str());
+}
+
 size_t case_count(const Run& run) {
   size_t total = 0;
   for (const auto& group : run.groups) total += group.size();
@@ -525,6 +543,7 @@ int run_command(const RunArgs& args) {
     return finalize(kExitOk);
   }
   if (auto code = run_phase(run, before, [&] { plan_and_check_memory(run); })) return *code;
+  if (auto code = run_phase(run, before, [&] { match_link_ratio(run); })) return *code;
   if (auto code = run_phase(run, before, [&] { open_results(run); })) return *code;
   print_header(run);
   bool all_verified = true;

@@ -27,6 +27,7 @@ SystemInfo describe_system(MPI_Comm comm, int rank, int world, Backend& backend,
   }
   system.blas = backend.blas();
   system.link_emulation = config.link.describe();
+  if (!config.link_probe.empty()) system.link_emulation += " (" + config.link_probe + ")";
   system.timer = backend.timer();
   system.env = recorded_env();
   {

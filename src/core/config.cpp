@@ -400,6 +400,17 @@ void validate_config(const Config& c) {
   check_range("timeout", c.timeout, 1e-3, kMaxTimeoutSeconds, "seconds");
   if (c.link.gbps != 0) check_range("link_gbps", c.link.gbps, kMinLinkGbps, 1e9, "Gbit/s, or 0");
   check_range("link_latency_us", c.link.latency_us, 0, kMaxLatencyUs, "microseconds");
+  if (c.link_ratio != 0) {
+    check_range("link_ratio", c.link_ratio, 0.01, 100, "T_comm / T_comp, or 0");
+    if (c.link.gbps != 0) {
+      throw InputError("link_ratio: " + std::to_string(c.link_ratio) +
+                       " chooses link_gbps itself, but link_gbps is " +
+                       std::to_string(c.link.gbps) + "; give one of them");
+    }
+    if (c.backend == "cuda") {
+      throw InputError("link_ratio: the cuda backend has no emulated link; valid backends: cpu");
+    }
+  }
   // Names any text passes the setters of: checked here against the keys' choices.
   for (const char* name : {"backend", "transport"}) {
     const ConfigKey& key = *find_config_key(name);
@@ -431,6 +442,7 @@ std::string Config::to_yaml() const {
   out << YAML::BeginMap;
   for (const ConfigKey& key : config_keys()) {
     const ConfigValue v = key.get(*this);
+    if (key.omitted_at_default && key.kind == ConfigKind::number && v.number == 0) continue;
     out << YAML::Key << key.name << YAML::Value;
     switch (key.kind) {
       case ConfigKind::number:

@@ -117,6 +117,12 @@ std::vector<ConfigKey> run_keys() {
        "a number", nullptr, false, nullptr,
        [](Config& c, const ConfigValue& v) { c.link.gbps = v.number; },
        [](const Config& c) { return number(c.link.gbps); }},
+      {"link_ratio", "--link-ratio",
+       "choose the emulated bandwidth so that T_comm/T_comp is about this on the first shape "
+       "(probed before the run; cpu backend)",
+       ConfigKind::number, "a number", nullptr, false, nullptr,
+       [](Config& c, const ConfigValue& v) { c.link_ratio = v.number; },
+       [](const Config& c) { return number(c.link_ratio); }, true},
       {"link_latency_us", "--link-latency-us", "emulated link latency per transfer, microseconds",
        ConfigKind::number, "a number", nullptr, false, nullptr,
        [](Config& c, const ConfigValue& v) { c.link.latency_us = v.number; },

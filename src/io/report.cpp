@@ -388,6 +388,20 @@ void add_labels(std::vector<Cell>& cells, const Summary& s, const Group& group) 
   for (const std::string& f : group.label_fields) cells.push_back(Cell::of(field_value(s, f)));
 }
 
+// Where the shape sits: below 1 the transfers can hide entirely behind the GEMMs, which is the
+// regime the overlapping strategies are for; above it at most T_comp of them can. A CPU run is
+// put where the paper's GPU runs are with --link-ratio.
+std::string regime_note(const Group& group) {
+  for (const Summary* row : group.rows) {
+    if (!(row->t_comp > 0) || !std::isfinite(row->t_comm)) continue;
+    const double r = row->t_comm / row->t_comp;
+    return "T_comm / T_comp = " + format_or_dash(r) +
+           (r <= 1 ? ": the transfers could hide entirely behind the GEMMs."
+                   : ": more transfer than GEMM time, at most T_comp of it can hide.");
+  }
+  return "T_comm / T_comp: n/a (no compute_only and comm_only of this shape).";
+}
+
 Table md_table(const Group& group) {
   Table table{group.title, label_columns(group), {}, {}};
   for (const auto& [heading, unit] :
@@ -433,6 +447,7 @@ Table md_table(const Group& group) {
                             format_or_dash(row->busbw) + " GB/s");
     }
   }
+  table.notes.push_back(regime_note(group));
   return table;
 }
 

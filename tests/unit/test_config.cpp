@@ -312,7 +312,10 @@ TEST(ConfigKeys, EveryKeyIsReadWrittenAndListed) {
   const std::string unknown = input_error([&] { apply_yaml(c, "bogus: 1\n", "u.yaml"); });
   for (const ConfigKey& key : config_keys()) {
     EXPECT_EQ(find_config_key(key.name), &key);
-    EXPECT_TRUE(contains(yaml, std::string(key.name) + ":")) << key.name << " not in:\n" << yaml;
+    // A key left out at its default (omitted_at_default) is written once it is set.
+    EXPECT_EQ(contains(yaml, std::string(key.name) + ":"), !key.omitted_at_default)
+        << key.name << " in or not in:\n"
+        << yaml;
     EXPECT_TRUE(contains(unknown, key.name)) << key.name << " not listed in: " << unknown;
   }
   EXPECT_TRUE(contains(unknown, "cases")) << unknown;
@@ -333,6 +336,9 @@ TEST(ConfigKeys, ToYamlKeepsItsForm) {
             "backend: auto\ntransport: auto\nlink_gbps: 2.5\nlink_latency_us: 0\n"
             "verify: true\ntimeout: 300\nseed: 1\nblas_threads: 1\ngraphs: false\n"
             "auto_slices: false\ncomm_sms: auto\noutput: \"\"");
+  c.link.gbps = 0;
+  c.link_ratio = 0.5;
+  EXPECT_TRUE(contains(c.to_yaml(), "\nlink_ratio: 0.5\n")) << c.to_yaml();
 }
 
 TEST(ConfigKeys, HelpNamesTheChoices) {

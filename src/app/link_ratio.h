@@ -1,0 +1,28 @@
+// --link-ratio: the emulated bandwidth that puts a run in a chosen T_comm / T_comp regime on
+// whatever CPU it runs, found by probing before the run.
+#pragma once
+
+#include <mpi.h>
+
+#include <string>
+
+#include "fob/backend.h"
+#include "fob/executor.h"
+#include "fob/workload.h"
+
+namespace fob {
+
+struct LinkChoice {
+  double gbps = 0;
+  std::string probe;  // how it was chosen, for the results file's notes and stderr
+};
+
+// Times `first`'s compute_only once and its comm_only at a few emulated bandwidths, each a
+// correction of the last (T_comm scales as one over the bandwidth where the bandwidth dominates),
+// and returns the bandwidth whose T_comm is about `ratio` times T_comp. Collective: every rank
+// calls it with the same arguments and gets rank 0's choice. `options` is the run's backend
+// setup (its latency is kept), `timing` its execution options (fewer iterations are used).
+LinkChoice choose_link(double ratio, const CaseSpec& first, int rank, BackendOptions options,
+                       ExecOptions timing);
+
+}  // namespace fob
