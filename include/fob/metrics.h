@@ -18,7 +18,8 @@ struct Summary : CaseKey {
   double t_ci_low = 0, t_ci_high = 0;  // the median's 95% interval (trust.h, median_interval)
   double t_comp = 0, t_comm = 0, t_lb = 0;
   double exposed_comm = 0;
-  double slicing_penalty = 0;  // median compute-stream busy time of this case minus T_comp
+  // median compute-stream busy time of this case minus compute_only's, measured alike
+  double slicing_penalty = 0;
   double speedup = 0, ideal_speedup = 0;
   double comm_reduction = 0, e2e_reduction = 0;
   double overlap_efficiency = 0;

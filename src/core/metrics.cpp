@@ -270,12 +270,20 @@ std::vector<Summary> summarize(const std::vector<CaseResult>& cases,
                                const std::vector<CaseStats>& stats) {
   if (stats.size() != cases.size()) throw std::logic_error("summarize: one CaseStats per case");
   // First case of each reference strategy per shape wins; a sweep runs each reference once.
-  std::map<CaseKey, double> reference;
+  std::map<CaseKey, double> reference, reference_busy;
   for (size_t i = 0; i < cases.size(); ++i) {
     if (cases[i].role() != StrategyRole::overlapping) {
       reference.emplace(cases[i].key(), stats[i].t_median);
+      reference_busy.emplace(cases[i].key(), stats[i].compute_busy);
     }
   }
+  // compute_only's own compute-stream busy time: what a case's busy time is compared with (its
+  // step time T_comp also holds the iteration's start and the gaps between tasks).
+  auto comp_busy = [&](const CaseResult& c) {
+    auto it =
+        reference_busy.find(c.key().with_strategy(role_name(StrategyRole::compute_reference)));
+    return it == reference_busy.end() ? kNaN : it->second;
+  };
   auto ref = [&](const CaseResult& c, const char* strategy) {
     auto it = reference.find(c.key().with_strategy(strategy));
     return it == reference.end() ? kNaN : it->second;
@@ -326,7 +334,7 @@ std::vector<Summary> summarize(const std::vector<CaseResult>& cases,
       s.overlap_pct = std::isnan(pct) ? kNaN : 100.0 * std::clamp(pct, 0.0, 1.0);
     }
 
-    s.slicing_penalty = is_comm_only ? kNaN : st.compute_busy - s.t_comp;
+    s.slicing_penalty = is_comm_only ? kNaN : st.compute_busy - comp_busy(c);
     s.tflops = is_comm_only ? kNaN : ratio(st.rank_flops, t) / 1e12;
 
     s.algbw = algbw_of(c, st.sent_bytes, t);
