@@ -3,6 +3,7 @@
 # fobench with CMake and Ninja in $BUILD_DIR (default: build).
 #
 #   scripts/build.sh [extra CMake configure arguments, e.g. -DFOB_CUDA=OFF]
+#   FOB_TARGETS="fobench" scripts/build.sh    only those targets (default: everything)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -20,4 +21,5 @@ fi
 
 jobs=$(nproc 2>/dev/null || getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)
 cmake -S . -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release "$@"
-cmake --build "$build_dir" -j"$jobs"
+read -r -a targets <<<"${FOB_TARGETS:-}"
+cmake --build "$build_dir" -j"$jobs" ${targets[@]+--target "${targets[@]}"}
