@@ -19,6 +19,9 @@ const std::vector<std::string>& table_format_names();
 std::string table_format_choices();
 
 enum class CellType { text, integer, real, boolean };
+// "text", "integer", "real" or "boolean": how JSON's columns and the results file's
+// /summary attribute `report_columns` name a column's type.
+const char* cell_type_name(CellType type);
 
 // One value of a row. `none` is a value that is absent: "-" for people, empty in CSV, null in
 // JSON.

@@ -18,6 +18,7 @@
 #include "fob/types.h"
 #include "fob/workload.h"
 #include "json_text.h"
+#include "report_columns.h"
 
 namespace fob {
 
@@ -136,95 +137,17 @@ std::vector<std::pair<std::string, std::string>> header_pairs(const ResultFile& 
 
 // ---- the table for scripts (CSV and JSON): every case, every column --------------------------
 
-Column text_col(const char* name) {
-  return Column{name};
-}
-Column int_col(const char* name) {
-  return Column{name, "", CellType::integer};
-}
-Column real_col(const char* name, const char* unit = "") {
-  return Column{name, unit, CellType::real};
-}
-
 std::vector<Column> script_columns() {
-  return {text_col("case_id"),
-          text_col("workload"),
-          text_col("strategy"),
-          int_col("batch"),
-          int_col("seq"),
-          int_col("hidden"),
-          int_col("ffn"),
-          int_col("heads"),
-          text_col("dtype"),
-          int_col("world"),
-          int_col("iters"),
-          Column{"verified", "", CellType::boolean},
-          real_col("t", "ms"),
-          real_col("t_min", "ms"),
-          real_col("t_p90", "ms"),
-          real_col("t_p99", "ms"),
-          real_col("t_cv"),
-          real_col("t_comp", "ms"),
-          real_col("t_comm", "ms"),
-          real_col("t_lb", "ms"),
-          real_col("exposed_comm", "ms"),
-          real_col("slicing_penalty", "ms"),
-          real_col("speedup"),
-          real_col("ideal_speedup"),
-          real_col("comm_reduction"),
-          real_col("e2e_reduction"),
-          real_col("overlap_efficiency"),
-          real_col("hidden_frac"),
-          real_col("overlap_pct"),
-          real_col("tflops"),
-          real_col("algbw", "GB/s"),
-          real_col("busbw", "GB/s"),
-          real_col("concurrency"),
-          real_col("t_ci_low", "ms"),
-          real_col("t_ci_high", "ms"),
-          text_col("doubts")};
+  std::vector<Column> columns;
+  for (const ReportColumn& c : report_columns()) columns.push_back(c.column);
+  return columns;
 }
 
 // In the order of script_columns().
 std::vector<Cell> script_row(const Summary& s) {
-  const auto ms = [](double seconds) { return Cell::of_real(seconds * 1e3); };
-  const auto x = [](double value) { return Cell::of_real(value); };
-  return {Cell::of(s.case_id),
-          Cell::of(s.workload),
-          Cell::of(s.strategy),
-          Cell::of_int(s.batch),
-          Cell::of_int(s.seq),
-          Cell::of_int(s.hidden),
-          Cell::of_int(s.ffn),
-          Cell::of_int(s.heads),
-          Cell::of(s.dtype),
-          Cell::of_int(s.world),
-          Cell::of_int(s.iters),
-          s.verified < 0 ? Cell::none() : Cell::of_bool(s.verified != 0),
-          ms(s.t_median),
-          ms(s.t_min),
-          ms(s.t_p90),
-          ms(s.t_p99),
-          x(s.t_cv),
-          ms(s.t_comp),
-          ms(s.t_comm),
-          ms(s.t_lb),
-          ms(s.exposed_comm),
-          ms(s.slicing_penalty),
-          x(s.speedup),
-          x(s.ideal_speedup),
-          x(s.comm_reduction),
-          x(s.e2e_reduction),
-          x(s.overlap_efficiency),
-          x(s.hidden_frac),
-          x(s.overlap_pct),
-          x(s.tflops),
-          x(s.algbw),
-          x(s.busbw),
-          x(s.concurrency),
-          ms(s.t_ci_low),
-          ms(s.t_ci_high),
-          Cell::of(s.doubts)};
+  std::vector<Cell> cells;
+  for (const ReportColumn& c : report_columns()) cells.push_back(report_cell(c, s));
+  return cells;
 }
 
 TableDocument script_document(const ResultFile& file, const std::vector<Summary>& rows) {

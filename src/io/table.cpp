@@ -31,6 +31,20 @@ TableFormat parse_table_format(const std::string& text) {
                    "' (valid choices: " + table_format_choices() + ")");
 }
 
+const char* cell_type_name(CellType type) {
+  switch (type) {
+    case CellType::integer:
+      return "integer";
+    case CellType::real:
+      return "real";
+    case CellType::boolean:
+      return "boolean";
+    case CellType::text:
+      break;
+  }
+  return "text";
+}
+
 namespace {
 
 template <typename T>

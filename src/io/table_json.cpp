@@ -11,20 +11,6 @@ namespace {
 
 const CellStyle kJson{"null", "true", "false", json_string, true};
 
-const char* type_name(CellType type) {
-  switch (type) {
-    case CellType::integer:
-      return "integer";
-    case CellType::real:
-      return "real";
-    case CellType::boolean:
-      return "boolean";
-    case CellType::text:
-      break;
-  }
-  return "text";
-}
-
 class JsonWriter final : public TableWriter {
  public:
   void write(std::ostream& out, const TableDocument& doc) const override {
@@ -48,7 +34,7 @@ class JsonWriter final : public TableWriter {
     for (size_t i = 0; i < table.columns.size(); ++i) {
       const Column& c = table.columns[i];
       out << (i ? ", " : "") << "{\"name\": " << json_string(c.key())
-          << ", \"unit\": " << json_string(c.unit) << ", \"type\": \"" << type_name(c.type)
+          << ", \"unit\": " << json_string(c.unit) << ", \"type\": \"" << cell_type_name(c.type)
           << "\"}";
     }
     out << "],\n      \"rows\": [";
