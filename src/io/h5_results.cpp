@@ -5,6 +5,7 @@
 // switched off and its error stack is turned into the exception message instead.
 #include <hdf5.h>
 
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,7 @@
 #include "h5_reader.h"
 #include "h5_schema.h"
 #include "h5_util.h"
+#include "report_columns.h"
 
 namespace fob {
 
@@ -83,12 +85,17 @@ struct SummaryRow {
   double overlap_efficiency, hidden_frac, overlap_pct;
   double tflops, algbw, busbw;
   double concurrency;
+  double t_ci_low, t_ci_high;
+  const char* doubts;  // variable length: a row may give several reasons
 };
 
 H5Id summary_mem_type(const Where& w) {
   H5Id type = make_type(H5Tcreate(H5T_COMPOUND, sizeof(SummaryRow)), w);
   H5Id short_str = fixed_string_type(kShortStrLen, w);
   H5Id long_str = fixed_string_type(kLongStrLen, w);
+  H5Id any_str = make_type(H5Tcopy(H5T_C_S1), w);
+  check(H5Tset_size(any_str, H5T_VARIABLE), w, "sizing a string type");
+  check(H5Tset_cset(any_str, H5T_CSET_UTF8), w, "setting a string's character set");
   const std::string op = "building the summary type";
 #define FOB_FIELD(name, type_id) \
   check(H5Tinsert(type, #name, HOFFSET(SummaryRow, name), type_id), w, op)
@@ -125,6 +132,9 @@ H5Id summary_mem_type(const Where& w) {
   FOB_FIELD(algbw, H5T_NATIVE_DOUBLE);
   FOB_FIELD(busbw, H5T_NATIVE_DOUBLE);
   FOB_FIELD(concurrency, H5T_NATIVE_DOUBLE);
+  FOB_FIELD(t_ci_low, H5T_NATIVE_DOUBLE);
+  FOB_FIELD(t_ci_high, H5T_NATIVE_DOUBLE);
+  FOB_FIELD(doubts, any_str);
 #undef FOB_FIELD
   return type;
 }
@@ -171,7 +181,53 @@ SummaryRow to_row(const Summary& s) {
   row.algbw = s.algbw;
   row.busbw = s.busbw;
   row.concurrency = s.concurrency;
+  row.t_ci_low = s.t_ci_low;
+  row.t_ci_high = s.t_ci_high;
+  row.doubts = s.doubts.c_str();  // valid while `s` is
   return row;
+}
+
+// One entry of /summary's attribute `report_columns` (report_columns.h): a report column's key,
+// the /summary field it shows, its type ("text", "integer", "real", "boolean"), its unit and
+// the factor from the field's value to the report's.
+struct ReportColumnRow {
+  char key[kShortStrLen];
+  char field[kShortStrLen];
+  char type[kShortStrLen];
+  char unit[kShortStrLen];
+  double scale;
+};
+
+void write_report_columns(hid_t summary, hid_t summary_type, const Where& w) {
+  H5Id type = make_type(H5Tcreate(H5T_COMPOUND, sizeof(ReportColumnRow)), w);
+  H5Id str = fixed_string_type(kShortStrLen, w);
+  const std::string op = "building the report_columns type";
+  check(H5Tinsert(type, "key", HOFFSET(ReportColumnRow, key), str), w, op);
+  check(H5Tinsert(type, "field", HOFFSET(ReportColumnRow, field), str), w, op);
+  check(H5Tinsert(type, "type", HOFFSET(ReportColumnRow, type), str), w, op);
+  check(H5Tinsert(type, "unit", HOFFSET(ReportColumnRow, unit), str), w, op);
+  check(H5Tinsert(type, "scale", HOFFSET(ReportColumnRow, scale), H5T_NATIVE_DOUBLE), w, op);
+  std::vector<ReportColumnRow> rows;
+  for (const ReportColumn& c : report_columns()) {
+    // A report column without its field here would leave file readers a column short.
+    if (H5Tget_member_index(summary_type, c.field) < 0) {
+      throw std::logic_error(std::string("report column ") + c.field + " is not in /summary");
+    }
+    ReportColumnRow row{};
+    copy_fixed(row.key, kShortStrLen, c.column.key());
+    copy_fixed(row.field, kShortStrLen, c.field);
+    copy_fixed(row.type, kShortStrLen, cell_type_name(c.column.type));
+    copy_fixed(row.unit, kShortStrLen, c.column.unit);
+    row.scale = c.scale;
+    rows.push_back(row);
+  }
+  const hsize_t count = rows.size();
+  H5Id space(check_id(H5Screate_simple(1, &count, nullptr), w, "creating a dataspace"), H5Sclose);
+  H5Id packed = packed_copy(type, w);
+  H5Id attr(check_id(H5Acreate2(summary, "report_columns", packed, space, H5P_DEFAULT, H5P_DEFAULT),
+                     w, "creating attribute report_columns"),
+            H5Aclose);
+  check(H5Awrite(attr, type, rows.data()), w, "writing attribute report_columns");
 }
 
 // The arrays must match the shape attributes, or the file would be self-contradictory.
@@ -357,11 +413,14 @@ void write_summary(hid_t file, const std::vector<CaseResult>& cases,
   if (H5Lexists(file, "summary", H5P_DEFAULT) > 0) {
     check(H5Ldelete(file, "summary", H5P_DEFAULT), w, "removing the old table");
   }
+  const std::vector<Summary> summaries = summarize(cases, stats);
   std::vector<SummaryRow> rows;
-  for (const Summary& s : summarize(cases, stats)) rows.push_back(to_row(s));
+  for (const Summary& s : summaries) rows.push_back(to_row(s));
   H5Id mem = summary_mem_type(w);
   H5Id packed = packed_copy(mem, w);
   write_dataset(file, "summary", packed, mem, {rows.size()}, rows.data(), w);
+  H5Id dset(check_id(H5Dopen2(file, "summary", H5P_DEFAULT), w, "opening"), H5Dclose);
+  write_report_columns(dset, mem, w);
 }
 
 }  // namespace h5io

@@ -20,6 +20,7 @@
 #include "fob/result_files.h"
 #include "fob/results.h"
 #include "fob/types.h"
+#include "io/report_columns.h"
 
 namespace fob {
 namespace {
@@ -308,6 +309,19 @@ TEST(ResultFile, SummaryTableHasOneRowPerCase) {
   EXPECT_GE(H5Tget_member_index(type, "overlap_pct"), 0);
   EXPECT_GE(H5Tget_member_index(type, "busbw"), 0);
   EXPECT_GE(H5Tget_member_index(type, "concurrency"), 0);
+  // Every report column, named with the field it shows, so that readers of the file alone give
+  // the report's columns.
+  hid_t attr = H5Aopen(d, "report_columns", H5P_DEFAULT);
+  ASSERT_GE(attr, 0);
+  hid_t attr_space = H5Aget_space(attr);
+  hsize_t entries = 0;
+  H5Sget_simple_extent_dims(attr_space, &entries, nullptr);
+  EXPECT_EQ(entries, report_columns().size());
+  for (const ReportColumn& c : report_columns()) {
+    EXPECT_GE(H5Tget_member_index(type, c.field), 0) << c.field;
+  }
+  H5Sclose(attr_space);
+  H5Aclose(attr);
   H5Tclose(type);
   H5Sclose(space);
   H5Dclose(d);
