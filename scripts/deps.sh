@@ -18,6 +18,8 @@ if [[ "${BASH_SOURCE[0]}" != "$0" ]]; then
 fi
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+# shellcheck source=python.sh
+source scripts/python.sh
 
 # Debian package | what it provides | how to tell it is usable | typical module
 #   check kinds: cmd:NAME (a command on PATH), hdr:PATH (a header), cxx20 (a C++20 compiler),
@@ -107,18 +109,6 @@ fob_have_cmake() {
   minor=${version#*.}
   [[ "$major" =~ ^[0-9]+$ && "$minor" =~ ^[0-9]+$ ]] || return 1
   ((major > 3 || (major == 3 && minor >= 22)))
-}
-
-# Prints the first Python 3 (the one on PATH, then the system's) that can import module $1.
-fob_python_with() {
-  local py
-  for py in python3 /usr/bin/python3; do
-    if command -v "$py" >/dev/null 2>&1 && "$py" -c "import $1" >/dev/null 2>&1; then
-      command -v "$py"
-      return 0
-    fi
-  done
-  return 1
 }
 
 # A python3 on PATH (pyenv, conda, a venv) may lack the h5py the Debian package gave the system
