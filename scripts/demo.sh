@@ -12,6 +12,8 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 build_dir=${BUILD_DIR:-build}
 # shellcheck source=ranks.sh
 source scripts/ranks.sh
+# shellcheck source=python.sh
+source scripts/python.sh
 if [[ -n "${NP:-}" ]]; then
   np=$NP
 else
@@ -47,6 +49,15 @@ echo >&2
 if [[ -f "$out" ]]; then
   echo "Results: $out" >&2
   echo "Print the report again with: $build_dir/fobench report $out" >&2
+  # The Python that can read it: python3 on PATH may be a pyenv or venv one without h5py.
+  if py=$(fob_python_with h5py,pandas); then
+    printf 'Load it in pandas with: %q python/fobench_pandas.py %q\n' "$py" "$out" >&2
+    echo "  (in Python: sys.path.insert(0, 'python'); import fobench_pandas as fp;" \
+      "fp.load_summary('$out'), fp.load_steps('$out'))" >&2
+  else
+    echo "Load it in pandas with python/fobench_pandas.py, once a Python has h5py and pandas" \
+      "(Debian: apt-get install python3-h5py python3-pandas)" >&2
+  fi
 elif [[ -f "$out.partial" ]]; then
   echo "The run did not finish; the cases it completed are in $out.partial" >&2
   echo "Print what it has with: $build_dir/fobench report $out.partial" >&2
