@@ -187,6 +187,13 @@ struct ResultFile {
   std::vector<CaseStats> stats;
 };
 
+// The case a user names on the command line (`option`, e.g. "--case"): its id ("0003"), its
+// number (3: the id's value, the row of /summary and of the report's CSV), or its strategy as
+// the report prints it ("flash", "slicing:4"; "slicing" while the file has one slice count).
+// InputError naming the valid choices when none or several cases match.
+const CaseResult& select_case(const ResultFile& file, const std::string& selector,
+                              const std::string& option);
+
 // A case's descriptive fields (id, workload, strategy, shape, dtype, world) from one of its
 // plans; the executor and the simulator both start their results from it.
 CaseResult case_from_plan(const Plan& plan, int world, const std::string& id);

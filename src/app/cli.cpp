@@ -95,8 +95,9 @@ CLI::App* add_report(CLI::App& app, fob::ReportArgs& report) {
   cmd->add_option("--timeline", report.timeline,
                   "write a Gantt chart (SVG) of one iteration of one case");
   cmd->add_option("--case", report.case_id,
-                  "the case of --timeline (default the first non-reference case) and "
-                  "--trace (default every case)");
+                  "the case of --timeline (default the first non-reference case) and --trace "
+                  "(default every case): its id (0003), number (3) or strategy (flash, "
+                  "slicing:4)");
   cmd->add_option("--iter", report.iter,
                   "the iteration of --timeline (default the median one) and --trace "
                   "(default every one)");
@@ -104,6 +105,9 @@ CLI::App* add_report(CLI::App& app, fob::ReportArgs& report) {
                   "write stacked bars (SVG): T_comp, slicing penalty, exposed comm vs T_lb");
   cmd->add_option("--speedup", report.speedup,
                   "write speedup vs baseline along the sweep's x-axis (SVG)");
+  cmd->add_option("--x", report.x_field,
+                  "the case field --speedup draws along (tokens, seq, world, batch, hidden, "
+                  "ffn, heads; default: the one that tells the shapes apart on its own)");
   cmd->add_option("--trace", report.trace,
                   "write a Chrome trace (JSON) for Perfetto / chrome://tracing");
   cmd->add_flag("--force", report.force,

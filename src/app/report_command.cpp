@@ -39,6 +39,11 @@ std::string identity(const std::string& path) {
 // Every output is checked before the results file is read: none may be the results file, a
 // link, another output or, without --force, a file that exists.
 void check_outputs(const ReportArgs& args) {
+  if (!args.x_field.empty() && args.speedup.empty()) {
+    throw InputError("--x: '" + args.x_field +
+                     "' chooses the x axis of --speedup, which is not "
+                     "given (valid choices: add --speedup FILE.svg, or leave --x out)");
+  }
   const Output outputs[] = {{"--timeline", args.timeline},
                             {"--trace", args.trace},
                             {"--breakdown", args.breakdown},
@@ -88,7 +93,7 @@ int report_command(const ReportArgs& args) {
       write_file(args.breakdown, [&](std::ostream& o) { write_breakdown_svg(o, file); });
     }
     if (!args.speedup.empty()) {
-      write_file(args.speedup, [&](std::ostream& o) { write_speedup_svg(o, file); });
+      write_file(args.speedup, [&](std::ostream& o) { write_speedup_svg(o, file, args.x_field); });
     }
     write_report(std::cout, file, format, group_by);
     const std::string noise = noise_warning(summarize(file));

@@ -326,7 +326,10 @@ std::string regime_note(const Group& group) {
 }
 
 Table md_table(const Group& group) {
-  Table table{group.title, label_columns(group), {}, {}};
+  // The case id first: what --case and the results file's /cases/<id> name a row by.
+  std::vector<Column> columns{Column{"case"}};
+  for (Column& c : label_columns(group)) columns.push_back(std::move(c));
+  Table table{group.title, std::move(columns), {}, {}};
   for (const auto& [heading, unit] :
        std::vector<std::pair<const char*, const char*>>{{"T", "ms"},
                                                         {"cv", "%"},
@@ -350,7 +353,7 @@ Table md_table(const Group& group) {
   const auto ms = [](double seconds) { return Cell::of_real(seconds * 1e3); };
   const auto pct = [](double fraction) { return Cell::of_real(fraction * 100.0); };
   for (const Summary* row : group.rows) {
-    std::vector<Cell> cells;
+    std::vector<Cell> cells{Cell::of(row->case_id)};
     add_labels(cells, *row, group);
     for (const Cell& c :
          {ms(row->t_median), pct(row->t_cv), ms(row->t_comp), ms(row->t_comm), ms(row->t_lb),

@@ -55,12 +55,6 @@ std::vector<std::string> split_commas(const std::string& s) {
   return out;
 }
 
-std::string case_list(const ResultFile& file) {
-  std::string out;
-  for (const CaseResult& c : file.cases) out += (out.empty() ? "" : ", ") + c.id;
-  return out.empty() ? "(the file has no cases)" : out;
-}
-
 // How long iteration i lasts on the axis: its step time, or, where a rank has no step time,
 // the latest task end of any rank.
 Nanos iteration_span(const CaseResult& c, int iter) {
@@ -226,13 +220,6 @@ class TraceWriter {
   int64_t next_flow_id_ = 1;
 };
 
-const CaseResult& find_case(const ResultFile& file, const std::string& id) {
-  for (const CaseResult& c : file.cases) {
-    if (c.id == id) return c;
-  }
-  throw InputError("--case '" + id + "' is not in the file; its cases are: " + case_list(file));
-}
-
 }  // namespace
 
 void write_trace_json(std::ostream& out, const ResultFile& file, const std::string& case_id,
@@ -242,7 +229,7 @@ void write_trace_json(std::ostream& out, const ResultFile& file, const std::stri
   if (case_id.empty()) {
     for (const CaseResult& c : file.cases) cases.push_back(&c);
   } else {
-    cases.push_back(&find_case(file, case_id));
+    cases.push_back(&select_case(file, case_id, "--case"));
   }
   if (cases.empty()) throw InputError("the file has no cases to trace");
   for (const CaseResult* c : cases) {
