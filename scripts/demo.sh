@@ -25,7 +25,7 @@ fi
 # benchmarks are scripts/test.sh's). The build's log goes to stderr, so that stdout holds the
 # result table alone (scripts/demo.sh > table.md).
 echo "demo: building fobench in $build_dir (the first build takes about a minute and a half on 2 cores)" >&2
-FOB_TARGETS=fobench scripts/build.sh >&2
+FOB_DEPS_OPTIONAL=0 FOB_TARGETS=fobench scripts/build.sh >&2
 
 # An output file given on the command line wins over the default one.
 out=""

@@ -10,7 +10,9 @@
 #   CPATH and CMAKE_PREFIX_PATH — and names every missing piece with its Debian package and its
 #   usual module name, then exits 1.
 # CUDA is optional and never required here; as root with a CUDA toolkit it also fetches the CUDA
-# wheels of the bundle_stub_driver test (fob_gpu_wheels). FOB_SKIP_DEPS=1 skips every check.
+# wheels of the bundle_stub_driver test (fob_gpu_wheels). FOB_SKIP_DEPS=1 skips every check;
+# FOB_DEPS_OPTIONAL=0 leaves out the optional packages and the wheels (scripts/demo.sh: the
+# demo needs none of them, and Chromium or clang would only make its first run slower).
 if [[ "${BASH_SOURCE[0]}" != "$0" ]]; then
   # Sourced: run as a child so the caller's shell options and directory stay as they are.
   "${BASH:-bash}" "${BASH_SOURCE[0]}"
@@ -27,6 +29,14 @@ source scripts/python.sh
 #   file:PATH (a file), opt:CHECK (installed as root like the others, but never missing: only
 #   the GPU bundle and its tests use it, and they say so themselves when it is absent)
 fob_deps_table() {
+  if [[ "${FOB_DEPS_OPTIONAL:-1}" == 0 ]]; then
+    fob_full_deps_table | grep -v '|opt:'
+  else
+    fob_full_deps_table
+  fi
+}
+
+fob_full_deps_table() {
   cat <<'EOF'
 cmake|CMake ≥ 3.22 (cmake)|cmake|module load cmake
 ninja-build|Ninja build tool (ninja)|cmd:ninja|module load ninja
@@ -48,6 +58,8 @@ python3-h5py|Python h5py module (import h5py, used by tests reading results)|py:
 python3-pandas|Python pandas module (import pandas, used by python/fobench_pandas.py and its test)|py:pandas|module load py-pandas (or: pip install --user pandas)
 libblas3|reference BLAS (the libblas.so.3 scripts/gpu_bundle.sh carries instead of OpenBLAS)|opt:file:/usr/lib/x86_64-linux-gnu/blas/libblas.so.3|none needed (only for the GPU bundle)
 debootstrap|debootstrap (the bare Debian root of the bundle_bare_root test, which needs root)|opt:cmd:debootstrap|none needed (the test is skipped without it)
+chromium|Chromium, run headless (the pictures_in_browser test renders every picture in it)|opt:cmd:chromium|none needed (the test is skipped without it)
+fonts-liberation|Liberation Sans (Arial's metrics, which the pictures' text widths assume)|opt:file:/usr/share/fonts/truetype/liberation/LiberationSans-Regular.ttf|none needed (a browser falls back to another sans-serif)
 clang-format|clang-format (the format test of src, include, tests, bench and fuzz)|opt:cmd:clang-format|none needed (the format test is skipped without it)
 clang|clang++ (the fuzz build of fuzz/run.sh and the fuzz test)|opt:cmd:clang++|none needed (the fuzz test is skipped without it)
 libclang-rt-14-dev|libFuzzer and the sanitizer runtimes of clang 14 (fuzz/run.sh)|opt:cmd:clang++|none needed (the fuzz test is skipped without it)
@@ -208,7 +220,8 @@ fob_deps_main() {
 # toolkit is installed and does not hold the very same libraries already. Never a failure
 # here: without them that test says what is missing.
 fob_gpu_wheels() {
-  [[ "${FOB_SKIP_DEPS:-0}" != 1 && "$(id -u)" == 0 ]] || return 0
+  [[ "${FOB_SKIP_DEPS:-0}" != 1 && "${FOB_DEPS_OPTIONAL:-1}" != 0 && "$(id -u)" == 0 ]] ||
+    return 0
   [[ -f "${CUDA_HOME:-/usr/local/cuda}/lib64/stubs/libcuda.so" ]] || return 0
   bash tests/bundle/wheels.sh fetch ||
     echo "deps: note: the CUDA wheels of the bundle_stub_driver test were not fetched" >&2

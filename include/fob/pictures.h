@@ -23,9 +23,10 @@ void write_timeline_svg(std::ostream& out, const ResultFile& file, const Timelin
 // communication, with each shape's T_lb drawn as a line across its bars.
 void write_breakdown_svg(std::ostream& out, const ResultFile& file);
 
-// Speedup over baseline of every strategy along the sweep's x-axis: the case field that varies
-// between shapes (world size, tokens, sequence, message size) or, for a file of one shape, the
-// strategies' slice counts.
-void write_speedup_svg(std::ostream& out, const ResultFile& file);
+// Speedup over baseline of every strategy along the sweep's x-axis: `x_field` (report's --x),
+// or the case field that tells the shapes apart on its own (tokens, seq, world, ...; the fields
+// that change with it are noted, not drawn as lines of their own), or, for a file of one shape,
+// the strategies' slice counts. InputError when x_field does not vary in the file.
+void write_speedup_svg(std::ostream& out, const ResultFile& file, const std::string& x_field = "");
 
 }  // namespace fob

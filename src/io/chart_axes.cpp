@@ -1,19 +1,45 @@
 #include "chart_axes.h"
 
+#include <cmath>
+#include <cstdio>
 #include <vector>
-
-#include "pictures_common.h"
 
 namespace fob::charts {
 
 using svg::attr;
 
-void write_title(svg::Document& doc, double x, const std::string& title, const ResultFile& file) {
-  doc.text(x, 24, title, " font-size=\"16\" font-weight=\"bold\"");
-  const std::string note = pictures::emulated_note(file.system);
-  if (!note.empty()) {
-    doc.text(x, 44, note, " class=\"emulated\" fill=\"#c00000\" font-weight=\"bold\"");
-  }
+std::string series_colour(size_t i) {
+  static const char* const palette[] = {"#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#edc948",
+                                        "#76b7b2", "#ff9da7", "#9c755f", "#e15759", "#1f3d7a"};
+  constexpr size_t kPalette = sizeof palette / sizeof palette[0];
+  if (i < kPalette) return palette[i];
+  // HSL to RGB with saturation 0.65; lightness 0.35, 0.5 or 0.62 by turn. Golden-angle hues
+  // never repeat, and the hex form keeps them apart: neighbours differ by 137.5 degrees.
+  const size_t k = i - kPalette;
+  const double hue = std::fmod(static_cast<double>(k) * 137.50776 + 15, 360.0);
+  const double light[] = {0.35, 0.5, 0.62};
+  const double l = light[k % 3], sat = 0.65;
+  const double chroma = (1 - std::fabs(2 * l - 1)) * sat;
+  const double h = hue / 60, xc = chroma * (1 - std::fabs(std::fmod(h, 2) - 1));
+  double r = 0, g = 0, b = 0;
+  if (h < 1)
+    r = chroma, g = xc;
+  else if (h < 2)
+    r = xc, g = chroma;
+  else if (h < 3)
+    g = chroma, b = xc;
+  else if (h < 4)
+    g = xc, b = chroma;
+  else if (h < 5)
+    r = xc, b = chroma;
+  else
+    r = chroma, b = xc;
+  const double m = l - chroma / 2;
+  char buf[8];
+  std::snprintf(buf, sizeof buf, "#%02x%02x%02x", static_cast<int>(std::lround((r + m) * 255)),
+                static_cast<int>(std::lround((g + m) * 255)),
+                static_cast<int>(std::lround((b + m) * 255)));
+  return buf;
 }
 
 void write_y_axis(svg::Document& doc, const Scale& y, double left, double right,

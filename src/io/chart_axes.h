@@ -1,5 +1,5 @@
-// What the summary pictures draw alike: a scale from data to pixels, the title with its
-// emulated-link or simulated note, a value axis, and the series' colours.
+// What the summary pictures draw alike: a scale from data to pixels, a value axis, and the
+// series' colours.
 #pragma once
 
 #include <cmath>
@@ -14,9 +14,10 @@ namespace fob::charts {
 
 using Point = std::pair<double, double>;
 
-inline constexpr const char* kPalette[] = {"#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#edc948",
-                                           "#76b7b2", "#ff9da7", "#9c755f", "#e15759", "#bab0ac"};
-inline constexpr size_t kPaletteSize = sizeof kPalette / sizeof kPalette[0];
+// The i-th series' colour: ten hand-picked ones, then hues spread by the golden angle at
+// alternating lightness; no two i give the same colour, and none is a grey (greys are kept for
+// the baseline and the ideal line).
+std::string series_colour(size_t i);
 
 // A linear or log2 map from data to pixels.
 struct Scale {
@@ -30,9 +31,6 @@ struct Scale {
     return b == a ? (from + to) / 2 : from + (to - from) * (t - a) / (b - a);
   }
 };
-
-// The picture's title, and under it what makes its times other than measured here.
-void write_title(svg::Document& doc, double x, const std::string& title, const ResultFile& file);
 
 // Horizontal gridlines and labels of a value axis.
 void write_y_axis(svg::Document& doc, const Scale& y, double left, double right,

@@ -16,6 +16,7 @@
 #include "fob/pictures.h"
 #include "fob/plan.h"
 #include "fob/strategy.h"
+#include "picture_layout.h"
 #include "pictures_common.h"
 #include "svg_writer.h"
 
@@ -23,8 +24,10 @@ namespace fob {
 namespace {
 
 using charts::Scale;
-using charts::write_title;
 using charts::write_y_axis;
+using pictures::field_text;
+using pictures::shape_fields;
+using pictures::text_width;
 using svg::attr;
 
 // The cases of one shape: every strategy's key names the shape with its own strategy.
@@ -52,7 +55,8 @@ std::vector<Segment> segments(const Summary& s) {
     return {{"T_comp", "seg-comp", "#4e79a7", s.t_median}};
   }
   if (!std::isfinite(s.t_comp)) {
-    return {{"T (no compute_only case to split it)", "seg-total", "#bab0ac", s.t_median}};
+    return {
+        {"T, not split (no compute_only case of its shape)", "seg-total", "#bab0ac", s.t_median}};
   }
   const double penalty = std::isfinite(s.slicing_penalty) ? std::max(s.slicing_penalty, 0.0) : 0;
   const double exposed = std::max(s.t_median - s.t_comp - penalty, 0.0);
@@ -61,12 +65,21 @@ std::vector<Segment> segments(const Summary& s) {
           {"exposed communication", "seg-exposed", "#e15759", exposed}};
 }
 
-// The cases to draw, grouped by shape in the order they first appear; comm_only is left out.
+constexpr double kLabelFont = 12;
+constexpr double kGroupLabelFont = 11;
+constexpr double kMaxGroupLabel = 260;  // a group label wraps at this width
+const double kLabelCos = std::cos(40 * M_PI / 180), kLabelSin = std::sin(40 * M_PI / 180);
+
+// The cases to draw, grouped by shape in the order they first appear (comm_only is left out),
+// and what tells the shapes apart: each group is labelled with the fields that vary between
+// groups only, the rest is said once above the plot.
 struct ShapeGroups {
   std::vector<CaseKey> order;
   std::map<CaseKey, std::vector<const Summary*>> groups;
+  std::vector<std::string> varying;  // shape fields with more than one value
   size_t bars = 0;
-  double top_value = 0;  // the tallest bar or T_lb
+  double top_value = 0;   // the tallest bar or T_lb
+  double label_drop = 0;  // how far the rotated strategy labels reach below the axis
 
   explicit ShapeGroups(const std::vector<Summary>& all) {
     for (const Summary& s : all) {
@@ -75,15 +88,46 @@ struct ShapeGroups {
       if (groups.find(key) == groups.end()) order.push_back(key);
       groups[key].push_back(&s);
     }
+    for (const std::string& f : shape_fields()) {
+      std::set<std::string> values;
+      for (const auto& [key, list] : groups) values.insert(field_text(*list.front(), f));
+      if (values.size() > 1) varying.push_back(f);
+    }
     for (const auto& [key, list] : groups) {
       for (const Summary* s : list) {
         double total = 0;
         for (const Segment& seg : segments(*s)) total += std::isfinite(seg.value) ? seg.value : 0;
         top_value = std::max({top_value, total, std::isfinite(s->t_lb) ? s->t_lb : 0});
+        label_drop = std::max(label_drop, text_width(s->strategy, kLabelFont) * kLabelSin + 12);
         ++bars;
       }
     }
     if (top_value <= 0) top_value = 1e-3;
+  }
+
+  // A group's label: the fields that vary between groups, wrapped.
+  std::vector<std::string> label(const CaseKey& key) const {
+    std::string text;
+    for (const std::string& f : varying) {
+      text += (text.empty() ? "" : " · ") + f + " " + field_text(*groups.at(key).front(), f);
+    }
+    return pictures::wrap(text, kMaxGroupLabel, kGroupLabelFont);
+  }
+
+  // What every group shares, for the subtitle.
+  std::string common() const {
+    std::vector<const Summary*> firsts;
+    for (const CaseKey& key : order) firsts.push_back(groups.at(key).front());
+    return (order.size() > 1 ? "Every shape: " : "Shape: ") + pictures::common_shape(firsts);
+  }
+
+  // A group's width: its bars, or its label where that is wider.
+  double width(const CaseKey& key) const {
+    double w = static_cast<double>(groups.at(key).size()) * (kBarWidth + kBarGap) - kBarGap;
+    for (const std::string& line : label(key)) {
+      w = std::max(w, text_width(line, kGroupLabelFont) + 8);
+    }
+    return w;
   }
 };
 
@@ -95,20 +139,20 @@ void draw_bar(svg::Document& doc, const Summary& s, double x, const Scale& y) {
   for (const Segment& seg : segments(s)) {
     const double v = std::isfinite(seg.value) ? seg.value : 0;
     doc.rect(x, y(base + v), kBarWidth, y(base) - y(base + v),
-             attr("class", std::string("bar ") + seg.css) + attr("data-case", s.case_id) +
-                 attr("fill", seg.colour),
+             attr("class", std::string("bar ") + seg.css) + attr("data-mark", seg.css) +
+                 attr("data-case", s.case_id) + attr("fill", seg.colour),
              s.strategy + " (case " + s.case_id + "): " + seg.name + " " + svg::ms(v) + " ms; T " +
                  svg::ms(s.t_median) + " ms");
     base += v;
   }
   doc.text(x + kBarWidth / 2, y(base) - 4, svg::ms(s.t_median),
-           " text-anchor=\"middle\""
-           " font-size=\"10\"");
+           " class=\"bar-time\" text-anchor=\"middle\" font-size=\"10\"");
   // The bar shows the time the schedule left exposed; the concurrency says how much of the
   // communication really ran beside compute, which the two can disagree on.
   if (std::isfinite(s.concurrency)) {
     doc.text(x + kBarWidth / 2, y(base) - 16, svg::num(std::round(s.concurrency * 100)) + "%",
-             " class=\"concurrency\" text-anchor=\"middle\" font-size=\"10\"" +
+             " class=\"concurrency\" data-mark=\"concurrency\" text-anchor=\"middle\""
+             " font-size=\"10\"" +
                  attr("fill", kConcurrencyColour) + attr("data-case", s.case_id));
   }
   const double lx = x + kBarWidth / 2;
@@ -119,47 +163,69 @@ void draw_bar(svg::Document& doc, const Summary& s, double x, const Scale& y) {
   doc.close("g");
 }
 
-// A shape's bars from x on, with its T_lb line and its label. Returns where the next begins.
-double draw_shape(svg::Document& doc, const std::vector<const Summary*>& list, double x,
+// A shape's bars from x on, centred in its width, with its T_lb line and its label. Returns
+// where the next group begins.
+double draw_shape(svg::Document& doc, const ShapeGroups& shapes, const CaseKey& key, double x,
                   const Scale& y) {
-  const double group_left = x;
+  const std::vector<const Summary*>& list = shapes.groups.at(key);
+  const double width = shapes.width(key);
+  const double bars = static_cast<double>(list.size()) * (kBarWidth + kBarGap) - kBarGap;
+  const double group_left = x + (width - bars) / 2;
   doc.open("g", attr("class", "shape-group"));
+  double bx = group_left;
   for (const Summary* s : list) {
-    draw_bar(doc, *s, x, y);
-    x += kBarWidth + kBarGap;
+    draw_bar(doc, *s, bx, y);
+    bx += kBarWidth + kBarGap;
   }
-  const double group_right = x - kBarGap;
+  const double group_right = bx - kBarGap;
   const Summary& first = *list.front();
   if (std::isfinite(first.t_lb)) {
     doc.line(group_left - 6, y(first.t_lb), group_right + 6, y(first.t_lb),
-             " class=\"tlb\" stroke=\"black\" stroke-width=\"2\" stroke-dasharray=\"6 3\"",
+             " class=\"tlb\" data-mark=\"tlb\" stroke=\"black\" stroke-width=\"2\""
+             " stroke-dasharray=\"6 3\"",
              "T_lb = max(T_comp, T_comm) = " + svg::ms(first.t_lb) + " ms");
-    doc.text(group_right + 8, y(first.t_lb) + 4, "T_lb", " font-size=\"10\"");
   }
-  doc.text((group_left + group_right) / 2, y.from + 95, pictures::shape_text(first),
-           " class=\"shape-label\" text-anchor=\"middle\" font-size=\"11\"");
+  double ly = y.from + shapes.label_drop + 16;
+  for (const std::string& line : shapes.label(key)) {
+    doc.text(x + width / 2, ly, line,
+             " class=\"shape-label\" text-anchor=\"middle\" font-size=\"11\"");
+    ly += 14;
+  }
   doc.close("g");
-  return x + kGroupGap;
+  return x + width + kGroupGap;
 }
 
-void draw_breakdown_legend(svg::Document& doc, double lx, double ly) {
-  const Segment legend[] = {{"T_comp (compute_only's T)", "", "#4e79a7", 0},
-                            {"slicing penalty (≥ 0)", "", "#edc948", 0},
-                            {"exposed communication", "", "#e15759", 0}};
-  for (const Segment& seg : legend) {
-    doc.rect(lx, ly - 10, 14, 12, attr("fill", seg.colour));
-    doc.text(lx + 20, ly, seg.name);
-    ly += 20;
+pictures::Legend breakdown_legend(const std::vector<Summary>& all) {
+  using pictures::Legend;
+  std::set<std::string> drawn;
+  bool tlb = false, concurrency = false;
+  for (const Summary& s : all) {
+    if (s.has_role(StrategyRole::comm_reference)) continue;
+    for (const Segment& seg : segments(s)) drawn.insert(seg.css);
+    tlb |= std::isfinite(s.t_lb);
+    concurrency |= std::isfinite(s.concurrency);
   }
-  doc.line(lx, ly - 4, lx + 14, ly - 4,
-           " stroke=\"black\" stroke-width=\"2\""
-           " stroke-dasharray=\"6 3\"");
-  doc.text(lx + 20, ly, "T_lb = max(T_comp, T_comm)");
-  doc.text(lx, ly + 24, "label on a bar: T (ms)", " font-size=\"10\"");
-  doc.text(lx, ly + 40, "above it: concurrency, % of comm time",
-           " font-size=\"10\"" + attr("fill", kConcurrencyColour));
-  doc.text(lx, ly + 54, "during which the rank also computed",
-           " font-size=\"10\"" + attr("fill", kConcurrencyColour));
+  const Segment kinds[] = {
+      {"T_comp (compute_only's T)", "seg-comp", "#4e79a7", 0},
+      {"slicing penalty (≥ 0)", "seg-penalty", "#edc948", 0},
+      {"exposed communication", "seg-exposed", "#e15759", 0},
+      {"T, not split (no compute_only of its shape)", "seg-total", "#bab0ac", 0}};
+  Legend legend(1e9, true);
+  for (const Segment& seg : kinds) {
+    if (drawn.count(seg.css))
+      legend.add(seg.css, Legend::Swatch::box, attr("fill", seg.colour), seg.name);
+  }
+  if (tlb) {
+    legend.add("tlb", Legend::Swatch::line,
+               " stroke=\"black\" stroke-width=\"2\" stroke-dasharray=\"6 3\"",
+               "T_lb = max(T_comp, T_comm) of the shape");
+  }
+  if (concurrency) {
+    legend.add("concurrency", Legend::Swatch::none,
+               " font-size=\"11\"" + attr("fill", kConcurrencyColour),
+               "%: share of comm time the rank also computed");
+  }
+  return legend;
 }
 
 }  // namespace
@@ -167,13 +233,26 @@ void draw_breakdown_legend(svg::Document& doc, double lx, double ly) {
 void write_breakdown_svg(std::ostream& out, const ResultFile& file) {
   const std::vector<Summary> all = summarize(file);
   const ShapeGroups shapes(all);
-  const double left = 80, plot_top = 90, plot_h = 340, legend_w = 250;
-  const double right =
-      left + std::max(400.0, 40 + static_cast<double>(shapes.bars) * (kBarWidth + kBarGap) +
-                                 static_cast<double>(shapes.order.size()) * kGroupGap);
-  // Wide enough for the title and the emulated-link line above the plot.
-  const double width = std::max(right + legend_w, 1000.0);
-  const double height = plot_top + plot_h + 130;
+  const pictures::Legend legend = breakdown_legend(all);
+  const std::string title = "Where the step time goes (median step, slowest rank)";
+  const double left = 80, plot_h = 340;
+  double groups_w = 40;
+  for (const CaseKey& key : shapes.order) groups_w += shapes.width(key) + kGroupGap;
+  const double right = left + std::max(400.0, groups_w);
+  const double width = std::max(right + legend.widest() + 30, 1000.0);
+  const std::vector<std::string> subtitles{shapes.common(),
+                                           "Label on a bar: its T in ms; above it, in purple, "
+                                           "its concurrency"};
+  const double plot_top =
+      pictures::header_height(width - left - 10, title, subtitles, file.system) + 30;
+  size_t label_lines = 0;
+  for (const CaseKey& key : shapes.order)
+    label_lines = std::max(label_lines, shapes.label(key).size());
+  const double axis_room = shapes.label_drop + 24 + 14 * static_cast<double>(label_lines);
+  const std::vector<std::string> caption = pictures::caption_lines(file.system, {}, width - 20);
+  const double caption_top = plot_top + std::max(plot_h, legend.height()) + axis_room + 16;
+  const double height =
+      caption_top + pictures::kCaptionLine * static_cast<double>(caption.size()) + 4;
   Scale y{0, shapes.top_value * 1.1, plot_top + plot_h, plot_top};
   const std::vector<double> ticks = svg::nice_ticks(0, y.hi * 1e3, 6);
   if (!ticks.empty()) y.hi = std::max(y.hi, ticks.back() / 1e3);
@@ -182,15 +261,16 @@ void write_breakdown_svg(std::ostream& out, const ResultFile& file) {
   y_ms.hi *= 1e3;
 
   svg::Document doc(out, width, height);
-  write_title(doc, left, "Where the step time goes (median step, slowest rank)", file);
+  pictures::write_header(doc, left, width - left - 10, title, subtitles, file.system);
   write_y_axis(doc, y_ms, left, right, "time (ms)");
   if (shapes.groups.empty()) {
     doc.text(left + 20, plot_top + 40, "no cases to show (comm_only cases are not drawn)");
   }
   double x = left + 30;
-  for (const CaseKey& key : shapes.order) x = draw_shape(doc, shapes.groups.at(key), x, y);
+  for (const CaseKey& key : shapes.order) x = draw_shape(doc, shapes, key, x, y);
   doc.line(left, y.from, right, y.from, " stroke=\"black\"");
-  draw_breakdown_legend(doc, right + 20, plot_top + 10);
+  legend.write(doc, right + 20, plot_top + 10);
+  pictures::write_caption(doc, 10, caption_top, caption);
   doc.finish();
 }
 

@@ -1,25 +1,55 @@
-// What the three pictures say the same way: how a shape and an emulated link are described.
+// What the pictures say the same way: a shape's fields and how a shape is described.
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <vector>
 
+#include "fob/metrics.h"
 #include "fob/results.h"
 #include "fob/strategy.h"
 #include "fob/workload.h"
 
 namespace fob::pictures {
 
-// A run over an emulated link measures the emulation, not the machine's network; every picture
-// says so where it cannot be missed.
-inline std::string emulated_note(const SystemInfo& sys) {
-  if (!sys.simulated.empty())
-    return "SIMULATED with " + sys.simulated + ": predicted, not measured";
-  if (!sys.link_emulated()) return "";
-  std::string detail = sys.link_emulation;  // "emulated: 10 Gbit/s, 5 us latency"
-  const std::string prefix = "emulated:";
-  if (detail.rfind(prefix, 0) == 0) detail.erase(0, prefix.size());
-  while (!detail.empty() && detail.front() == ' ') detail.erase(detail.begin());
-  return "EMULATED link: " + detail + " (times measure the emulation, not this machine's network)";
+// The fields a shape is told apart by, in the order descriptions list them.
+inline const std::vector<std::string>& shape_fields() {
+  static const std::vector<std::string> fields{"workload", "batch", "seq",   "hidden",
+                                               "ffn",      "heads", "dtype", "world"};
+  return fields;
+}
+
+// A numeric field's value ("tokens" is batch × seq); 0 for workload and dtype.
+inline int64_t field_number(const Summary& s, const std::string& field) {
+  if (field == "world") return s.world;
+  if (field == "tokens") return s.batch * s.seq;
+  if (field == "seq") return s.seq;
+  if (field == "batch") return s.batch;
+  if (field == "hidden") return s.hidden;
+  if (field == "ffn") return s.ffn;
+  if (field == "heads") return s.heads;
+  return 0;
+}
+
+inline std::string field_text(const Summary& s, const std::string& field) {
+  if (field == "workload") return s.workload;
+  if (field == "dtype") return s.dtype;
+  return std::to_string(field_number(s, field));
+}
+
+// The shape fields every one of `rows` shares, as text ("mlp, hidden 512, ffn 2048, fp32,
+// world 2"); the fields that vary are what the picture draws along or labels.
+inline std::string common_shape(const std::vector<const Summary*>& rows) {
+  if (rows.empty()) return "";
+  std::string text;
+  for (const std::string& f : shape_fields()) {
+    bool same = true;
+    for (const Summary* r : rows) same &= field_text(*r, f) == field_text(*rows.front(), f);
+    if (!same || (f == "heads" && !has_attention(rows.front()->workload))) continue;
+    text += (text.empty() ? "" : ", ") + (f == "workload" || f == "dtype" ? "" : f + " ") +
+            field_text(*rows.front(), f);
+  }
+  return text;
 }
 
 template <typename C>  // CaseResult or Summary: both carry the shape fields

@@ -1,13 +1,11 @@
 // The speedup picture: how each strategy's speedup over baseline changes along a sweep (or,
-// for a file of comm_only cases only, their bus bandwidth along the message size). It reads
-// only summarize()'s metrics.
+// for a file of comm_only cases only, their bus bandwidth along the message size). It draws
+// what speedup_model.h computes from summarize()'s rows.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstdlib>
 #include <map>
 #include <ostream>
-#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -15,62 +13,21 @@
 #include "chart_axes.h"
 #include "fob/metrics.h"
 #include "fob/pictures.h"
-#include "fob/plan.h"
-#include "fob/strategy.h"
-#include "pictures_common.h"
+#include "picture_layout.h"
+#include "speedup_model.h"
 #include "svg_writer.h"
 
 namespace fob {
 namespace {
 
-using charts::kPalette;
-using charts::kPaletteSize;
-using charts::Point;
 using charts::Scale;
-using charts::write_title;
 using charts::write_y_axis;
+using pictures::text_width;
+using speedup::Chart;
+using speedup::Mark;
+using speedup::Point;
+using speedup::Series;
 using svg::attr;
-
-struct Series {
-  std::string name;
-  bool reference = false;  // baseline: a dashed line at 1
-  bool flat = false;       // no x of its own: drawn across the whole x range
-  std::vector<std::pair<Point, std::string>> points;  // (x, y), tooltip
-};
-
-// The number after ':' in a strategy spec, or the strategy's default; 0 when it takes none.
-int strategy_param(const std::string& spec) {
-  const size_t colon = spec.find(':');
-  const std::string name = spec.substr(0, colon);
-  if (colon != std::string::npos) return std::atoi(spec.c_str() + colon + 1);
-  for (const Strategy* s : all_strategies()) {
-    if (name == s->name) return s->param_name ? s->default_param : 0;
-  }
-  return 0;
-}
-
-int64_t field_value(const Summary& s, const std::string& field) {
-  if (field == "world") return s.world;
-  if (field == "tokens") return s.batch * s.seq;
-  if (field == "seq") return s.seq;
-  if (field == "batch") return s.batch;
-  if (field == "hidden") return s.hidden;
-  if (field == "ffn") return s.ffn;
-  return s.heads;
-}
-
-// Bytes of the full tensor a comm_only case gathers or reduces (nccl-tests' "size"): what
-// rank 0 sends, times N / (N - 1) for a ring.
-double message_bytes(const CaseResult& c) {
-  double sent = 0;
-  for (int t = 0; t < c.max_tasks && static_cast<size_t>(t) < c.tasks.size(); ++t) {
-    const TaskRecord& rec = c.tasks[static_cast<size_t>(t)];
-    if (rec.task >= 0 && rec.stream == static_cast<int8_t>(StreamId::comm)) {
-      sent += static_cast<double>(rec.bytes);
-    }
-  }
-  return c.world > 1 ? sent * c.world / (c.world - 1) : sent;
-}
 
 // "512 B", "64 KiB", "16 MiB": message sizes are powers of two more often than not.
 std::string bytes_label(double bytes) {
@@ -83,144 +40,6 @@ std::string bytes_label(double bytes) {
   return svg::num(bytes) + " " + units[u];
 }
 
-struct Chart {
-  std::string x_label, y_label;
-  std::vector<Series> series;
-  std::vector<Point> ideal;  // T_baseline / T_lb where known
-  bool ideal_flat = false;   // one shape: the bound is one number, drawn across the chart
-};
-
-Chart busbw_chart(const ResultFile& file, const std::vector<Summary>& all) {
-  Chart chart{"message size (bytes, nccl-tests' size)", "busbw (GB/s)", {}, {}};
-  std::map<std::string, size_t> index;
-  for (size_t i = 0; i < all.size(); ++i) {
-    const Summary& s = all[i];
-    if (!s.has_role(StrategyRole::comm_reference) || !std::isfinite(s.busbw)) continue;
-    const std::string name = s.strategy + " " + s.workload + " N=" + std::to_string(s.world);
-    if (index.find(name) == index.end()) {
-      index[name] = chart.series.size();
-      chart.series.push_back({name, false, false, {}});
-    }
-    const double bytes = message_bytes(file.cases[i]);
-    chart.series[index[name]].points.push_back({{bytes, s.busbw},
-                                                name + ": " + svg::num(bytes) + " B, busbw " +
-                                                    svg::num(s.busbw) + " GB/s (case " + s.case_id +
-                                                    ")"});
-  }
-  return chart;
-}
-
-// What a speedup chart's lines are drawn along: the field the cases vary in (tokens first), or
-// none (the strategies' parameter); and what else varies, which keeps lines apart.
-struct SweepAxes {
-  std::vector<std::string> varying;  // shape fields with more than one value
-  std::string x_field;               // empty: the strategies' parameter
-  bool several_workloads = false, several_dtypes = false;
-
-  explicit SweepAxes(const std::vector<const Summary*>& shown) {
-    const char* const fields[] = {"world", "tokens", "seq", "batch", "hidden", "ffn", "heads"};
-    for (const char* f : fields) {
-      std::set<int64_t> values;
-      for (const Summary* s : shown) values.insert(field_value(*s, f));
-      if (values.size() > 1) varying.emplace_back(f);
-    }
-    std::set<std::string> workloads, dtypes;
-    for (const Summary* s : shown) {
-      workloads.insert(s->workload);
-      dtypes.insert(s->dtype);
-    }
-    several_workloads = workloads.size() > 1;
-    several_dtypes = dtypes.size() > 1;
-    if (std::find(varying.begin(), varying.end(), "tokens") != varying.end()) {
-      x_field = "tokens";
-    } else if (!varying.empty()) {
-      x_field = varying.front();
-    }
-  }
-
-  // The fields other than x that vary, as text: one line per value.
-  std::string line_of(const Summary& s) const {
-    std::string rest;
-    for (const std::string& f : varying) {
-      if (f != x_field && !(x_field == "tokens" && (f == "batch" || f == "seq"))) {
-        rest += " " + f + "=" + std::to_string(field_value(s, f));
-      }
-    }
-    if (several_workloads) rest += " " + s.workload;
-    if (several_dtypes) rest += " " + s.dtype;
-    return rest;
-  }
-};
-
-// A --tune file holds every parameter of a strategy at each x: its line is the fastest of them
-// at each x (the parameter the tooltip names), the choice a user would make there.
-void keep_fastest(std::vector<const Summary*>& shown, const SweepAxes& axes) {
-  // A strategy's point: its name (no parameter), its line and its x.
-  auto point_of = [&](const Summary& s) {
-    return std::make_pair(s.strategy_name() + axes.line_of(s), field_value(s, axes.x_field));
-  };
-  std::map<std::pair<std::string, int64_t>, const Summary*> fastest;
-  for (const Summary* s : shown) {
-    auto [it, added] = fastest.emplace(point_of(*s), s);
-    // A time that is NaN (not simulated to the end) never hides a finite one.
-    if (!added && (std::isnan(it->second->t_median) || s->t_median < it->second->t_median)) {
-      it->second = s;
-    }
-  }
-  std::erase_if(shown, [&](const Summary* s) { return fastest.at(point_of(*s)) != s; });
-}
-
-// `tuned`: a `fobench sim --tune` file (RunInfo::tuned). Any other file keeps every strategy
-// as given, whose parameters the user chose to compare.
-Chart speedup_chart(const std::vector<Summary>& all, bool tuned) {
-  std::vector<const Summary*> shown;
-  for (const Summary& s : all) {
-    if (!s.is_reference()) shown.push_back(&s);
-  }
-  const SweepAxes axes(shown);
-  const std::string& x_field = axes.x_field;
-  tuned = tuned && !x_field.empty();
-  if (tuned) keep_fastest(shown, axes);
-
-  Chart chart;
-  chart.ideal_flat = x_field.empty();
-  chart.y_label = "speedup over baseline (T_baseline / T)";
-  chart.x_label = x_field.empty()
-                      ? "strategy parameter (slicing: C chunks; flash, flash_direct: m; "
-                        "default where omitted)"
-                      : (x_field == "tokens" ? "tokens (batch × seq)" : x_field);
-  std::map<std::string, size_t> index;
-  std::set<std::pair<double, double>> ideal_seen;
-  for (const Summary* s : shown) {
-    const std::string rest = axes.line_of(*s);
-    const bool baseline = s->has_role(StrategyRole::serial_baseline);
-    const std::string family = s->strategy_name();
-    const int param = strategy_param(s->strategy);
-    const bool flat = x_field.empty() && param == 0;
-    const Strategy* def = s->definition();
-    const std::string tuned_name =
-        def && def->param_name ? family + " (fastest " + def->param_name + ")" : family;
-    const std::string name = (x_field.empty() ? family : tuned ? tuned_name : s->strategy) + rest;
-    if (index.find(name) == index.end()) {
-      index[name] = chart.series.size();
-      chart.series.push_back({name, baseline, flat, {}});
-    }
-    const double x = x_field.empty() ? param : static_cast<double>(field_value(*s, x_field));
-    const double y = baseline ? 1.0 : s->speedup;
-    if (!std::isfinite(y)) continue;
-    chart.series[index[name]].points.push_back({{x, y},
-                                                s->strategy + rest + ": speedup " + svg::num(y) +
-                                                    " (T " + svg::ms(s->t_median) + " ms, case " +
-                                                    s->case_id + ")"});
-    if (std::isfinite(s->ideal_speedup) && ideal_seen.insert({x, s->ideal_speedup}).second) {
-      chart.ideal.emplace_back(x, s->ideal_speedup);
-    }
-  }
-  for (Series& se : chart.series) std::sort(se.points.begin(), se.points.end());
-  std::sort(chart.ideal.begin(), chart.ideal.end());
-  return chart;
-}
-
 // The x axis's range and kind: log2 where the values span more than 8x, one tick per integer
 // for a small integer range (with half a unit of room either side, so no marker sits on an
 // edge), nice numbers otherwise. Flat series take the x range of the others.
@@ -231,7 +50,8 @@ struct XAxis {
   explicit XAxis(const Chart& chart) {
     bool integer_x = true;
     for (const Series& se : chart.series) {
-      for (const auto& [p, tip] : se.points) {
+      for (const Mark& m : se.marks) {
+        const Point& p = m.at;
         integer_x &= p.first == std::floor(p.first);
         if (se.flat) continue;
         lo = std::min(lo, p.first);
@@ -278,28 +98,46 @@ struct XAxis {
   }
 };
 
+// Where a series' i-th marker is drawn: at its x, or, for a flat series, in a row at the
+// plot's left edge.
+double marker_x(const Series& se, size_t i, const Scale& x) {
+  return se.flat ? x.from + 6 + 10 * static_cast<double>(i) : x(se.marks[i].at.first);
+}
+
 // The y range over every point and the ideal line.
-std::pair<double, double> y_range(const Chart& chart, bool only_comm) {
-  double lo = only_comm ? 0 : 1, hi = 1;
+std::pair<double, double> y_range(const Chart& chart) {
+  double lo = chart.bytes_axis ? 0 : 1, hi = 1;
   for (const Series& se : chart.series) {
-    for (const auto& [p, tip] : se.points) {
-      lo = std::min(lo, p.second);
-      hi = std::max(hi, p.second);
+    for (const Mark& m : se.marks) {
+      lo = std::min(lo, m.at.second);
+      hi = std::max(hi, m.at.second);
     }
   }
-  for (const Point& p : chart.ideal) hi = std::max(hi, p.second);
+  for (const auto& line : chart.ideal) {
+    for (const Point& p : line) hi = std::max(hi, p.second);
+  }
   return {lo, hi};
 }
 
 void draw_x_axis(svg::Document& doc, const Chart& chart, const XAxis& axis, const Scale& x,
-                 double top, double plot_h, bool only_comm) {
+                 double top, double plot_h) {
   doc.open("g", " class=\"axis\"");
   const std::vector<double> ticks = axis.ticks(x);
   const double step = !axis.log && ticks.size() > 1 ? ticks[1] - ticks[0] : 1;
+  // Labels that would collide are thinned: every k-th tick keeps its label.
+  double widest = 0;
   for (double t : ticks) {
+    widest = std::max(widest,
+                      text_width(chart.bytes_axis ? bytes_label(t) : svg::tick_label(t, step), 12));
+  }
+  const double spacing = ticks.size() > 1 ? std::fabs(x(ticks[1]) - x(ticks[0])) : 1e9;
+  const size_t every = static_cast<size_t>(std::ceil((widest + 6) / std::max(spacing, 1.0)));
+  for (size_t i = 0; i < ticks.size(); ++i) {
+    const double t = ticks[i];
     if (t < x.lo - 1e-9 || t > x.hi + 1e-9) continue;
     doc.line(x(t), top, x(t), top + plot_h, " class=\"grid\" stroke=\"#eeeeee\"");
-    doc.text(x(t), top + plot_h + 18, only_comm ? bytes_label(t) : svg::tick_label(t, step),
+    if (i % std::max<size_t>(every, 1) != 0) continue;
+    doc.text(x(t), top + plot_h + 18, chart.bytes_axis ? bytes_label(t) : svg::tick_label(t, step),
              " text-anchor=\"middle\"");
   }
   doc.line(x.from, top + plot_h, x.to, top + plot_h, " stroke=\"black\"");
@@ -309,95 +147,238 @@ void draw_x_axis(svg::Document& doc, const Chart& chart, const XAxis& axis, cons
 }
 
 void draw_ideal(svg::Document& doc, const Chart& chart, const Scale& x, const Scale& y) {
-  if (chart.ideal.empty()) return;
-  std::vector<Point> pts;
-  if (chart.ideal_flat) {
-    pts = {{x.from, y(chart.ideal.front().second)}, {x.to, y(chart.ideal.front().second)}};
-  } else {
-    for (const Point& p : chart.ideal) pts.emplace_back(x(p.first), y(p.second));
+  for (const std::vector<Point>& line : chart.ideal) {
+    if (line.empty()) continue;
+    std::vector<Point> pts;
+    if (chart.ideal_flat) {
+      pts = {{x.from, y(line.front().second)}, {x.to, y(line.front().second)}};
+    } else {
+      for (const Point& p : line) pts.emplace_back(x(p.first), y(p.second));
+    }
+    doc.polyline(pts,
+                 " class=\"ideal\" data-mark=\"ideal\" stroke=\"#888888\" stroke-width=\"1.5\""
+                 " stroke-dasharray=\"2 4\"",
+                 "ideal speedup T_baseline / T_lb");
   }
-  doc.polyline(pts,
-               " class=\"ideal\" stroke=\"#888888\" stroke-width=\"1.5\""
-               " stroke-dasharray=\"2 4\"",
-               "ideal speedup T_baseline / T_lb");
 }
 
-// Every series with its markers, and its legend entry at (legend_x, legend_y), which moves on.
-// Returns whether any point was drawn.
-bool draw_series(svg::Document& doc, const Chart& chart, const Scale& x, const Scale& y,
-                 double legend_x, double& legend_y) {
-  size_t colour = 0;
+// Where the notes beside points go: each tries spots around its point and takes the first
+// that overlaps no marker and no note placed before it, within the plot.
+class NotePlacer {
+ public:
+  struct Box {
+    double x0, y0, x1, y1;
+    bool hits(const Box& o) const { return x0 < o.x1 && o.x0 < x1 && y0 < o.y1 && o.y0 < y1; }
+  };
+  NotePlacer(const Box& plot, std::vector<Box> markers) : plot_(plot), taken_(std::move(markers)) {}
+
+  // The baseline-left corner of a note of width w and height h beside (px, py).
+  Point place(double px, double py, double w, double h) {
+    const double gap = 6;
+    Box best{};
+    double best_cost = INFINITY;
+    for (double ring = 1; ring <= 4; ++ring) {
+      const double d = gap * ring;
+      const Point spots[] = {{px + d, py - d},         {px + d, py + d + h},
+                             {px - d - w, py - d},     {px - d - w, py + d + h},
+                             {px - w / 2, py - d - 2}, {px - w / 2, py + d + h + 2}};
+      for (const Point& s : spots) {
+        const Box b{s.first, s.second - h, s.first + w, s.second};
+        double cost = ring;
+        if (b.x0 < plot_.x0 || b.x1 > plot_.x1 || b.y0 < plot_.y0 || b.y1 > plot_.y1) cost += 100;
+        for (const Box& t : taken_) cost += t.hits(b) ? 50 : 0;
+        if (cost < best_cost) {
+          best_cost = cost;
+          best = b;
+        }
+      }
+      if (best_cost < 10) break;
+    }
+    taken_.push_back(best);
+    return {best.x0, best.y1};
+  }
+
+ private:
+  Box plot_;
+  std::vector<Box> taken_;
+};
+
+// A series' polyline (dashed for the baseline and a strategy that takes no parameter) and its
+// markers.
+void draw_trace(svg::Document& doc, const Series& se, const std::string& key,
+                const std::string& colour, const Scale& x, const Scale& y) {
+  const std::string dash = se.reference || se.flat ? " stroke-dasharray=\"7 4\"" : "";
+  doc.open("g", attr("class", se.reference ? "series reference" : "series") +
+                    attr("data-strategy", se.name));
+  std::vector<Point> pts;
+  if (se.flat) {
+    pts = {{x.from, y(se.marks.front().at.second)}, {x.to, y(se.marks.front().at.second)}};
+  } else {
+    for (const Mark& m : se.marks) pts.emplace_back(x(m.at.first), y(m.at.second));
+  }
+  doc.polyline(pts,
+               " class=\"trace\"" + attr("data-mark", key) + attr("stroke", colour) +
+                   " stroke-width=\"2\"" + dash,
+               se.name);
+  for (size_t i = 0; i < se.marks.size(); ++i) {
+    const Mark& m = se.marks[i];
+    doc.circle(marker_x(se, i, x), y(m.at.second), 4,
+               " class=\"marker\"" + attr("data-mark", key) + attr("fill", colour), m.tip);
+  }
+  doc.close("g");
+}
+
+// The notes beside the points of a --tune chart.
+void draw_notes(svg::Document& doc, const Chart& chart, const Scale& x, const Scale& y) {
+  std::vector<NotePlacer::Box> markers;
+  for (const Series& se : chart.series) {
+    for (size_t i = 0; i < se.marks.size(); ++i) {
+      const double px = marker_x(se, i, x), py = y(se.marks[i].at.second);
+      markers.push_back({px - 5, py - 5, px + 5, py + 5});
+    }
+  }
+  NotePlacer placer({x.from, y.to, x.to, y.from}, markers);
+  for (const Series& se : chart.series) {
+    for (size_t i = 0; i < se.marks.size(); ++i) {
+      const Mark& m = se.marks[i];
+      if (m.note.empty()) continue;
+      const Point at = placer.place(marker_x(se, i, x), y(m.at.second), text_width(m.note, 10), 11);
+      doc.text(at.first, at.second - 2, m.note,
+               " class=\"tune-note\" data-mark=\"tune-note\" font-size=\"10\"");
+    }
+  }
+}
+
+// Each series' colour, by its name across the panels: one name, one colour; baseline grey.
+class Colours {
+ public:
+  explicit Colours(const std::vector<Chart>& charts) {
+    for (const Chart& chart : charts) {
+      for (const Series& se : chart.series) {
+        if (se.marks.empty() || colour_.count(se.name)) continue;
+        colour_[se.name] = se.reference ? "#555555" : charts::series_colour(next_++);
+        order_.push_back(&se);
+      }
+    }
+  }
+  const std::string& of(const Series& se) const { return colour_.at(se.name); }
+  std::string key(const Series& se) const { return "series-" + of(se).substr(1); }
+  const std::vector<const Series*>& order() const { return order_; }
+
+ private:
+  std::map<std::string, std::string> colour_;
+  std::vector<const Series*> order_;
+  size_t next_ = 0;
+};
+
+pictures::Legend speedup_legend(const std::vector<Chart>& charts, const Colours& colours) {
+  using pictures::Legend;
+  Legend legend(1e9, true);
+  bool notes = false, ideal = false;
+  for (const Series* se : colours.order()) {
+    const std::string& c = colours.of(*se);
+    const std::string dash = se->reference || se->flat ? " stroke-dasharray=\"7 4\"" : "";
+    legend.add(colours.key(*se), Legend::Swatch::line_dot,
+               attr("stroke", c) + " stroke-width=\"2\"" + dash,
+               se->name + (se->flat ? " (takes no parameter)" : ""), attr("fill", c));
+  }
+  for (const Chart& chart : charts) {
+    for (const Series& se : chart.series) {
+      for (const Mark& m : se.marks) notes |= !m.note.empty();
+    }
+    for (const auto& line : chart.ideal) ideal |= !line.empty();
+  }
+  if (ideal) {
+    legend.add("ideal", Legend::Swatch::line,
+               " stroke=\"#888888\" stroke-width=\"1.5\" stroke-dasharray=\"2 4\"",
+               "ideal: T_baseline / T_lb");
+  }
+  if (notes) {
+    legend.add("tune-note", Legend::Swatch::none, " font-size=\"11\"",
+               "C=4, m=2 beside a point: the fastest parameter there");
+  }
+  return legend;
+}
+
+constexpr double kLeft = 90, kPlotWidth = 640, kPanelTitle = 13;
+
+// What a panel takes above its plot: its title (several panels only) and notes.
+double panel_head(const Chart& chart, bool titled, double width) {
+  double h = titled ? 22 : 0;
+  for (const std::string& n : chart.notes) {
+    h += 18 * static_cast<double>(pictures::wrap(n, width, 12).size());
+  }
+  return h + 16;
+}
+
+// One panel from `top` on; returns where the next begins.
+double draw_panel(svg::Document& doc, const Chart& chart, const Colours& colours, bool titled,
+                  double top, double plot_h, double width) {
+  if (titled) {
+    top += 16;
+    doc.text(kLeft, top, chart.title,
+             " class=\"panel-title\" font-size=\"13\" font-weight=\"bold\"");
+    top += 6;
+  }
+  for (const std::string& n : chart.notes) {
+    for (const std::string& line : pictures::wrap(n, width, 12)) {
+      top += 18;
+      doc.text(kLeft, top, line, " class=\"subtitle\"");
+    }
+  }
+  top += 16;
+  const XAxis axis(chart);
+  const auto [y_lo, y_hi] = y_range(chart);
+  // Speedups cluster near 1, so the axis starts below the lowest value rather than at 0.
+  const double pad = (y_hi - y_lo) * 0.08 + 0.02;
+  const Scale y{chart.bytes_axis ? 0 : std::max(0.0, y_lo - pad), y_hi + pad, top + plot_h, top};
+  const Scale x{axis.lo, axis.hi, kLeft, kLeft + kPlotWidth, axis.log};
+  write_y_axis(doc, y, kLeft, kLeft + kPlotWidth, chart.y_label);
+  draw_x_axis(doc, chart, axis, x, top, plot_h);
+  draw_ideal(doc, chart, x, y);
   bool any_point = false;
   for (const Series& se : chart.series) {
-    if (se.points.empty()) continue;
+    if (se.marks.empty()) continue;
     any_point = true;
-    const std::string stroke = se.reference ? "#555555" : kPalette[colour++ % kPaletteSize];
-    const std::string dash = se.reference || se.flat ? " stroke-dasharray=\"7 4\"" : "";
-    doc.open("g", attr("class", se.reference ? "series reference" : "series") +
-                      attr("data-strategy", se.name));
-    std::vector<Point> pts;
-    if (se.flat) {
-      pts = {{x.from, y(se.points.front().first.second)},
-             {x.to, y(se.points.front().first.second)}};
-    } else {
-      for (const auto& [p, tip] : se.points) pts.emplace_back(x(p.first), y(p.second));
-    }
-    doc.polyline(pts, " class=\"trace\"" + attr("stroke", stroke) + " stroke-width=\"2\"" + dash,
-                 se.name);
-    for (size_t i = 0; i < se.points.size(); ++i) {
-      const auto& [p, tip] = se.points[i];
-      const double px = se.flat ? x.from + 6 + 10 * static_cast<double>(i) : x(p.first);
-      doc.circle(px, y(p.second), 4, " class=\"marker\"" + attr("fill", stroke), tip);
-    }
-    doc.close("g");
-    doc.line(legend_x, legend_y - 4, legend_x + 22, legend_y - 4,
-             attr("stroke", stroke) + " stroke-width=\"2\"" + dash);
-    doc.circle(legend_x + 11, legend_y - 4, 3.5, attr("fill", stroke));
-    doc.text(legend_x + 30, legend_y, se.name + (se.flat ? " (takes no parameter)" : ""));
-    legend_y += 20;
+    draw_trace(doc, se, colours.key(se), colours.of(se), x, y);
   }
-  return any_point;
+  draw_notes(doc, chart, x, y);
+  if (!any_point) {
+    doc.text(kLeft + 20, top + 30,
+             chart.bytes_axis ? "no comm_only case with more than one rank: busbw is undefined"
+                              : "no baseline case of these shapes: speedup is undefined");
+  }
+  return top + plot_h + 60;
 }
 
 }  // namespace
 
-void write_speedup_svg(std::ostream& out, const ResultFile& file) {
+void write_speedup_svg(std::ostream& out, const ResultFile& file, const std::string& x_field) {
   const std::vector<Summary> all = summarize(file);
-  const bool only_comm = !all.empty() && std::all_of(all.begin(), all.end(), [](const Summary& s) {
-    return s.has_role(StrategyRole::comm_reference);
-  });
-  const Chart chart = only_comm ? busbw_chart(file, all) : speedup_chart(all, file.run.tuned);
-  const XAxis axis(chart);
-  const auto [y_lo, y_hi] = y_range(chart, only_comm);
-
-  const double left = 90, top = 70, plot_w = 640, plot_h = 380, legend_w = 300;
-  const double width = left + plot_w + legend_w, height = top + plot_h + 80;
-  // Speedups cluster near 1, so the axis starts below the lowest value rather than at 0.
-  const double pad = (y_hi - y_lo) * 0.08 + 0.02;
-  const Scale y{only_comm ? 0 : std::max(0.0, y_lo - pad), y_hi + pad, top + plot_h, top};
-  const Scale x{axis.lo, axis.hi, left, left + plot_w, axis.log};
+  const std::vector<Chart> charts = speedup::make_charts(file, all, x_field);
+  const Colours colours(charts);
+  const pictures::Legend legend = speedup_legend(charts, colours);
+  const bool titled = charts.size() > 1;
+  const double plot_h = titled ? 300 : 380;
+  const std::string title =
+      charts.front().bytes_axis ? charts.front().title : "Speedup over baseline along the sweep";
+  const double width = kLeft + kPlotWidth + 30 + std::max(legend.widest(), 200.0) + 10;
+  const double text_w = width - kLeft - 10;
+  const double top = pictures::header_height(text_w, title, {}, file.system);
+  double panels_h = 0;
+  for (const Chart& c : charts) panels_h += panel_head(c, titled, kPlotWidth) + plot_h + 60;
+  const std::vector<std::string> caption = pictures::caption_lines(file.system, {}, width - 20);
+  const double caption_top = top + std::max(panels_h, legend.height() + 10) + 10;
+  const double height =
+      caption_top + pictures::kCaptionLine * static_cast<double>(caption.size()) + 4;
 
   svg::Document doc(out, width, height);
-  write_title(doc, left,
-              only_comm ? "Bus bandwidth of comm_only along the sweep"
-                        : "Speedup over baseline along the sweep",
-              file);
-  write_y_axis(doc, y, left, left + plot_w, chart.y_label);
-  draw_x_axis(doc, chart, axis, x, top, plot_h, only_comm);
-  draw_ideal(doc, chart, x, y);
-  double legend_y = top + 10;
-  const double legend_x = left + plot_w + 30;
-  const bool any_point = draw_series(doc, chart, x, y, legend_x, legend_y);
-  if (!chart.ideal.empty()) {
-    doc.line(legend_x, legend_y - 4, legend_x + 22, legend_y - 4,
-             " stroke=\"#888888\" stroke-width=\"1.5\" stroke-dasharray=\"2 4\"");
-    doc.text(legend_x + 30, legend_y, "ideal: T_baseline / T_lb");
-  }
-  if (!any_point) {
-    doc.text(left + 20, top + 30,
-             only_comm ? "no comm_only case with more than one rank: busbw is undefined"
-                       : "no baseline case of these shapes: speedup is undefined");
-  }
+  pictures::write_header(doc, kLeft, text_w, title, {}, file.system);
+  double y = top;
+  for (const Chart& c : charts) y = draw_panel(doc, c, colours, titled, y, plot_h, kPlotWidth);
+  legend.write(doc, kLeft + kPlotWidth + 30,
+               top + panel_head(charts.front(), titled, kPlotWidth) + 10);
+  pictures::write_caption(doc, 10, caption_top, caption);
   doc.finish();
 }
 

@@ -150,9 +150,11 @@ void Document::line(double x1, double y1, double x2, double y2, const std::strin
   end_element("line", title);
 }
 
-void Document::text(double x, double y, const std::string& content, const std::string& attrs) {
-  out_ << "<text" << attr("x", x) << attr("y", y) << attrs << ">" << xml_escape(content)
-       << "</text>\n";
+void Document::text(double x, double y, const std::string& content, const std::string& attrs,
+                    const std::string& title) {
+  out_ << "<text" << attr("x", x) << attr("y", y) << attrs << ">";
+  if (!title.empty()) out_ << "<title>" << xml_escape(title) << "</title>";
+  out_ << xml_escape(content) << "</text>\n";
 }
 
 void Document::circle(double cx, double cy, double r, const std::string& attrs,

@@ -46,7 +46,8 @@ class Document {
             const std::string& title = "");
   void line(double x1, double y1, double x2, double y2, const std::string& attrs,
             const std::string& title = "");
-  void text(double x, double y, const std::string& content, const std::string& attrs = "");
+  void text(double x, double y, const std::string& content, const std::string& attrs = "",
+            const std::string& title = "");
   void circle(double cx, double cy, double r, const std::string& attrs,
               const std::string& title = "");
   void polyline(const std::vector<std::pair<double, double>>& points, const std::string& attrs,

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <limits>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -181,10 +182,13 @@ TEST(PicturesTimeline, OneRectPerRealTaskAndOneLanePerRankAndStream) {
 TEST(PicturesTimeline, DrawsTheWaitADependencyCausedAndTheExposedCommunication) {
   const std::string svg = timeline(sample_file(), "0003", 1);
   // Only "gemm 1" waited (for exchange 0, past the end of the GEMM before it); exchange 1 and
-  // the add depend on tasks that ended before their streams' previous tasks did.
+  // the add depend on tasks that ended before their streams' previous tasks did. The wait
+  // ends where exchange 0 did (1.5 ms); the 0.1 ms until the GEMM began had no dependency
+  // pending and is idle time of another cause.
   EXPECT_EQ(count(svg, "class=\"wait\""), 2u);  // one per rank
   EXPECT_EQ(count(svg, "class=\"dep\""), 2u);
-  EXPECT_NE(svg.find("gemm 1 waited 0.6 ms (1–1.6 ms) for exchange 0"), std::string::npos);
+  EXPECT_NE(svg.find("gemm 1 waited 0.5 ms (1–1.5 ms) for exchange 0"), std::string::npos) << svg;
+  EXPECT_NE(svg.find("idle 0.1 ms (1.5–1.6 ms) before gemm 1"), std::string::npos) << svg;
   // Comm busy 0..2 ms, compute busy 0..1 and 1.6..2.8: exposed 1..1.6 on each rank.
   EXPECT_EQ(count(svg, "class=\"exposed\""), 2u);
   EXPECT_NE(svg.find("exposed communication 1–1.6 ms (0.6 ms)"), std::string::npos);
@@ -194,7 +198,8 @@ TEST(PicturesTimeline, BaselineWaitsOnBothStreams) {
   const std::string svg = timeline(sample_file(), "0002", 0);
   // The GEMM waits from the iteration's start, the reduce-scatter from the all-gather's end.
   EXPECT_EQ(count(svg, "class=\"wait\""), 4u);
-  EXPECT_NE(svg.find("gemm waited 2.52 ms (0–2.52 ms) for all-gather"), std::string::npos);
+  EXPECT_NE(svg.find("gemm waited 2.4 ms (0–2.4 ms) for all-gather"), std::string::npos) << svg;
+  EXPECT_NE(svg.find("idle 0.12 ms (2.4–2.52 ms) before gemm"), std::string::npos) << svg;
   EXPECT_EQ(count(svg, "class=\"exposed\""), 4u);
 }
 
@@ -225,7 +230,7 @@ TEST(PicturesTimeline, RefusesAnUnknownCaseOrIteration) {
   } catch (const InputError& e) {
     const std::string what = e.what();
     EXPECT_NE(what.find("9999"), std::string::npos) << what;
-    EXPECT_NE(what.find("0000, 0001"), std::string::npos) << what;
+    EXPECT_NE(what.find("0000 (compute_only), 0001 (comm_only)"), std::string::npos) << what;
   }
   for (int bad : {3, 100, -2}) {
     try {
@@ -262,7 +267,7 @@ TEST(PicturesBreakdown, OneBarPerCaseButCommOnlyAndATlbLinePerShape) {
   EXPECT_EQ(count(svg, ">0%</text>"), 2u);
 }
 
-TEST(PicturesSpeedup, OneSeriesPerStrategyAlongTokens) {
+TEST(PicturesSpeedup, OneSeriesPerStrategyAlongTheFieldThatVaries) {
   std::ostringstream out;
   write_speedup_svg(out, sample_file());
   const std::string svg = out.str();
@@ -270,7 +275,7 @@ TEST(PicturesSpeedup, OneSeriesPerStrategyAlongTokens) {
   EXPECT_EQ(count(svg, "class=\"series"), 2u);  // baseline and flash
   EXPECT_NE(svg.find("data-strategy=\"flash\""), std::string::npos);
   EXPECT_NE(svg.find("data-strategy=\"baseline\""), std::string::npos);
-  EXPECT_NE(svg.find("tokens (batch × seq)"), std::string::npos);
+  EXPECT_NE(svg.find(">seq</text>"), std::string::npos);
   EXPECT_EQ(count(svg, "class=\"marker\""), 4u);
   // 5.1 / 2.8 at both shapes.
   EXPECT_NE(svg.find("flash: speedup 1.82"), std::string::npos);
@@ -329,6 +334,10 @@ TEST(PicturesSpeedup, ATuneFileDrawsEachStrategysFastestParameter) {
   EXPECT_EQ(count(svg, "class=\"marker\""), 4u);
   EXPECT_EQ(count(svg, "flash:2: speedup"), 1u);  // at world 2
   EXPECT_EQ(count(svg, "flash:1: speedup"), 1u);  // at world 4
+  // Each point says which parameter won there, beside it, not only in a tooltip.
+  EXPECT_EQ(count(svg, "class=\"tune-note\" data-mark=\"tune-note\" font-size=\"10\">m=2<"), 1u);
+  EXPECT_EQ(count(svg, "class=\"tune-note\" data-mark=\"tune-note\" font-size=\"10\">m=1<"), 1u);
+  EXPECT_NE(svg.find("data-for=\"tune-note\""), std::string::npos);
 }
 
 TEST(PicturesSpeedup, CommOnlyFilesShowBusBandwidthAlongMessageSize) {
@@ -354,6 +363,138 @@ TEST(PicturesSpeedup, ASinglePointIsStillDrawn) {
   write_speedup_svg(out, f);
   EXPECT_EQ(xml_problem(out.str()), "");
   EXPECT_EQ(count(out.str(), "class=\"marker\""), 1u);
+}
+
+// A sweep where batch shrinks as seq grows (tokens fixed): one line per strategy along seq,
+// batch noted as riding along; --x batch draws along batch; --x of a field that does not vary
+// is refused naming the valid ones.
+ResultFile covarying_file() {
+  ResultFile f;
+  int id = 0;
+  for (const auto& [batch, seq] : {std::pair{4, 8}, {2, 16}, {1, 32}}) {
+    for (const char* strategy : {"baseline", "flash"}) {
+      CaseResult c =
+          make_case("000" + std::to_string(id++), strategy, seq,
+                    std::string(strategy) == "flash" ? flash_pattern() : baseline_pattern());
+      c.batch = batch;
+      f.cases.push_back(std::move(c));
+    }
+  }
+  return f;
+}
+
+TEST(PicturesSpeedup, FieldsThatChangeTogetherAreOneLineAlongOneOfThem) {
+  const ResultFile f = covarying_file();
+  std::ostringstream out;
+  write_speedup_svg(out, f);
+  const std::string svg = out.str();
+  EXPECT_EQ(count(svg, "class=\"series"), 2u) << svg;  // not one per (batch, seq)
+  EXPECT_NE(svg.find(">seq</text>"), std::string::npos);
+  EXPECT_NE(svg.find("batch changes with seq: 4 at seq 8 … 1 at seq 32"), std::string::npos);
+  EXPECT_EQ(count(svg, "class=\"marker\""), 6u);
+
+  std::ostringstream by_batch;
+  write_speedup_svg(by_batch, f, "batch");
+  EXPECT_NE(by_batch.str().find(">batch</text>"), std::string::npos);
+  EXPECT_NE(by_batch.str().find("seq changes with batch"), std::string::npos);
+  try {
+    std::ostringstream bad;
+    write_speedup_svg(bad, f, "hidden");
+    FAIL() << "--x hidden accepted";
+  } catch (const InputError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("--x: 'hidden'"), std::string::npos) << what;
+    EXPECT_NE(what.find("valid choices: seq, batch)"), std::string::npos) << what;
+  }
+}
+
+// Colours never repeat within a chart, however many lines it has.
+TEST(PicturesSpeedup, EverySeriesHasItsOwnColour) {
+  // Sixteen shapes (hidden 8 ... 128), each with its baseline and one slice count: a line per
+  // slice count, along hidden.
+  ResultFile f;
+  for (int c = 1; c <= 16; ++c) {
+    for (const std::string& strategy : {std::string("baseline"), "slicing:" + std::to_string(c)}) {
+      f.cases.push_back(make_case(std::to_string(f.cases.size()), strategy, 8, baseline_pattern(),
+                                  strategy == "baseline" ? 1.0 : 1.0 - 0.01 * c));
+      f.cases.back().hidden = 8 * c;
+    }
+  }
+  std::ostringstream out;
+  write_speedup_svg(out, f);
+  const std::string svg = out.str();
+  std::set<std::string> colours;
+  size_t traces = 0;
+  for (size_t at = svg.find("class=\"trace\""); at != std::string::npos;
+       at = svg.find("class=\"trace\"", at + 1)) {
+    const size_t stroke = svg.find("stroke=\"", at) + 8;
+    colours.insert(svg.substr(stroke, svg.find('"', stroke) - stroke));
+    ++traces;
+  }
+  EXPECT_GT(traces, 10u);
+  EXPECT_EQ(colours.size(), traces);
+}
+
+// Every legend entry names a mark the picture draws, and every mark has one.
+std::set<std::string> attribute_values(const std::string& svg, const std::string& name) {
+  std::set<std::string> out;
+  const std::string key = name + "=\"";
+  for (size_t at = svg.find(key); at != std::string::npos; at = svg.find(key, at + 1)) {
+    const size_t from = at + key.size();
+    out.insert(svg.substr(from, svg.find('"', from) - from));
+  }
+  return out;
+}
+
+TEST(Pictures, TheLegendExplainsEveryMarkAndNothingElse) {
+  const ResultFile f = sample_file();
+  std::ostringstream speedup, breakdown;
+  write_speedup_svg(speedup, f);
+  write_breakdown_svg(breakdown, f);
+  for (const std::string& svg :
+       {timeline(f, "0003", 1), timeline(f, "0002", 0), speedup.str(), breakdown.str()}) {
+    EXPECT_EQ(attribute_values(svg, "data-mark"), attribute_values(svg, "data-for")) << svg;
+  }
+  // The flash timeline's lanes hold idle gaps: the legend says what they are.
+  EXPECT_NE(timeline(f, "0003", 1).find("idle with no dependency pending"), std::string::npos);
+}
+
+// Group labels name only what differs between shapes; what they share is said once.
+TEST(PicturesBreakdown, GroupLabelsNameOnlyTheFieldsThatVary) {
+  ResultFile f = sample_file();
+  std::ostringstream out;
+  write_breakdown_svg(out, f);
+  const std::string svg = out.str();
+  EXPECT_EQ(count(svg, "class=\"shape-label\""), 2u);
+  EXPECT_NE(svg.find(">seq 8</text>"), std::string::npos) << svg;
+  EXPECT_NE(svg.find(">seq 16</text>"), std::string::npos);
+  EXPECT_NE(svg.find("Every shape: mlp, batch 2, hidden 8, ffn 32, fp32, world 2"),
+            std::string::npos);
+}
+
+// A simulated file's banner is short and names the machine; the detail is in its tooltip and
+// in the caption, and the legend sits below it.
+TEST(Pictures, ASimulatedBannerIsShortWithItsDetailInTheCaption) {
+  ResultFile f = sample_file();
+  f.system.link_emulation = "none";
+  f.system.simulated =
+      "machine 'h200_test' (bench_configs/machines/h200.yaml); " + std::string(600, 'x');
+  for (const std::string& svg : {timeline(f, "0003", 1)}) {
+    EXPECT_NE(svg.find(">SIMULATED with h200_test: predicted, not measured</text>"),
+              std::string::npos)
+        << svg;
+    EXPECT_NE(svg.find("class=\"caption\""), std::string::npos);
+    const size_t banner = svg.find("class=\"emulated\"");
+    const size_t legend = svg.find("class=\"legend\"");
+    ASSERT_NE(banner, std::string::npos);
+    ASSERT_NE(legend, std::string::npos);
+    // The y of the element that starts at `at`.
+    const auto y_of = [&](size_t at) {
+      const size_t y = svg.find(" y=\"", at) + 4;
+      return std::stod(svg.substr(y, svg.find('"', y) - y));
+    };
+    EXPECT_LT(y_of(svg.rfind("<text", banner)) + 12, y_of(svg.find("<text", legend)));
+  }
 }
 
 }  // namespace
