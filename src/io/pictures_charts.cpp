@@ -81,12 +81,22 @@ struct ShapeGroups {
   double top_value = 0;   // the tallest bar or T_lb
   double label_drop = 0;  // how far the rotated strategy labels reach below the axis
 
-  explicit ShapeGroups(const std::vector<Summary>& all) {
+  // `tuned`: a `fobench sim --tune` file, of which each strategy's fastest parameter per shape
+  // is drawn (the others are the search, not a choice anyone would make).
+  ShapeGroups(const std::vector<Summary>& all, bool tuned) {
     for (const Summary& s : all) {
       if (s.has_role(StrategyRole::comm_reference)) continue;
       const CaseKey key = shape_key(s);
       if (groups.find(key) == groups.end()) order.push_back(key);
-      groups[key].push_back(&s);
+      std::vector<const Summary*>& list = groups[key];
+      auto same = std::find_if(list.begin(), list.end(), [&](const Summary* o) {
+        return o->strategy_name() == s.strategy_name();
+      });
+      if (!tuned || same == list.end()) {
+        list.push_back(&s);
+      } else if (std::isnan((*same)->t_median) || s.t_median < (*same)->t_median) {
+        *same = &s;
+      }
     }
     for (const std::string& f : shape_fields()) {
       std::set<std::string> values;
@@ -232,7 +242,7 @@ pictures::Legend breakdown_legend(const std::vector<Summary>& all) {
 
 void write_breakdown_svg(std::ostream& out, const ResultFile& file) {
   const std::vector<Summary> all = summarize(file);
-  const ShapeGroups shapes(all);
+  const ShapeGroups shapes(all, file.run.tuned);
   const pictures::Legend legend = breakdown_legend(all);
   const std::string title = "Where the step time goes (median step, slowest rank)";
   const double left = 80, plot_h = 340;
@@ -240,9 +250,12 @@ void write_breakdown_svg(std::ostream& out, const ResultFile& file) {
   for (const CaseKey& key : shapes.order) groups_w += shapes.width(key) + kGroupGap;
   const double right = left + std::max(400.0, groups_w);
   const double width = std::max(right + legend.widest() + 30, 1000.0);
-  const std::vector<std::string> subtitles{shapes.common(),
-                                           "Label on a bar: its T in ms; above it, in purple, "
-                                           "its concurrency"};
+  std::vector<std::string> subtitles{shapes.common(),
+                                     "Label on a bar: its T in ms; above it, in purple, its "
+                                     "concurrency"};
+  if (file.run.tuned) {
+    subtitles.push_back("A --tune file: each strategy's fastest parameter at each shape");
+  }
   const double plot_top =
       pictures::header_height(width - left - 10, title, subtitles, file.system) + 30;
   size_t label_lines = 0;

@@ -172,33 +172,32 @@ class NotePlacer {
   };
   NotePlacer(const Box& plot, std::vector<Box> markers) : plot_(plot), taken_(std::move(markers)) {}
 
-  // The baseline-left corner of a note of width w and height h beside (px, py).
-  Point place(double px, double py, double w, double h) {
-    const double gap = 6;
+  // The box of a note of width w and height h beside (px, py): on rings of sixteen spots
+  // around the point, nearest first; the first that is free, else the least crowded.
+  Box place(double px, double py, double w, double h) {
     Box best{};
     double best_cost = INFINITY;
-    for (double ring = 1; ring <= 4; ++ring) {
-      const double d = gap * ring;
-      const Point spots[] = {{px + d, py - d},         {px + d, py + d + h},
-                             {px - d - w, py - d},     {px - d - w, py + d + h},
-                             {px - w / 2, py - d - 2}, {px - w / 2, py + d + h + 2}};
-      for (const Point& s : spots) {
-        const Box b{s.first, s.second - h, s.first + w, s.second};
+    for (int ring = 0; ring < kRings && best_cost >= 1e3; ++ring) {
+      const double d = 5 + 6 * ring;
+      for (int k = 0; k < 16; ++k) {
+        const double a = k * M_PI / 8;
+        const double cx = px + std::cos(a) * (d + w / 2), cy = py - std::sin(a) * (d + h / 2);
+        const Box b{cx - w / 2, cy - h / 2, cx + w / 2, cy + h / 2};
         double cost = ring;
-        if (b.x0 < plot_.x0 || b.x1 > plot_.x1 || b.y0 < plot_.y0 || b.y1 > plot_.y1) cost += 100;
-        for (const Box& t : taken_) cost += t.hits(b) ? 50 : 0;
+        if (b.x0 < plot_.x0 || b.x1 > plot_.x1 || b.y0 < plot_.y0 || b.y1 > plot_.y1) cost += 1e4;
+        for (const Box& t : taken_) cost += t.hits(b) ? 1e3 : 0;
         if (cost < best_cost) {
           best_cost = cost;
           best = b;
         }
       }
-      if (best_cost < 10) break;
     }
     taken_.push_back(best);
-    return {best.x0, best.y1};
+    return best;
   }
 
  private:
+  static constexpr int kRings = 12;
   Box plot_;
   std::vector<Box> taken_;
 };
@@ -242,8 +241,16 @@ void draw_notes(svg::Document& doc, const Chart& chart, const Scale& x, const Sc
     for (size_t i = 0; i < se.marks.size(); ++i) {
       const Mark& m = se.marks[i];
       if (m.note.empty()) continue;
-      const Point at = placer.place(marker_x(se, i, x), y(m.at.second), text_width(m.note, 10), 11);
-      doc.text(at.first, at.second - 2, m.note,
+      const double px = marker_x(se, i, x), py = y(m.at.second);
+      const NotePlacer::Box b = placer.place(px, py, text_width(m.note, 10), 12);
+      // A note set apart from its point is tied to it.
+      const double cx = (b.x0 + b.x1) / 2, cy = (b.y0 + b.y1) / 2;
+      if (std::hypot(cx - px, cy - py) > 24) {
+        doc.line(px, py, std::clamp(px, b.x0, b.x1), std::clamp(py, b.y0, b.y1),
+                 " class=\"tune-leader\" data-mark=\"tune-note\" stroke=\"#999999\""
+                 " stroke-width=\"0.6\"");
+      }
+      doc.text(b.x0, b.y1 - 2, m.note,
                " class=\"tune-note\" data-mark=\"tune-note\" font-size=\"10\"");
     }
   }

@@ -338,6 +338,11 @@ TEST(PicturesSpeedup, ATuneFileDrawsEachStrategysFastestParameter) {
   EXPECT_EQ(count(svg, "class=\"tune-note\" data-mark=\"tune-note\" font-size=\"10\">m=2<"), 1u);
   EXPECT_EQ(count(svg, "class=\"tune-note\" data-mark=\"tune-note\" font-size=\"10\">m=1<"), 1u);
   EXPECT_NE(svg.find("data-for=\"tune-note\""), std::string::npos);
+  // Its breakdown draws the same choice: baseline and flash's fastest m at each world.
+  std::ostringstream bars;
+  write_breakdown_svg(bars, f);
+  EXPECT_EQ(count(bars.str(), "class=\"bar-group\""), 4u);
+  EXPECT_EQ(count(bars.str(), "data-strategy=\"flash:2\""), 1u);
 }
 
 TEST(PicturesSpeedup, CommOnlyFilesShowBusBandwidthAlongMessageSize) {
