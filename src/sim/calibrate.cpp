@@ -8,12 +8,14 @@
 //              over batch counts).
 //   memory     element-wise tasks (add 3 passes, copy/softmax 2, as the simulator prices
 //              them): per distinct task the bytes touched / median duration; the median rate.
-//   links      one class, least squares of per-step seconds on block bytes: comm_only
-//              collectives (else baseline ones, else exchanges' minimum durations). Every
-//              collective, all-to-all included, is read as the host backends run it and the
-//              simulator prices it (collective_steps.h): N-1 steps of Task::bytes / (N-1), so
-//              its time is (N-1)(latency + block / bandwidth). NCCL's all-to-all sends to every
-//              peer at once and pays the latency about once: read this way, its points
+//   links      one class, seconds = latency + bytes / bandwidth by least squares of the
+//              relative residuals (calibrate_link.cpp) of per-step seconds on block bytes, each
+//              collective's iterations reduced to one time by the same criterion:
+//              comm_only collectives (else baseline ones, else exchanges' minimum
+//              durations). Every collective, all-to-all included, is read as the host backends run
+//              it and the simulator prices it (collective_steps.h): N-1 steps of Task::bytes /
+//              (N-1), so its time is (N-1)(latency + block / bandwidth). NCCL's all-to-all sends to
+//              every peer at once and pays the latency about once: read this way, its points
 //              understate the latency (a note says so).
 //   contention the median of duration / the shape's median duration on any rank over GEMMs of
 //              overlapping strategies that started while a comm-stream task of their rank was
@@ -27,7 +29,6 @@
 #include <limits>
 #include <map>
 #include <set>
-#include <sstream>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -46,67 +47,7 @@ namespace {
 // Used when no element-wise task was measured in any dtype.
 constexpr double kDefaultMemoryBytesPerS = 10e9;
 
-std::string fmt(double x) {
-  std::ostringstream s;
-  s.precision(4);
-  s << x;
-  return s.str();
-}
-
 using namespace calib;  // NOLINT: the samples this file fits
-
-// seconds = latency + bytes / bandwidth by least squares; through the origin when the sizes
-// do not separate the two or the intercept comes out negative.
-LinkClass fit_link(const std::vector<LinkPoint>& pts, const std::string& name,
-                   std::vector<std::string>& notes) {
-  LinkClass link;
-  link.name = name;
-  std::set<double> sizes;
-  double sx = 0, sy = 0;
-  for (const LinkPoint& p : pts) {
-    sizes.insert(p.bytes);
-    sx += p.bytes;
-    sy += p.seconds;
-  }
-  const double n = static_cast<double>(pts.size());
-  double slope = 0, intercept = 0;
-  bool through_origin = sizes.size() < 2;
-  if (!through_origin) {
-    const double mx = sx / n, my = sy / n;
-    double sxx = 0, sxy = 0;
-    for (const LinkPoint& p : pts) {
-      sxx += (p.bytes - mx) * (p.bytes - mx);
-      sxy += (p.bytes - mx) * (p.seconds - my);
-    }
-    slope = sxy / sxx;
-    intercept = my - slope * mx;
-    if (intercept < 0 || slope <= 0) {
-      notes.push_back("link " + name + ": the least-squares fit gave latency " + fmt(intercept) +
-                      " s and " + fmt(slope) +
-                      " s/B; refitted through the origin (latency 0) instead");
-      through_origin = true;
-    }
-  } else {
-    notes.push_back("link " + name + ": only one message size (" + fmt(*sizes.begin()) +
-                    " B) was measured, so latency cannot be separated from bandwidth: "
-                    "bandwidth fitted through the origin, latency 0");
-  }
-  if (through_origin) {
-    double sxx = 0, sxy = 0;
-    for (const LinkPoint& p : pts) {
-      sxx += p.bytes * p.bytes;
-      sxy += p.bytes * p.seconds;
-    }
-    slope = sxy / sxx;
-    intercept = 0;
-  }
-  if (!(slope > 0) || !std::isfinite(slope)) {
-    throw InputError("calibrate: the transfer timings give no positive bandwidth for link " + name);
-  }
-  link.latency_s = intercept;
-  link.bytes_per_s = 1.0 / slope;
-  return link;
-}
 
 std::string link_name(const SystemInfo& sys, bool multi_host) {
   if (sys.backend == "cuda") return multi_host ? "nccl" : "nvlink";
@@ -437,8 +378,9 @@ LinkClass fit_machine_link(const Collected& data, const Topology& topo,
   const std::vector<LinkPoint>& pts = link_points(data, from);
   const LinkClass link = fit_link(pts, topo.link, notes);
   notes.push_back("link " + topo.link + " fitted from " + std::to_string(pts.size()) +
-                  " point(s) of " + from + ": latency " + fmt(link.latency_s) + " s, " +
-                  fmt(link.bytes_per_s) + " B/s");
+                  " point(s) of " + from +
+                  " by least squares of the relative residuals (weights 1/seconds^2): latency " +
+                  fmt(link.latency_s) + " s, " + fmt(link.bytes_per_s) + " B/s");
   note_link_points(pts, &pts == &data.exchange, files, notes);
   for (const LinkPoint& p : pts) {
     rep.residuals.push_back({"link " + topo.link + " " + fmt(p.bytes) + " B", p.seconds,

@@ -358,7 +358,8 @@ void collect_collectives(const CaseView& v, StrategyRole role, Collected& out) {
   // rank, so the rank that posted last (the shortest duration) saw the collective's own time.
   // It is read as the simulator prices it (collective_steps.h): N-1 steps of the largest
   // block, Task::bytes / (N-1) (a ring's steps, or a pairwise all-to-all's), each step
-  // latency + block / bandwidth.
+  // latency + block / bandwidth. Its iterations give one time by the link fit's own criterion
+  // (relative_location), which iterations that waited for the scheduler hardly move.
   if (role != StrategyRole::comm_reference && role != StrategyRole::serial_baseline) return;
   const std::vector<std::vector<int>> colls = v.collectives();
   for (size_t k = 0; k < colls[0].size(); ++k) {
@@ -387,7 +388,7 @@ void collect_collectives(const CaseView& v, StrategyRole role, Collected& out) {
       if (std::isfinite(shortest)) per_iter.push_back(shortest);
     }
     if (per_iter.empty()) continue;
-    const LinkPoint p{static_cast<double>(block), median(per_iter) / steps, op};
+    const LinkPoint p{static_cast<double>(block), relative_location(per_iter) / steps, op};
     (role == StrategyRole::comm_reference ? out.comm_only : out.baseline).push_back(p);
   }
 }

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "fob/machine.h"
 #include "fob/metrics.h"
 #include "fob/plan.h"
 #include "fob/results.h"
@@ -141,5 +142,18 @@ double covered(const std::vector<Interval>& busy, double from, double to);
 
 // Adds one case's samples to `out`.
 void collect_case(const CaseView& v, Collected& out);
+
+// `x` with 4 significant digits, for notes.
+std::string fmt(double x);
+
+// The time t that minimises sum((t / t_i - 1)^2) over `times` (all positive, at least one):
+// what a collective's iterations give the link fit, close to their median when they are alike,
+// and near the short ones where some waited for the scheduler (calibrate_link.cpp).
+double relative_location(const std::vector<double>& times);
+
+// The link's latency and bandwidth from its transfer timings (calibrate_link.cpp), with notes
+// on how they were fitted. Throws InputError when they give no positive bandwidth.
+LinkClass fit_link(const std::vector<LinkPoint>& pts, const std::string& name,
+                   std::vector<std::string>& notes);
 
 }  // namespace fob::calib
