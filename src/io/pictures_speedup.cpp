@@ -307,7 +307,7 @@ pictures::Legend speedup_legend(const std::vector<Chart>& charts, const Colours&
   return legend;
 }
 
-constexpr double kLeft = 90, kPlotWidth = 640, kPanelTitle = 13;
+constexpr double kLeft = 90, kPlotWidth = 640;
 
 // What a panel takes above its plot: its title (several panels only) and notes.
 double panel_head(const Chart& chart, bool titled, double width) {
