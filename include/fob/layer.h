@@ -61,6 +61,15 @@ void weight_gradient_w1(Layer& l, int forward_x, int dy);
 inline constexpr int64_t kScoresElements = int64_t{1} << 28;
 void attention_rows(PlanBuilder& b, const Geometry& g, int qkv, int o, int64_t row, int64_t rows);
 
+// The streamed attention (online softmax: TaskKind::online_softmax): the tasks folding the keys
+// and values of `qkv`'s rows [key_row, key_row + key_rows) into the running attention of its
+// query rows [row, row + rows) (one sequence), held in `o` (unnormalised) and the buffer
+// "attn_state" (each query row's running maximum and sum per local head); `first`: those
+// queries' first keys. attention_finish normalises rows of `o` once every key is in.
+void attention_block(PlanBuilder& b, const Geometry& g, int qkv, int o, int64_t row, int64_t rows,
+                     int64_t key_row, int64_t key_rows, bool first);
+void attention_finish(PlanBuilder& b, const Geometry& g, int o, int64_t row, int64_t rows);
+
 // The attention layouts' geometry: Q, K and V of every head from WQKV [D, 3D], O [M, D], WO.
 Geometry attention_geometry(const Shape& shape);
 // Their heads: given or the default, dividing hidden and the world; and their scores, which

@@ -15,9 +15,24 @@ enum class StreamId : uint8_t { compute = 0, comm = 1 };
 inline constexpr int kNumStreams = 2;
 const char* to_string(StreamId stream);
 
-enum class TaskKind : uint8_t { gemm, send, recv, exchange, collective, add, copy, softmax };
-inline constexpr int kNumTaskKinds = static_cast<int>(TaskKind::softmax) + 1;
+// online_softmax and softmax_finish are the streamed attention's (FlashAttention's online
+// softmax): a block of keys at a time, the running maximum and sum kept per query row and head.
+enum class TaskKind : uint8_t {
+  gemm,
+  send,
+  recv,
+  exchange,
+  collective,
+  add,
+  copy,
+  softmax,
+  online_softmax,
+  softmax_finish
+};
+inline constexpr int kNumTaskKinds = static_cast<int>(TaskKind::softmax_finish) + 1;
 const char* to_string(TaskKind kind);
+// Whether the kind is element-wise: memory bound, priced by memory_elements().
+bool is_elementwise(TaskKind kind);
 
 // No all_reduce: plans decompose an all-reduce into a reduce_scatter and an all_gather, so that
 // each half is a task the strategies can overlap and the backends implement once.
@@ -106,6 +121,13 @@ struct Task {
   // gemm: c[i] (=|+=) op(a[i]) * op(b[i]) for i in [0, batch); each operand's view moves by its
   // step per batch entry. add: c += a (element-wise, c.rows x cols). copy: c = a.
   // softmax: every row of c becomes softmax(scale * row), in place.
+  // online_softmax: the m = batch * q rows of scores c (n keys each; row h*q + i is query i of
+  // head h) fold into the running state a (query row i: column h the maximum of scale * score,
+  // column batch + h the sum of exp) and become exp(scale * score - new maximum); query i's
+  // k = head-width columns of head h in b (the unnormalised output O) scale by
+  // exp(old maximum - new maximum). accumulate false: the first block, which sets the state
+  // and leaves b alone (the GEMM after it writes O rather than adding to it).
+  // softmax_finish: c's m rows of batch heads of k columns each divide by the state a's sums.
   View a, b, c;
   int64_t m = 0, n = 0, k = 0;
   int batch = 1;
@@ -182,6 +204,11 @@ struct Plan {
   int buffer_id(const std::string& name) const;  // -1 when absent
   int64_t buffer_bytes() const;                  // all buffers, at this plan's dtype
 };
+
+// The elements an element-wise task reads and writes, which its time is priced by: add reads
+// two operands and writes one, copy and softmax read one and write one, online_softmax rewrites
+// its scores and (after the first block) the output rows it rescales, softmax_finish its rows.
+double memory_elements(const Task& t);
 
 // A view's column count, resolving cols 0 to "the rest of the row".
 int64_t view_cols(const Plan& plan, const View& v);

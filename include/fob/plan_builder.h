@@ -41,6 +41,7 @@ class PlanBuilder {
   int buffer(const std::string& name, int64_t rows, int64_t cols,
              BufferInit init = BufferInit::none);
   int64_t cols(int buffer) const { return plan_.buffers.at(buffer).cols; }
+  int64_t rows(int buffer) const { return plan_.buffers.at(buffer).rows; }
   int buffer_id(const std::string& name) const { return plan_.buffer_id(name); }  // -1: none
   void input(const InputRegion& region);
   void check(int buffer, CheckKind kind);
@@ -53,6 +54,15 @@ class PlanBuilder {
   int gemm_transposed_a(const View& a, const View& b, const View& c, std::string label);
   // Every row of `rows` becomes softmax(scale * row), in place.
   int softmax(const View& rows, double scale, std::string label);
+  // The streamed attention's steps (plan.h, TaskKind::online_softmax): `scores` holds `heads`
+  // blocks of query rows, one per head; `state` and `out` the same query rows of the running
+  // maximum and sum (2 * heads columns) and of the output (heads * head_width columns). `first`:
+  // the queries' first block of keys.
+  int online_softmax(const View& scores, const View& state, const View& out, int heads,
+                     int64_t head_width, double scale, bool first, std::string label);
+  // out's rows (heads * head_width columns) divide by state's sums.
+  int softmax_finish(const View& out, const View& state, int heads, int64_t head_width,
+                     std::string label);
   int add(const View& dst, const View& src, std::string label);  // dst += src
   int copy(const View& dst, const View& src, std::string label);
   int exchange(const View& send, int send_peer, const View& recv, int recv_peer, int tag,

@@ -54,6 +54,15 @@ struct A2aProblem {
   int64_t head_width = 0;  // Dn = D/N
   // Set for query-split strategies: emits the tasks computing rows [row, row + rows) of `o`.
   std::function<void(PlanBuilder& builder, int64_t row, int64_t rows)> produce_o;
+  // Set for strategies that stream the attention (Strategy::streams_attention). attend: the
+  // keys and values of sequence-major rows [key_row, key_row + key_rows) fold into the running
+  // attention of the query rows [row, row + rows) of the same sequence (`first`: those
+  // queries' first keys); finish_o: rows of `o` that have every key of their sequence are
+  // normalised.
+  std::function<void(PlanBuilder& builder, int64_t row, int64_t rows, int64_t key_row,
+                     int64_t key_rows, bool first)>
+      attend;
+  std::function<void(PlanBuilder& builder, int64_t row, int64_t rows)> finish_o;
 
   int64_t local_rows() const { return batch * tokens; }
   int64_t peer_row(int j, int64_t local) const { return j * local_rows() + local; }
@@ -105,6 +114,9 @@ struct Strategy {
   // Query split (the paper's Algorithm 4): the strategy interleaves the computation of H
   // (RsProblem::produce_h) with its reduce-scatter, so it applies only where H is computed.
   bool query_split = false;
+  // The strategy computes the attention itself, block of keys by block (A2aProblem::attend),
+  // so it applies only where the attention output is computed.
+  bool streams_attention = false;
 
   // Reference modes (compute_only, comm_only) declare their own output checks.
   bool is_reference() const {

@@ -24,6 +24,15 @@ double verify_tolerance(DType dtype, int world);
 // and the final store.
 double attention_tolerance(DType dtype, int world, int64_t seq, int64_t hidden);
 
+// What streaming the softmax over `blocks` blocks of keys adds (TaskKind::online_softmax):
+//   6 * blocks * (u_acc + u_store)
+// Each block after the first rescales the running output O and sum l by exp(old max - new max):
+// the exp and the product round once each, and adding the block's P V into O and its sum into
+// l once more; the maximum's own rounding scales O and l alike and cancels in O / l. So O and l
+// each carry at most 3 roundings per block, their quotient 6, each at most u_acc + u_store (the
+// state and O are held in the plan's dtype; u_store is 0 for fp32 and fp64).
+double streamed_attention_tolerance(DType dtype, int64_t blocks);
+
 // How far a checked buffer may lie from the oracle: `bound` relative to max|want|, or to
 // max(1, max|want|) unless `own_scale` (values far below 1, such as attention's averages).
 struct Tolerance {

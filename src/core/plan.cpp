@@ -29,8 +29,29 @@ const char* to_string(TaskKind kind) {
       return "copy";
     case TaskKind::softmax:
       return "softmax";
+    case TaskKind::online_softmax:
+      return "online_softmax";
+    case TaskKind::softmax_finish:
+      return "softmax_finish";
   }
   return "?";
+}
+
+bool is_elementwise(TaskKind kind) {
+  return kind == TaskKind::add || kind == TaskKind::copy || kind == TaskKind::softmax ||
+         kind == TaskKind::online_softmax || kind == TaskKind::softmax_finish;
+}
+
+double memory_elements(const Task& t) {
+  const double mn = static_cast<double>(t.m) * static_cast<double>(t.n);
+  switch (t.kind) {
+    case TaskKind::add:
+      return 3 * mn;
+    case TaskKind::online_softmax:
+      return 2 * mn + (t.accumulate ? 2 * static_cast<double>(t.m) * static_cast<double>(t.k) : 0);
+    default:
+      return 2 * mn;
+  }
 }
 
 const char* to_string(CollectiveOp op) {
@@ -133,6 +154,14 @@ void print_task_operands(std::ostream& out, const Plan& plan, const Task& t) {
   if (t.kind == TaskKind::softmax) {
     out << "  " << view_text(plan, t.c) << " = softmax(" << t.scale << " * " << view_text(plan, t.c)
         << ")";
+  }
+  if (t.kind == TaskKind::online_softmax) {
+    out << "  " << view_text(plan, t.c) << " = exp(" << t.scale << " * " << view_text(plan, t.c)
+        << " - max), state " << view_text(plan, t.a)
+        << (t.accumulate ? ", rescales " + view_text(plan, t.b) : std::string(", first block"));
+  }
+  if (t.kind == TaskKind::softmax_finish) {
+    out << "  " << view_text(plan, t.c) << " /= sums of " << view_text(plan, t.a);
   }
   if (t.kind == TaskKind::exchange || t.kind == TaskKind::send) {
     out << "  send " << view_text(plan, t.a) << " -> " << t.send_peer;

@@ -129,6 +129,63 @@ int PlanBuilder::softmax(const View& rows, double scale, std::string label) {
   return add_task(std::move(t), access);
 }
 
+int PlanBuilder::online_softmax(const View& scores, const View& state, const View& out, int heads,
+                                int64_t head_width, double scale, bool first, std::string label) {
+  if (heads < 1 || scores.rows % heads != 0 || state.rows * heads != scores.rows ||
+      out.rows != state.rows || view_cols(state) < 2 * heads ||
+      view_cols(out) < heads * head_width) {
+    throw std::logic_error("online_softmax: views do not agree: " + label);
+  }
+  Task t;
+  t.kind = TaskKind::online_softmax;
+  t.label = std::move(label);
+  t.c = scores;
+  t.a = state;
+  t.b = out;
+  t.m = scores.rows;
+  t.n = view_cols(scores);
+  t.k = head_width;
+  t.batch = heads;
+  t.scale = scale;
+  t.accumulate = !first;
+  // Per score: scale, maximum, exp and sum; per rescaled output element a product.
+  t.flops = 4.0 * static_cast<double>(t.m) * static_cast<double>(t.n) +
+            (first ? 0.0 : static_cast<double>(t.m) * static_cast<double>(t.k));
+  Access& access = fresh_access();
+  access.reads.push_back({scores.buffer, scores.row, scores.row + scores.rows});
+  access.writes.push_back(access.reads.back());
+  access.reads.push_back({state.buffer, state.row, state.row + state.rows});
+  access.writes.push_back(access.reads.back());
+  if (!first) {
+    access.reads.push_back({out.buffer, out.row, out.row + out.rows});
+    access.writes.push_back(access.reads.back());
+  }
+  return add_task(std::move(t), access);
+}
+
+int PlanBuilder::softmax_finish(const View& out, const View& state, int heads, int64_t head_width,
+                                std::string label) {
+  if (heads < 1 || out.rows != state.rows || view_cols(state) < 2 * heads ||
+      view_cols(out) < heads * head_width) {
+    throw std::logic_error("softmax_finish: views do not agree: " + label);
+  }
+  Task t;
+  t.kind = TaskKind::softmax_finish;
+  t.label = std::move(label);
+  t.c = out;
+  t.a = state;
+  t.m = out.rows;
+  t.n = heads * head_width;
+  t.k = head_width;
+  t.batch = heads;
+  t.flops = static_cast<double>(t.m) * static_cast<double>(t.n);
+  Access& access = fresh_access();
+  access.reads.push_back({state.buffer, state.row, state.row + state.rows});
+  access.reads.push_back({out.buffer, out.row, out.row + out.rows});
+  access.writes.push_back(access.reads.back());
+  return add_task(std::move(t), access);
+}
+
 void PlanBuilder::require_inside(const View& v, const Step& step, int batch,
                                  const std::string& label) const {
   const BufferSpec& buf = plan_.buffers.at(v.buffer);

@@ -25,6 +25,14 @@ double attention_tolerance(DType dtype, int world, int64_t seq, int64_t hidden) 
   return 16 * std::sqrt(static_cast<double>(seq + hidden)) * u_acc + (world + 6) * u_store;
 }
 
+double streamed_attention_tolerance(DType dtype, int64_t blocks) {
+  const double u_acc = std::ldexp(1.0, dtype == DType::fp64 ? -53 : -24);
+  const double u_store = dtype == DType::bf16   ? std::ldexp(1.0, -8)
+                         : dtype == DType::fp16 ? std::ldexp(1.0, -11)
+                                                : 0.0;
+  return 6 * static_cast<double>(blocks) * (u_acc + u_store);
+}
+
 Tolerance check_tolerance(const Plan& plan, CheckKind kind) {
   if (plan.workload && plan.workload->tolerance) return plan.workload->tolerance(plan, kind);
   return {verify_tolerance(plan.dtype, plan.world), false};

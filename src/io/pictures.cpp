@@ -34,7 +34,7 @@ constexpr double kLaneHeight = 28;
 constexpr double kRankGap = 10;
 constexpr double kTaskInset = 4;  // a task's rect leaves this much of its lane above and below
 constexpr double kWaitHeight = 12;
-constexpr int kKinds = 8;
+constexpr int kKinds = kNumTaskKinds;
 
 const char* kind_name(int kind) {
   if (kind < 0 || kind >= kKinds) return "other";
@@ -45,7 +45,8 @@ const char* kind_name(int kind) {
 // exposed communication so that those stand out.
 const char* kind_colour(int kind) {
   static const char* const colours[kKinds] = {"#4e79a7", "#f28e2b", "#edc948", "#b07aa1",
-                                              "#9c6b30", "#76b7b2", "#59a14f", "#8cd17d"};
+                                              "#9c6b30", "#76b7b2", "#59a14f", "#8cd17d",
+                                              "#2f6f4f", "#a0cbe8"};
   return kind >= 0 && kind < kKinds ? colours[kind] : "#999999";
 }
 

@@ -40,7 +40,7 @@ std::string micros(Nanos ns) {
 }
 
 const char* kind_name(int8_t kind) {
-  if (kind < 0 || kind > static_cast<int8_t>(TaskKind::softmax)) return "unknown";
+  if (kind < 0 || kind >= kNumTaskKinds) return "unknown";
   return to_string(static_cast<TaskKind>(kind));
 }
 

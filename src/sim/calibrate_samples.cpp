@@ -335,7 +335,7 @@ class ComputeCollector {
       }
       if (overlaps_ && started_under) out_.contended.emplace_back(key, d);
     } else if (!touched) {
-      const ElemKey key{v_.dtype, t.kind, t.m, t.n};
+      const ElemKey key{v_.dtype, t.kind, t.m, t.n, t.k, t.accumulate};
       if (reference_) {
         keep_slowest(slowest_elem_, it, t.id, key, d);
       } else {

@@ -68,21 +68,25 @@ struct GemmKey {
   bool operator<(const GemmKey& o) const { return tie() < o.tie(); }
 };
 
+// An element-wise task's shape: its kind, m, n, k and whether it accumulates are what
+// memory_elements() prices it by.
 struct ElemKey {
   DType dtype = DType::fp32;
   TaskKind kind = TaskKind::add;
-  int64_t m = 0, n = 0;
-  auto tie() const { return std::tie(dtype, kind, m, n); }
+  int64_t m = 0, n = 0, k = 0;
+  bool accumulate = false;
+  auto tie() const { return std::tie(dtype, kind, m, n, k, accumulate); }
   bool operator<(const ElemKey& o) const { return tie() < o.tie(); }
 };
 
 inline double elem_bytes(const ElemKey& key) {
-  const double passes = key.kind == TaskKind::add ? 3.0 : 2.0;
-  return passes * static_cast<double>(key.m) * static_cast<double>(key.n) * dtype_bytes(key.dtype);
-}
-
-inline bool is_elementwise(TaskKind kind) {
-  return kind == TaskKind::add || kind == TaskKind::copy || kind == TaskKind::softmax;
+  Task t;
+  t.kind = key.kind;
+  t.m = key.m;
+  t.n = key.n;
+  t.k = key.k;
+  t.accumulate = key.accumulate;
+  return memory_elements(t) * dtype_bytes(key.dtype);
 }
 
 // Samples from both pools; the fit uses the reference (compute_only) pool where it has the key.

@@ -15,11 +15,8 @@ UniformCost::UniformCost(double flops_per_second, double mem_bytes_per_second,
 
 double UniformCost::compute_seconds(const Task& t, DType dtype, int /*rank*/) const {
   if (t.kind == TaskKind::gemm) return t.flops / flops_per_second_;
-  // Element-wise tasks are memory bound: add reads two operands and writes one, copy and
-  // softmax read one and write one.
-  const double elems = static_cast<double>(t.m) * static_cast<double>(t.n);
-  const double passes = t.kind == TaskKind::add ? 3.0 : 2.0;
-  const double bytes = passes * elems * dtype_bytes(dtype);
+  // Element-wise tasks are memory bound (plan.h's memory_elements).
+  const double bytes = memory_elements(t) * dtype_bytes(dtype);
   if (std::isinf(mem_bytes_per_second_)) return 0.0;
   return bytes / mem_bytes_per_second_;
 }

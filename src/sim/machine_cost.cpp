@@ -108,10 +108,8 @@ double MachineCost::compute_seconds(const Task& t, DType dtype, int /*rank*/) co
     const double eff = gemm_efficiency(dtype, t.m, t.n, t.k);
     return batch * std::max(flops / (c.peak_flops * eff), bytes / c.memory_bytes_per_s);
   }
-  // Element-wise tasks are memory bound: add reads two operands and writes one, copy and
-  // softmax read one and write one.
-  const double passes = t.kind == TaskKind::add ? 3.0 : 2.0;
-  return passes * m * n * elem / c.memory_bytes_per_s;
+  // Element-wise tasks are memory bound (plan.h's memory_elements).
+  return memory_elements(t) * elem / c.memory_bytes_per_s;
 }
 
 const LinkClass& MachineCost::link(int from_rank, int to_rank) const {

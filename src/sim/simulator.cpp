@@ -185,6 +185,8 @@ void Simulation::post_now(TaskRef ref) {
     case TaskKind::add:
     case TaskKind::copy:
     case TaskKind::softmax:
+    case TaskKind::online_softmax:
+    case TaskKind::softmax_finish:
       s.posted = true;
       // Priced once every transfer starting at this instant has started.
       starting_.push(ref);

@@ -15,14 +15,16 @@ extern const Strategy kDecompose;
 extern const Strategy kFlash;
 extern const Strategy kFlashDirect;
 extern const Strategy kFlashQs;
+extern const Strategy kFlashStream;
 extern const Strategy kComputeOnly;
 extern const Strategy kCommOnly;
 
 namespace {
 
 std::vector<const Strategy*>& registry() {
-  static std::vector<const Strategy*> list = {&kBaseline,    &kSlicing, &kDecompose,   &kFlash,
-                                              &kFlashDirect, &kFlashQs, &kComputeOnly, &kCommOnly};
+  static std::vector<const Strategy*> list = {&kBaseline,    &kSlicing,     &kDecompose,
+                                              &kFlash,       &kFlashDirect, &kFlashQs,
+                                              &kFlashStream, &kComputeOnly, &kCommOnly};
   return list;
 }
 
@@ -93,7 +95,7 @@ bool strategy_applies(const Strategy& strategy, Workload workload) {
   for (auto [bit, has] : patterns) {
     if ((workload->patterns & bit) && !has) return false;
   }
-  return !strategy.query_split || workload->computed_h;
+  return !(strategy.query_split || strategy.streams_attention) || workload->computed_h;
 }
 
 std::string applicable_workloads(const Strategy& strategy) {

@@ -198,7 +198,15 @@ Tolerance attention_check_tolerance(const Plan& plan, CheckKind kind) {
                        kind == CheckKind::local_product || kind == CheckKind::ulysses_out ||
                        kind == CheckKind::input_attn_out;
   if (!softmax) return {verify_tolerance(plan.dtype, plan.world), false};
-  return {attention_tolerance(plan.dtype, plan.world, plan.shape.seq, plan.shape.hidden), true};
+  // A streamed attention (online softmax) adds its rescales' roundings: as many blocks of keys
+  // as the plan folds into its first query row.
+  int64_t blocks = 0;
+  for (const Task& t : plan.tasks) {
+    blocks += t.kind == TaskKind::online_softmax && t.a.row == 0;
+  }
+  return {attention_tolerance(plan.dtype, plan.world, plan.shape.seq, plan.shape.hidden) +
+              streamed_attention_tolerance(plan.dtype, blocks),
+          true};
 }
 
 void attention_rows(PlanBuilder& b, const Geometry& g, int qkv, int o, int64_t row, int64_t rows) {
@@ -243,6 +251,67 @@ void attention_rows(PlanBuilder& b, const Geometry& g, int qkv, int o, int64_t r
     b.gemm(pv, "O = P V, " + where);
     first = last;
   }
+}
+
+namespace {
+
+// The running state of the streamed attention: per query row, each local head's maximum, then
+// each one's sum.
+int attention_state(PlanBuilder& b, const Geometry& g, int o) {
+  const int64_t heads = b.cols(o) / g.head_dim;
+  return b.buffer("attn_state", b.rows(o), 2 * heads);
+}
+
+}  // namespace
+
+void attention_block(PlanBuilder& b, const Geometry& g, int qkv, int o, int64_t row, int64_t rows,
+                     int64_t key_row, int64_t key_rows, bool first) {
+  const int64_t width = b.cols(o), dh = g.head_dim;
+  if (dh < 1 || g.seq < 1) throw std::logic_error("attention_block: shape not validated");
+  const int heads = static_cast<int>(width / dh);
+  const int64_t s = g.seq;
+  // The scores buffer and tile are attention_rows': a block's keys are at most a sequence.
+  const int64_t tile = std::clamp<int64_t>(kScoresElements / (heads * s), 1, s);
+  const int scores = b.buffer("scores", heads * tile, s);
+  const int state = attention_state(b, g, o);
+  const double scale = 1.0 / std::sqrt(static_cast<double>(dh));
+  for (int64_t first_q = row; first_q < row + rows;) {
+    const int64_t q = std::min(tile, row + rows - first_q);
+    const std::string where = "rows " + std::to_string(first_q) + ":" +
+                              std::to_string(first_q + q) + " keys " + std::to_string(key_row) +
+                              ":" + std::to_string(key_row + key_rows);
+    GemmArgs qk;
+    qk.a = {qkv, first_q, q, 0, dh};
+    qk.b = {qkv, key_row, key_rows, width, dh};
+    qk.c = {scores, 0, q, 0, key_rows};
+    qk.transpose_b = true;
+    qk.batch = heads;
+    qk.a_step = {0, dh};
+    qk.b_step = {0, dh};
+    qk.c_step = {q, 0};
+    b.gemm(qk, "scores = Q K^T, " + where);
+    b.online_softmax({scores, 0, heads * q, 0, key_rows}, {state, first_q, q}, {o, first_q, q},
+                     heads, dh, scale, first, "online softmax, " + where);
+    GemmArgs pv;
+    pv.a = {scores, 0, q, 0, key_rows};
+    pv.b = {qkv, key_row, key_rows, 2 * width, dh};
+    pv.c = {o, first_q, q, 0, dh};
+    pv.accumulate = !first;
+    pv.batch = heads;
+    pv.a_step = {q, 0};
+    pv.b_step = {0, dh};
+    pv.c_step = {0, dh};
+    b.gemm(pv, (first ? "O = P V, " : "O += P V, ") + where);
+    first_q += q;
+  }
+}
+
+void attention_finish(PlanBuilder& b, const Geometry& g, int o, int64_t row, int64_t rows) {
+  const int64_t dh = g.head_dim;
+  const int heads = static_cast<int>(b.cols(o) / dh);
+  b.softmax_finish(
+      {o, row, rows}, {attention_state(b, g, o), row, rows}, heads, dh,
+      "O /= softmax sums, rows " + std::to_string(row) + ":" + std::to_string(row + rows));
 }
 
 }  // namespace fob

@@ -6,6 +6,17 @@
 namespace fob {
 namespace {
 
+// Leaves the attention to a strategy that streams it, a block of keys at a time.
+void stream_attention(A2aProblem& p, const Geometry& g) {
+  p.attend = [g, qkv = p.qkv, o = p.o](PlanBuilder& builder, int64_t row, int64_t rows,
+                                       int64_t key_row, int64_t key_rows, bool first) {
+    attention_block(builder, g, qkv, o, row, rows, key_row, key_rows, first);
+  };
+  p.finish_o = [g, o = p.o](PlanBuilder& builder, int64_t row, int64_t rows) {
+    attention_finish(builder, g, o, row, rows);
+  };
+}
+
 void build_ulysses(PlanBuilder& b, const CaseSpec& spec, const Geometry& g) {
   const Strategy& strategy = *spec.strategy.strategy;
   const int n = spec.world;
@@ -52,8 +63,10 @@ void build_ulysses(PlanBuilder& b, const CaseSpec& spec, const Geometry& g) {
   }
 
   const int param = spec.strategy.param;
+  const bool streamed = strategy.streams_attention && !comm_only;
+  if (streamed) stream_attention(p, g);
   strategy.gemm_all_to_all(b, p, param);
-  if (!comm_only) {
+  if (!comm_only && !streamed) {
     auto attention = [g, qkv = p.qkv, o = p.o](PlanBuilder& builder, int64_t row, int64_t rows) {
       attention_rows(builder, g, qkv, o, row, rows);
     };

@@ -10,13 +10,21 @@ np=$1
 workload=$2
 shift 2
 out="$scratch/run.h5"
-strategies=baseline,slicing:2,slicing:3,decompose,flash,flash:2,flash_direct,flash_direct:3
-# Query split applies where the workload computes H between its halves (attention's O): its
-# entry in `fobench --list workloads` says so.
-if "$FOBENCH" --list workloads | awk -v w="$workload:" '$1 == w {f = 1; next} /^[^ ]/ {f = 0}
-    f && /computed H/ {found = 1} END {exit !found}'; then
-  strategies="$strategies,flash_qs,flash_qs:3"
-fi
+# Every strategy `fobench --list strategies` says applies to the workload (reference modes run
+# anyway): each as it comes and, where it takes a parameter, cut into 3 uneven pieces; slicing
+# and flash also into 2.
+strategies=$("$FOBENCH" --list strategies | awk -v w="$workload" '
+  /^[^ ]/ { name = $1; sub(/:$/, "", name); param = (name ~ /\[:/); sub(/\[.*/, "", name) }
+  /^  role: reference/ { name = "" }
+  /^  workloads: / && name != "" {
+    line = $0; sub(/^  workloads: /, "", line); n = split(line, ws, /, /)
+    for (i = 1; i <= n; i++) if (ws[i] == w) {
+      out = out (out == "" ? "" : ",") name (param ? "," name ":3" : "")
+      if (name == "slicing" || name == "flash") out = out "," name ":2"
+    }
+  }
+  END { print out }')
+[ -n "$strategies" ] || fail "fobench --list strategies names none for $workload"
 
 mpirun_np "$np" run -c "$FOB_SOURCE_DIR/bench_configs/smoke.yaml" --workload "$workload" \
   --strategies "$strategies" -o "$out" "$@" || fail "fobench run exited $?"

@@ -26,9 +26,10 @@ namespace fob::plan_test {
 
 // slicing:3, flash:3 and flash_direct:3 cut 8 rows into uneven pieces (3, 3, 2).
 inline const char* const kSpecs[] = {
-    "baseline", "slicing:1",  "slicing:2",  "slicing:3",    "slicing:4",      "decompose",
-    "flash",    "flash:2",    "flash:3",    "flash_direct", "flash_direct:2", "flash_direct:3",
-    "flash_qs", "flash_qs:2", "flash_qs:3", "compute_only", "comm_only"};
+    "baseline",       "slicing:1",      "slicing:2",      "slicing:3",    "slicing:4",
+    "decompose",      "flash",          "flash:2",        "flash:3",      "flash_direct",
+    "flash_direct:2", "flash_direct:3", "flash_qs",       "flash_qs:2",   "flash_qs:3",
+    "flash_stream",   "flash_stream:2", "flash_stream:3", "compute_only", "comm_only"};
 inline constexpr int kMaxWorld = 8;
 // Per-rank rows are 8 in every role: tokens (ag_gemm, gemm_rs, mlp), ffn (ag_gemm_w) and hidden
 // (gemm_rs_grad) all grow with the world size.

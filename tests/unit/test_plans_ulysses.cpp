@@ -21,9 +21,10 @@
 namespace fob {
 namespace {
 
-const std::vector<std::string> kSpecs = {"baseline",  "slicing:1",  "slicing:3",    "slicing:8",
-                                         "decompose", "flash",      "flash:3",      "flash_direct",
-                                         "flash_qs",  "flash_qs:2", "compute_only", "comm_only"};
+const std::vector<std::string> kSpecs = {
+    "baseline",     "slicing:1",      "slicing:3",    "slicing:8", "decompose",
+    "flash",        "flash:3",        "flash_direct", "flash_qs",  "flash_qs:2",
+    "flash_stream", "flash_stream:3", "compute_only", "comm_only"};
 
 // 4 tokens of each of 2 sequences per rank: slicing:3 and flash:3 pieces straddle sequences.
 CaseSpec ulysses_case(const std::string& strategy, int world) {
@@ -229,7 +230,7 @@ TEST_P(Ulysses, FirstAndLastComputation) {
       };
       const int first = projections.front(), last = projections.back();
       EXPECT_TRUE(p.tasks[static_cast<size_t>(first)].deps.empty()) << describe(p, first);
-      if (is("flash") || is("flash_direct") || is("flash_qs")) {
+      if (is("flash") || is("flash_direct") || is("flash_qs") || is("flash_stream")) {
         for (int g : projections) {
           EXPECT_FALSE(waits_for_transfer(p, closure, g)) << describe(p, g);
         }
@@ -283,6 +284,61 @@ TEST_P(Ulysses, QuerySplitHidesTransfersBehindAttention) {
           EXPECT_FALSE(closure[static_cast<size_t>(e.id)][j]) << describe(p, e.id);
         }
         EXPECT_GT(cover, 0) << describe(p, e.id) << " has no attention to hide behind";
+      }
+    }
+  });
+}
+
+// The streamed attention: every query row takes every key row of its sequence exactly once (the
+// first time as its first block), is normalised once, after its last; the first block (the own
+// tokens' keys) waits for no transfer, so it runs while #1 is in flight; and #2 sends first the
+// outputs of rank r-1's tokens, the first to be finished.
+TEST_P(Ulysses, StreamedAttentionFoldsEveryKeyOnce) {
+  for_each_world([&] {
+    if (!is("flash_stream")) return;
+    for (const Plan& p : plans_) {
+      const int64_t rows = spec_.shape.tokens(), s = spec_.shape.seq;
+      std::vector<int> folds(static_cast<size_t>(rows * s), 0), firsts(static_cast<size_t>(rows));
+      std::vector<int> finished(static_cast<size_t>(rows), -1), last_fold(finished);
+      int first_block = -1;
+      for (const Task& t : p.tasks) {
+        if (t.kind == TaskKind::online_softmax) {
+          const Task& scores = p.tasks[static_cast<size_t>(t.id - 1)];  // its Q K^T
+          ASSERT_EQ(scores.kind, TaskKind::gemm) << describe(p, t.id);
+          if (first_block < 0) first_block = t.id;
+          for (int64_t q = t.a.row; q < t.a.row + t.a.rows; ++q) {
+            EXPECT_EQ(finished[static_cast<size_t>(q)], -1) << describe(p, t.id);
+            firsts[static_cast<size_t>(q)] += !t.accumulate;
+            EXPECT_EQ(t.accumulate, last_fold[static_cast<size_t>(q)] >= 0) << describe(p, t.id);
+            last_fold[static_cast<size_t>(q)] = t.id;
+            for (int64_t k = scores.b.row; k < scores.b.row + scores.b.rows; ++k) {
+              ASSERT_EQ(q / s, k / s) << describe(p, t.id) << ": keys of another sequence";
+              ++folds[static_cast<size_t>(q * s + k % s)];
+            }
+          }
+        }
+        if (t.kind == TaskKind::softmax_finish) {
+          for (int64_t q = t.c.row; q < t.c.row + t.c.rows; ++q) {
+            EXPECT_EQ(finished[static_cast<size_t>(q)], -1) << describe(p, t.id);
+            finished[static_cast<size_t>(q)] = t.id;
+          }
+        }
+      }
+      EXPECT_EQ(std::count(folds.begin(), folds.end(), 1), rows * s) << "rank " << p.rank;
+      EXPECT_EQ(std::count(firsts.begin(), firsts.end(), 1), rows) << "rank " << p.rank;
+      for (int64_t q = 0; q < rows; ++q) {
+        EXPECT_GT(finished[static_cast<size_t>(q)], last_fold[static_cast<size_t>(q)]) << q;
+      }
+      const auto closure = waits_for(p);
+      ASSERT_GE(first_block, 0);
+      EXPECT_FALSE(waits_for_transfer(p, closure, first_block)) << describe(p, first_block);
+      const int o = buffer(p, "o");
+      for (const Task& t : p.tasks) {
+        if (!t.is_transfer() || t.a.buffer != o) continue;
+        if (n_ > 1) {
+          EXPECT_EQ(owner(t.a.row).first, (p.rank + n_ - 1) % n_) << describe(p, t.id);
+        }
+        break;
       }
     }
   });

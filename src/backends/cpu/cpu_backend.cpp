@@ -290,6 +290,12 @@ class CpuBackend : public Backend {
       case TaskKind::softmax:
         for (int64_t i = 0; i < t.m; ++i) softmax_row<T>(at<T>(t.c, i), t.n, t.scale);
         break;
+      case TaskKind::online_softmax:
+        online_softmax<T>(t);
+        break;
+      case TaskKind::softmax_finish:
+        softmax_finish<T>(t);
+        break;
       case TaskKind::add: {
         T* dst = at<T>(t.c);
         const T* src = at<T>(t.a);
@@ -360,6 +366,50 @@ class CpuBackend : public Backend {
       sum += row[j];
     }
     for (int64_t j = 0; j < n; ++j) row[j] /= sum;
+  }
+
+  // One block of keys of the streamed attention (plan.h, TaskKind::online_softmax). Sums and
+  // maxima are taken in double, as the one-pass softmax's are exact enough in T alone.
+  template <typename T>
+  void online_softmax(const Task& t) {
+    const int64_t q = t.m / t.batch, ld_state = cols(t.a.buffer), ld_out = cols(t.b.buffer);
+    const double scale = t.scale;
+    for (int64_t r = 0; r < t.m; ++r) {
+      const int64_t head = r / q, i = r % q;
+      T* row = at<T>(t.c, r);
+      T* state = at<T>(t.a) + i * ld_state;
+      double block_max = -INFINITY;
+      for (int64_t j = 0; j < t.n; ++j) block_max = std::max(block_max, scale * row[j]);
+      const double old_max = t.accumulate ? static_cast<double>(state[head]) : -INFINITY;
+      const double new_max = std::max(old_max, block_max);
+      double sum = 0;
+      for (int64_t j = 0; j < t.n; ++j) {
+        row[j] = static_cast<T>(std::exp(scale * row[j] - new_max));
+        sum += row[j];
+      }
+      state[head] = static_cast<T>(new_max);
+      if (!t.accumulate) {
+        state[t.batch + head] = static_cast<T>(sum);
+        continue;
+      }
+      const double rescale = std::exp(old_max - new_max);
+      state[t.batch + head] = static_cast<T>(state[t.batch + head] * rescale + sum);
+      T* out = at<T>(t.b) + i * ld_out + head * t.k;
+      for (int64_t c = 0; c < t.k; ++c) out[c] = static_cast<T>(out[c] * rescale);
+    }
+  }
+
+  template <typename T>
+  void softmax_finish(const Task& t) {
+    const int64_t ld_state = cols(t.a.buffer), ld_out = cols(t.c.buffer);
+    for (int64_t i = 0; i < t.m; ++i) {
+      const T* state = at<T>(t.a) + i * ld_state;
+      T* out = at<T>(t.c) + i * ld_out;
+      for (int head = 0; head < t.batch; ++head) {
+        const T sum = state[t.batch + head];
+        for (int64_t c = 0; c < t.k; ++c) out[head * t.k + c] /= sum;
+      }
+    }
   }
 
   MPI_Datatype mpi_type() const { return current_->elem == 4 ? MPI_FLOAT : MPI_DOUBLE; }

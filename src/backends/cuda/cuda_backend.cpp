@@ -293,6 +293,30 @@ void CudaBackend::enqueue(const Task& t, cudaStream_t stream) {
                                 t.scale, stream),
                   "launching the softmax kernel");
       break;
+    case TaskKind::online_softmax: {
+      cuda::OnlineSoftmax args;
+      args.scores = at.device_at(t.c);
+      args.rows = t.m;
+      args.cols = t.n;
+      args.ld = at.cols(t.c.buffer);
+      args.state = at.device_at(t.a);
+      args.ld_state = at.cols(t.a.buffer);
+      args.out = at.device_at(t.b);
+      args.ld_out = at.cols(t.b.buffer);
+      args.heads = t.batch;
+      args.head_width = t.k;
+      args.scale = t.scale;
+      args.first = !t.accumulate;
+      check_.cuda(cuda::online_softmax(plan_->dtype, args, stream),
+                  "launching the online softmax kernel");
+      break;
+    }
+    case TaskKind::softmax_finish:
+      check_.cuda(
+          cuda::softmax_finish(plan_->dtype, at.device_at(t.c), t.m, at.cols(t.c.buffer),
+                               at.device_at(t.a), at.cols(t.a.buffer), t.batch, t.k, stream),
+          "launching the softmax normalisation kernel");
+      break;
     case TaskKind::send:
     case TaskKind::recv:
     case TaskKind::exchange:

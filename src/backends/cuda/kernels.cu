@@ -123,6 +123,91 @@ cudaError_t launch_softmax(void* data, int64_t rows, int64_t cols, int64_t ld, d
   return cudaGetLastError();
 }
 
+// One thread block per score row, as softmax_kernel: the block's maximum and sum of exp fold
+// into the row's running state, the row becomes exp(scale * x - new maximum), and the query's
+// output head rescales. Every thread reads the old maximum before the reductions' barriers,
+// after which thread 0 alone writes the state.
+template <typename T>
+__global__ void __launch_bounds__(kSoftmaxThreads) online_softmax_kernel(OnlineSoftmax a) {
+  using Acc = typename Accumulator<T>::type;
+  __shared__ Acc partial[kSoftmaxThreads / kWarp];
+  const Acc scale = static_cast<Acc>(a.scale);
+  const Acc lowest = -static_cast<Acc>(INFINITY);
+  const int64_t q = a.rows / a.heads;
+  for (int64_t r = blockIdx.x; r < a.rows; r += gridDim.x) {
+    const int64_t head = r / q, i = r % q;
+    T* row = static_cast<T*>(a.scores) + r * a.ld;
+    T* state = static_cast<T*>(a.state) + i * a.ld_state;
+    const Acc old_max = a.first ? lowest : static_cast<Acc>(state[head]);
+    const Acc old_sum = a.first ? Acc(0) : static_cast<Acc>(state[a.heads + head]);
+    Acc max = lowest;
+    for (int64_t j = threadIdx.x; j < a.cols; j += blockDim.x) {
+      max = Max{}(max, scale * static_cast<Acc>(row[j]));
+    }
+    const Acc new_max = Max{}(old_max, block_reduce(max, Max{}, lowest, partial));
+    Acc sum = 0;
+    for (int64_t j = threadIdx.x; j < a.cols; j += blockDim.x) {
+      const Acc e = exp_of(scale * static_cast<Acc>(row[j]) - new_max);
+      row[j] = static_cast<T>(e);
+      sum += e;
+    }
+    sum = block_reduce(sum, Sum{}, Acc(0), partial);
+    const Acc rescale = a.first ? Acc(0) : exp_of(old_max - new_max);
+    if (threadIdx.x == 0) {
+      state[head] = static_cast<T>(new_max);
+      state[a.heads + head] = static_cast<T>(old_sum * rescale + sum);
+    }
+    if (!a.first) {
+      T* out = static_cast<T*>(a.out) + i * a.ld_out + head * a.head_width;
+      for (int64_t c = threadIdx.x; c < a.head_width; c += blockDim.x) {
+        out[c] = static_cast<T>(static_cast<Acc>(out[c]) * rescale);
+      }
+    }
+  }
+}
+
+template <typename T>
+cudaError_t launch_online_softmax(const OnlineSoftmax& a, cudaStream_t stream) {
+  if (a.rows <= 0 || a.cols <= 0) return cudaSuccess;
+  if (a.ld < a.cols || a.heads < 1 || a.rows % a.heads != 0 || a.ld_state < 2 * a.heads ||
+      a.ld_out < a.heads * a.head_width) {
+    return cudaErrorInvalidValue;
+  }
+  const int blocks = static_cast<int>(a.rows < kMaxSoftmaxBlocks ? a.rows : kMaxSoftmaxBlocks);
+  FOB_LAUNCH(online_softmax_kernel<T>, blocks, kSoftmaxThreads, 0, stream)(a);
+  return cudaGetLastError();
+}
+
+template <typename T>
+__global__ void softmax_finish_kernel(T* out, int64_t rows, int64_t ld_out, const T* state,
+                                      int64_t ld_state, int heads, int64_t head_width) {
+  using Acc = typename Accumulator<T>::type;
+  const int64_t width = heads * head_width, count = rows * width;
+  const int64_t stride = static_cast<int64_t>(blockDim.x) * gridDim.x;
+  for (int64_t e = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < count;
+       e += stride) {
+    const int64_t i = e / width, c = e % width;
+    const Acc sum = static_cast<Acc>(state[i * ld_state + heads + c / head_width]);
+    T& x = out[i * ld_out + c];
+    x = static_cast<T>(static_cast<Acc>(x) / sum);
+  }
+}
+
+template <typename T>
+cudaError_t launch_softmax_finish(void* out, int64_t rows, int64_t ld_out, const void* state,
+                                  int64_t ld_state, int heads, int64_t head_width,
+                                  cudaStream_t stream) {
+  const int64_t count = rows * heads * head_width;
+  if (count <= 0) return cudaSuccess;
+  if (ld_out < heads * head_width || ld_state < 2 * heads) return cudaErrorInvalidValue;
+  constexpr int kThreads = 256;
+  const int64_t wanted = (count + kThreads - 1) / kThreads;
+  const int blocks = static_cast<int>(wanted < 4096 ? wanted : 4096);
+  FOB_LAUNCH(softmax_finish_kernel<T>, blocks, kThreads, 0, stream)
+  (static_cast<T*>(out), rows, ld_out, static_cast<const T*>(state), ld_state, heads, head_width);
+  return cudaGetLastError();
+}
+
 // Input fills: the thread bodies and the grid are input_hash.h's, which the unit tests run on
 // the host.
 __device__ FillThread this_fill_thread() {
@@ -201,6 +286,39 @@ cudaError_t softmax(DType dtype, void* data, int64_t rows, int64_t cols, int64_t
       return launch_softmax<__nv_bfloat16>(data, rows, cols, ld, scale, stream);
     case DType::fp16:
       return launch_softmax<__half>(data, rows, cols, ld, scale, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+cudaError_t online_softmax(DType dtype, const OnlineSoftmax& args, cudaStream_t stream) {
+  switch (dtype) {
+    case DType::fp32:
+      return launch_online_softmax<float>(args, stream);
+    case DType::fp64:
+      return launch_online_softmax<double>(args, stream);
+    case DType::bf16:
+      return launch_online_softmax<__nv_bfloat16>(args, stream);
+    case DType::fp16:
+      return launch_online_softmax<__half>(args, stream);
+  }
+  return cudaErrorInvalidValue;
+}
+
+cudaError_t softmax_finish(DType dtype, void* out, int64_t rows, int64_t ld_out, const void* state,
+                           int64_t ld_state, int heads, int64_t head_width, cudaStream_t stream) {
+  switch (dtype) {
+    case DType::fp32:
+      return launch_softmax_finish<float>(out, rows, ld_out, state, ld_state, heads, head_width,
+                                          stream);
+    case DType::fp64:
+      return launch_softmax_finish<double>(out, rows, ld_out, state, ld_state, heads, head_width,
+                                           stream);
+    case DType::bf16:
+      return launch_softmax_finish<__nv_bfloat16>(out, rows, ld_out, state, ld_state, heads,
+                                                  head_width, stream);
+    case DType::fp16:
+      return launch_softmax_finish<__half>(out, rows, ld_out, state, ld_state, heads, head_width,
+                                           stream);
   }
   return cudaErrorInvalidValue;
 }

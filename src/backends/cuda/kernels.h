@@ -1,5 +1,6 @@
 // The kernels the cuda backend needs besides cuBLAS: element-wise accumulation for the `add`
-// task, the row softmax for the `softmax` task and the input generator.
+// task, the row softmax for the `softmax` task, the streamed attention's online softmax and
+// its normalisation, and the input generator.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -19,6 +20,30 @@ cudaError_t add(DType dtype, void* dst, const void* src, int64_t count, cudaStre
 // computed in fp32, fp64 in fp64; the row maximum is subtracted before exp().
 cudaError_t softmax(DType dtype, void* data, int64_t rows, int64_t cols, int64_t ld, double scale,
                     cudaStream_t stream);
+
+// One block of keys of the streamed attention (plan.h, TaskKind::online_softmax): `rows` score
+// rows (`heads` groups of rows / heads query rows) of `cols` keys, `ld` apart; the running
+// maximum and sum of query row i and head h at state[i * ld_state + h] and [... + heads + h];
+// the output's head h of query i at out[i * ld_out + h * head_width], head_width elements, which
+// scale by exp(old maximum - new maximum) unless `first`.
+struct OnlineSoftmax {
+  void* scores = nullptr;
+  int64_t rows = 0, cols = 0, ld = 0;
+  void* state = nullptr;
+  int64_t ld_state = 0;
+  void* out = nullptr;
+  int64_t ld_out = 0;
+  int heads = 1;
+  int64_t head_width = 0;
+  double scale = 1;
+  bool first = true;
+};
+cudaError_t online_softmax(DType dtype, const OnlineSoftmax& args, cudaStream_t stream);
+
+// `rows` rows of `heads` * `head_width` elements at `out` (`ld_out` apart) divide, head by
+// head, by the sums in `state` (TaskKind::softmax_finish).
+cudaError_t softmax_finish(DType dtype, void* out, int64_t rows, int64_t ld_out, const void* state,
+                           int64_t ld_state, int heads, int64_t head_width, cudaStream_t stream);
 
 // Writes the input region `fill` (fill.rows x fill.cols elements of `elem_bytes` bytes, row-major)
 // at `dst` on `stream`: element (i, j) is input_element(fill, i, j) stored as its bits in
