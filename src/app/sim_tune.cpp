@@ -83,7 +83,14 @@ std::vector<CaseSpec> tune_cases(const Config& point, int world) {
   base.strategies = {role_name(StrategyRole::serial_baseline)};
   std::vector<CaseSpec> specs = make_cases(base, world);
   std::vector<std::string> seen = {role_name(StrategyRole::serial_baseline)};
-  for (const std::string& text : point.strategies) {
+  // Without a list of its own the search covers every strategy of the table, those that only
+  // some workloads take (flash_qs, flash_stream) included; a list given narrows it.
+  std::vector<std::string> searched = point.strategies;
+  if (searched == default_strategies()) {
+    searched.clear();
+    for (const Strategy* s : all_strategies()) searched.emplace_back(s->name);
+  }
+  for (const std::string& text : searched) {
     const Strategy* s = parse_strategy(text).strategy;
     if (std::find(seen.begin(), seen.end(), s->name) != seen.end() || s->is_reference() ||
         !strategy_applies(*s, point.workload)) {

@@ -368,34 +368,34 @@ class CpuBackend : public Backend {
     for (int64_t j = 0; j < n; ++j) row[j] /= sum;
   }
 
-  // One block of keys of the streamed attention (plan.h, TaskKind::online_softmax). Sums and
-  // maxima are taken in double, as the one-pass softmax's are exact enough in T alone.
+  // One block of keys of the streamed attention (plan.h, TaskKind::online_softmax), in T as
+  // softmax_row is (its exp is the cost of both).
   template <typename T>
   void online_softmax(const Task& t) {
     const int64_t q = t.m / t.batch, ld_state = cols(t.a.buffer), ld_out = cols(t.b.buffer);
-    const double scale = t.scale;
+    const T scale = static_cast<T>(t.scale);
     for (int64_t r = 0; r < t.m; ++r) {
       const int64_t head = r / q, i = r % q;
       T* row = at<T>(t.c, r);
       T* state = at<T>(t.a) + i * ld_state;
-      double block_max = -INFINITY;
-      for (int64_t j = 0; j < t.n; ++j) block_max = std::max(block_max, scale * row[j]);
-      const double old_max = t.accumulate ? static_cast<double>(state[head]) : -INFINITY;
-      const double new_max = std::max(old_max, block_max);
-      double sum = 0;
+      T block_max = row[0] * scale;
+      for (int64_t j = 1; j < t.n; ++j) block_max = std::max(block_max, row[j] * scale);
+      const T old_max = t.accumulate ? state[head] : block_max;
+      const T new_max = std::max(old_max, block_max);
+      T sum = 0;
       for (int64_t j = 0; j < t.n; ++j) {
-        row[j] = static_cast<T>(std::exp(scale * row[j] - new_max));
+        row[j] = std::exp(row[j] * scale - new_max);
         sum += row[j];
       }
-      state[head] = static_cast<T>(new_max);
+      state[head] = new_max;
       if (!t.accumulate) {
-        state[t.batch + head] = static_cast<T>(sum);
+        state[t.batch + head] = sum;
         continue;
       }
-      const double rescale = std::exp(old_max - new_max);
-      state[t.batch + head] = static_cast<T>(state[t.batch + head] * rescale + sum);
+      const T rescale = std::exp(old_max - new_max);
+      state[t.batch + head] = state[t.batch + head] * rescale + sum;
       T* out = at<T>(t.b) + i * ld_out + head * t.k;
-      for (int64_t c = 0; c < t.k; ++c) out[c] = static_cast<T>(out[c] * rescale);
+      for (int64_t c = 0; c < t.k; ++c) out[c] *= rescale;
     }
   }
 
