@@ -209,6 +209,46 @@ Tolerance attention_check_tolerance(const Plan& plan, CheckKind kind) {
           true};
 }
 
+namespace {
+
+// One tile of the attention: queries [q_row, q_row + q) against keys [key_row, key_row + keys)
+// of `qkv` (Q, K and V of every local head side by side), every head in one batched GEMM.
+// score_cols: the columns of `scores` the tile fills, 0 for all of them.
+struct AttentionTile {
+  int qkv, o, scores;
+  int64_t width, dh;
+  int heads;
+  int64_t q_row, q, key_row, keys, score_cols;
+};
+
+int scores_gemm(PlanBuilder& b, const AttentionTile& t, const std::string& where) {
+  GemmArgs qk;
+  qk.a = {t.qkv, t.q_row, t.q, 0, t.dh};
+  qk.b = {t.qkv, t.key_row, t.keys, t.width, t.dh};
+  qk.c = {t.scores, 0, t.q, 0, t.score_cols};
+  qk.transpose_b = true;
+  qk.batch = t.heads;
+  qk.a_step = {0, t.dh};
+  qk.b_step = {0, t.dh};
+  qk.c_step = {t.q, 0};
+  return b.gemm(qk, "scores = Q K^T, " + where);
+}
+
+int values_gemm(PlanBuilder& b, const AttentionTile& t, bool accumulate, const std::string& where) {
+  GemmArgs pv;
+  pv.a = {t.scores, 0, t.q, 0, t.score_cols};
+  pv.b = {t.qkv, t.key_row, t.keys, 2 * t.width, t.dh};
+  pv.c = {t.o, t.q_row, t.q, 0, t.dh};
+  pv.accumulate = accumulate;
+  pv.batch = t.heads;
+  pv.a_step = {t.q, 0};
+  pv.b_step = {0, t.dh};
+  pv.c_step = {0, t.dh};
+  return b.gemm(pv, (accumulate ? "O += P V, " : "O = P V, ") + where);
+}
+
+}  // namespace
+
 void attention_rows(PlanBuilder& b, const Geometry& g, int qkv, int o, int64_t row, int64_t rows) {
   const int64_t width = b.cols(o);  // this rank's heads: D/N columns each of Q, K and V
   const int64_t dh = g.head_dim;
@@ -228,27 +268,11 @@ void attention_rows(PlanBuilder& b, const Geometry& g, int qkv, int o, int64_t r
     const int64_t q = last - first;
     const std::string where = "seq " + std::to_string(seq_index) + " rows " +
                               std::to_string(first) + ":" + std::to_string(last);
-    GemmArgs qk;
-    qk.a = {qkv, first, q, 0, dh};
-    qk.b = {qkv, seq_row, s, width, dh};
-    qk.c = {scores, 0, q};
-    qk.transpose_b = true;
-    qk.batch = heads;
-    qk.a_step = {0, dh};
-    qk.b_step = {0, dh};
-    qk.c_step = {q, 0};
-    b.gemm(qk, "scores = Q K^T, " + where);
+    const AttentionTile tile_of{qkv, o, scores, width, dh, heads, first, q, seq_row, s, 0};
+    scores_gemm(b, tile_of, where);
     b.softmax({scores, 0, heads * q}, 1.0 / std::sqrt(static_cast<double>(dh)),
               "softmax, " + where);
-    GemmArgs pv;
-    pv.a = {scores, 0, q};
-    pv.b = {qkv, seq_row, s, 2 * width, dh};
-    pv.c = {o, first, q, 0, dh};
-    pv.batch = heads;
-    pv.a_step = {q, 0};
-    pv.b_step = {0, dh};
-    pv.c_step = {0, dh};
-    b.gemm(pv, "O = P V, " + where);
+    values_gemm(b, tile_of, false, where);
     first = last;
   }
 }
@@ -280,28 +304,12 @@ void attention_block(PlanBuilder& b, const Geometry& g, int qkv, int o, int64_t 
     const std::string where = "rows " + std::to_string(first_q) + ":" +
                               std::to_string(first_q + q) + " keys " + std::to_string(key_row) +
                               ":" + std::to_string(key_row + key_rows);
-    GemmArgs qk;
-    qk.a = {qkv, first_q, q, 0, dh};
-    qk.b = {qkv, key_row, key_rows, width, dh};
-    qk.c = {scores, 0, q, 0, key_rows};
-    qk.transpose_b = true;
-    qk.batch = heads;
-    qk.a_step = {0, dh};
-    qk.b_step = {0, dh};
-    qk.c_step = {q, 0};
-    b.gemm(qk, "scores = Q K^T, " + where);
+    const AttentionTile tile_of{qkv,     o, scores,  width,    dh,      heads,
+                                first_q, q, key_row, key_rows, key_rows};
+    scores_gemm(b, tile_of, where);
     b.online_softmax({scores, 0, heads * q, 0, key_rows}, {state, first_q, q}, {o, first_q, q},
                      heads, dh, scale, first, "online softmax, " + where);
-    GemmArgs pv;
-    pv.a = {scores, 0, q, 0, key_rows};
-    pv.b = {qkv, key_row, key_rows, 2 * width, dh};
-    pv.c = {o, first_q, q, 0, dh};
-    pv.accumulate = !first;
-    pv.batch = heads;
-    pv.a_step = {q, 0};
-    pv.b_step = {0, dh};
-    pv.c_step = {0, dh};
-    b.gemm(pv, (first ? "O = P V, " : "O += P V, ") + where);
+    values_gemm(b, tile_of, !first, where);
     first_q += q;
   }
 }
