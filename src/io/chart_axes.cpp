@@ -1,8 +1,11 @@
 #include "chart_axes.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <vector>
+
+#include "picture_layout.h"
 
 namespace fob::charts {
 
@@ -53,10 +56,16 @@ void write_y_axis(svg::Document& doc, const Scale& y, double left, double right,
     doc.text(left - 6, y(t) + 4, svg::tick_label(t, step), " text-anchor=\"end\"");
   }
   doc.line(left, y.from, left, y.to, " stroke=\"black\"");
+  // The axis's title stands clear of its widest tick label, however many digits that has.
+  double widest = 0;
+  for (double t : ticks) {
+    widest = std::max(widest, pictures::text_width(svg::tick_label(t, step), 12));
+  }
+  const double lx = std::max(10.0, std::min(left - 48, left - 6 - widest - 12));
   const double mid = (y.from + y.to) / 2;
-  doc.text(left - 48, mid, label,
+  doc.text(lx, mid, label,
            " text-anchor=\"middle\"" +
-               attr("transform", "rotate(-90 " + svg::num(left - 48) + " " + svg::num(mid) + ")"));
+               attr("transform", "rotate(-90 " + svg::num(lx) + " " + svg::num(mid) + ")"));
   doc.close("g");
 }
 
