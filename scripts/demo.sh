@@ -43,7 +43,11 @@ if [[ -z "$out" ]]; then
 fi
 
 rc=0
-BUILD_DIR="$build_dir" jobscripts/local.sh "$np" "${args[@]}" "$@" || rc=$?
+# The run's own header (version, link, one line per rank: what nccl-tests prints first) goes to
+# stderr with the progress, so that stdout is the report alone, from its title on.
+BUILD_DIR="$build_dir" jobscripts/local.sh "$np" "${args[@]}" "$@" |
+  awk '/^# fobench report$/ { table = 1 } { if (table) print; else print > "/dev/stderr" }' ||
+  rc=$?
 
 echo >&2
 if [[ -f "$out" ]]; then
