@@ -43,7 +43,8 @@ struct IterationTimes {
   double origin_lag = 0;
   // Where some tasks are timed on the host clock (the cuda backend's --transport mpi): how far
   // their times and the device-timed ones can disagree, the host clock's bracket around the
-  // iteration's origin (a host thread woken late widens it).
+  // iteration's origin (a host thread woken late widens it), plus origin_lag where the device
+  // times are kernel activity counted from CUPTI's marker.
   double host_alignment = 0;
   // The timer that took start/end in this iteration, where it is not timer() (a cuda iteration
   // whose kernel activity CUPTI could not deliver falls back to its stream events). Every
