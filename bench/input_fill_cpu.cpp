@@ -28,7 +28,8 @@ struct Region {
 
 Region region_of(const benchmark::State& state) {
   Region r;
-  r.plan.buffers.push_back({.name = "X", .rows = state.range(0), .cols = state.range(1)});
+  r.plan.buffers.push_back(
+      {.name = "X", .rows = state.range(0), .cols = state.range(1), .layout = {}});
   r.region = {.buffer = 0,
               .row = 0,
               .rows = state.range(0),

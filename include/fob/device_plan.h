@@ -24,9 +24,10 @@ std::pair<int, int> ranks_sharing_a_device(const std::vector<std::string>& host_
 int64_t device_bytes_needed(const Plan& plan, int64_t workspace_bytes);
 
 // Device elements of scratch the plan's collectives need on NCCL (one buffer, shared): a
-// slicing chunk's all-gather or reduce-scatter, whose blocks lie a stride apart where NCCL wants
-// them back to back, and a loopback reduce-scatter, which receives its own partial sums there.
-// An all-to-all needs none: it sends and receives every block where it lies.
+// reduce-scatter whose blocks lie a stride apart where NCCL wants them back to back, and a
+// loopback reduce-scatter, which receives its own partial sums there. An all-gather needs none:
+// blocks a stride apart move point-to-point into place; nor does an all-to-all, which sends
+// and receives every block where it lies.
 int64_t stage_elements(const Plan& plan);
 
 // Whether one iteration of the plan can be captured as a CUDA graph; `why` says why not.
@@ -39,5 +40,11 @@ bool graph_capture_eligible(const Plan& plan, const std::string& transport, std:
 // does) never overlap; the overlapping strategies do. The cuda backend leaves SMs to NCCL only
 // for such plans (--comm-sms), so a serial baseline keeps every SM for its GEMMs.
 bool plan_overlaps(const Plan& plan);
+
+// Per task id: whether a compute task may run while some transfer of the plan does (1), as
+// plan_overlaps() decides for the plan as a whole; 0 for comm tasks. The cuda backend gives
+// cuBLAS an SM target that leaves --comm-sms SMs free to exactly these GEMMs: the others, with
+// no transfer in flight, keep every SM.
+std::vector<char> tasks_beside_transfers(const Plan& plan);
 
 }  // namespace fob

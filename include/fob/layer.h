@@ -23,8 +23,9 @@ struct Layer {
   int param() const { return spec.strategy.param; }
 };
 
-// All-gather, then GEMM: Y = AllGather(X) * W1, checked. Returns Y's buffer.
-int all_gather_half(Layer& l);
+// All-gather, then GEMM: Y = AllGather(X) * W1, checked. Returns Y's buffer. `x_reused`: a
+// later task reads the gathered X in token order, so the strategy must keep its rows so.
+int all_gather_half(Layer& l, bool x_reused = false);
 
 // The plans of the layouts that are one half alone (ag_gemm, ag_gemm_w; gemm_rs, gemm_rs_grad),
 // ready for WorkloadDef::build.

@@ -46,11 +46,29 @@ enum class BufferInit : uint8_t {
   zeros,  // constant zeros, never written
 };
 
+// Buffer rows [row, row + rows) hold rows [logical_row, logical_row + rows) of the tensor the
+// buffer stands for.
+struct RowRun {
+  int64_t row = 0;
+  int64_t logical_row = 0;
+  int64_t rows = 0;
+};
+
 struct BufferSpec {
   std::string name;
   int64_t rows = 0;
   int64_t cols = 0;
+  // Empty: row i holds the tensor's row i. Otherwise a permutation of the rows, in runs: a
+  // buffer laid out so that a collective's blocks lie back to back (slicing's chunk-major X).
+  // Inputs are declared in the buffer's own rows; checks compare in the tensor's order.
+  std::vector<RowRun> layout;
 };
+
+// `logical` (a buffer's contents in the tensor's row order, `cols` per row) in the buffer's
+// own row order.
+std::vector<double> in_buffer_order(const BufferSpec& buffer, const std::vector<double>& logical);
+// The tensor row that buffer row `row` holds.
+int64_t logical_row(const BufferSpec& buffer, int64_t row);
 
 // Rows [row, row + rows) of a buffer and, within them, columns [col, col + cols); cols 0 means
 // every column from `col` on. Rows are always the buffer's full width apart (its leading
@@ -80,6 +98,9 @@ struct InputRegion {
   int64_t global_col = 0;
   // > 0: the tensor is a signed selection matrix, one +-1 per column in a row below this.
   int64_t select_from = 0;
+  // A weight (its timing data is spread as a trained layer's weights are, input_hash.h) rather
+  // than an activation.
+  bool weight = false;
 };
 
 // What an output buffer must hold after an iteration, for verification.

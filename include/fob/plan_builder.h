@@ -45,6 +45,9 @@ class PlanBuilder {
   int buffer_id(const std::string& name) const { return plan_.buffer_id(name); }  // -1: none
   void input(const InputRegion& region);
   void check(int buffer, CheckKind kind);
+  // Lays `buffer` out in another row order (BufferSpec::layout): `runs` permute its rows. Its
+  // input regions, declared in the tensor's rows, move with them. Only before any task uses it.
+  void relayout(int buffer, std::vector<RowRun> runs);
 
   int gemm(const GemmArgs& args, std::string label);
   // c[i] (=|+=) a[i] * b, i in [0, batch): a and c advance by their strides (in rows).
@@ -137,6 +140,7 @@ class PlanBuilder {
     explicit RowOwners(int64_t rows) : rows_(rows) {}
     int latest(int64_t begin, int64_t end) const;  // -1 when no task touched [begin, end)
     void assign(int64_t begin, int64_t end, int task);
+    bool untouched() const { return runs_.empty(); }
 
    private:
     struct Run {

@@ -19,6 +19,10 @@ struct AgProblem {
   int64_t tokens = 0, hidden = 0, ffn_local = 0;
   int64_t block = 0;           // rows per rank: M / N
   const char* x_tensor = "X";  // the global tensor `x` gathers, for reference modes' inputs
+  // Nothing but this pattern's own tasks reads `x`, so a strategy may lay its rows out as its
+  // collectives want them (PlanBuilder::relayout); false where a later GEMM reads the gathered
+  // rows in the tensor's order (mlp_bwd's weight gradients).
+  bool x_layout_free = false;
 };
 
 // Z[M/N, D] = rows `rank` of sum over ranks of H[M, Fn] * W[Fn, D].

@@ -1,10 +1,10 @@
 #include "fob/device_plan.h"
 
 #include <algorithm>
-#include <vector>
-
 #include <cstdlib>
 #include <map>
+#include <utility>
+#include <vector>
 
 namespace fob {
 
@@ -40,9 +40,6 @@ int64_t stage_elements(const Plan& plan) {
   for (const Task& t : plan.tasks) {
     if (t.kind != TaskKind::collective) continue;
     const int64_t block = t.c.rows * plan.buffers[t.c.buffer].cols;
-    if (t.op == CollectiveOp::all_gather && t.dst_stride_rows != t.c.rows) {
-      most = std::max(most, plan.world * block);
-    }
     if (t.op == CollectiveOp::reduce_scatter) {
       if (t.src_stride_rows != t.c.rows) most = std::max(most, plan.world * block);
       if (plan.input_period > 0) most = std::max(most, block);
@@ -63,18 +60,28 @@ bool graph_capture_eligible(const Plan& plan, const std::string& transport, std:
   return true;
 }
 
-bool plan_overlaps(const Plan& plan) {
-  // Plan order is a topological order (a task depends only on earlier tasks) and each stream
-  // runs in order, so the compute tasks that reach a comm task are a prefix of the compute
-  // stream, and those it reaches a suffix. The comm task can overlap compute exactly when
-  // some compute task lies between the two.
-  const size_t n = plan.tasks.size();
-  std::vector<int> position(n, -1);  // a compute task's place on its stream
+namespace {
+
+// Plan order is a topological order (a task depends only on earlier tasks) and each stream
+// runs in order, so the compute tasks that reach a comm task are a prefix of the compute
+// stream, and those it reaches a suffix. A comm task can run beside exactly the compute tasks
+// between the two: for each comm task, the compute positions it may overlap, [first, last]
+// (first > last: none), and each compute task's position.
+struct ComputeWindows {
+  std::vector<int> position;              // a compute task's place on its stream, else -1
+  std::vector<std::pair<int, int>> comm;  // per comm task id; {0, -1} elsewhere
   int computes = 0;
+};
+
+ComputeWindows compute_windows(const Plan& plan) {
+  const size_t n = plan.tasks.size();
+  ComputeWindows w;
+  w.position.assign(n, -1);
+  w.comm.assign(n, {0, -1});
   for (const Task& t : plan.tasks) {
-    if (t.stream == StreamId::compute) position[t.id] = computes++;
+    if (t.stream == StreamId::compute) w.position[t.id] = w.computes++;
   }
-  if (computes == 0) return false;
+  if (w.computes == 0) return w;
   std::vector<std::vector<int>> next(n);  // dependents, and the next task of the same stream
   std::vector<int> last_on(kNumStreams, -1);
   for (const Task& t : plan.tasks) {
@@ -86,19 +93,50 @@ bool plan_overlaps(const Plan& plan) {
   // Latest compute position that reaches each task (itself included); -1: none.
   std::vector<int> before(n, -1);
   for (const Task& t : plan.tasks) {
-    if (position[t.id] >= 0) before[t.id] = std::max(before[t.id], position[t.id]);
+    if (w.position[t.id] >= 0) before[t.id] = std::max(before[t.id], w.position[t.id]);
     for (int s : next[t.id]) before[s] = std::max(before[s], before[t.id]);
   }
   // Earliest compute position each task reaches (itself included); `computes`: none.
-  std::vector<int> after(n, computes);
+  std::vector<int> after(n, w.computes);
   for (size_t i = n; i-- > 0;) {
-    if (position[i] >= 0) after[i] = position[i];
+    if (w.position[i] >= 0) after[i] = w.position[i];
     for (int s : next[i]) after[i] = std::min(after[i], after[s]);
   }
   for (const Task& t : plan.tasks) {
-    if (t.stream == StreamId::comm && after[t.id] > before[t.id] + 1) return true;
+    if (t.stream == StreamId::comm) w.comm[t.id] = {before[t.id] + 1, after[t.id] - 1};
+  }
+  return w;
+}
+
+}  // namespace
+
+bool plan_overlaps(const Plan& plan) {
+  const ComputeWindows w = compute_windows(plan);
+  for (const auto& [first, last] : w.comm) {
+    if (first <= last) return true;
   }
   return false;
+}
+
+std::vector<char> tasks_beside_transfers(const Plan& plan) {
+  const ComputeWindows w = compute_windows(plan);
+  // Marks the union of the comm tasks' windows over compute positions (a difference array).
+  std::vector<int> opened(static_cast<size_t>(w.computes) + 1, 0);
+  for (const auto& [first, last] : w.comm) {
+    if (first > last) continue;
+    ++opened[first];
+    --opened[last + 1];
+  }
+  std::vector<char> covered(static_cast<size_t>(w.computes), 0);
+  for (int p = 0, open = 0; p < w.computes; ++p) {
+    open += opened[p];
+    covered[p] = open > 0;
+  }
+  std::vector<char> out(plan.tasks.size(), 0);
+  for (const Task& t : plan.tasks) {
+    if (t.stream == StreamId::compute) out[t.id] = covered[w.position[t.id]];
+  }
+  return out;
 }
 
 }  // namespace fob

@@ -1,5 +1,7 @@
 #include "fob/plan.h"
 
+#include <algorithm>
+
 #include "fob/workload.h"
 
 #include <iomanip>
@@ -119,6 +121,25 @@ int64_t Plan::buffer_bytes() const {
   int64_t total = 0;
   for (const BufferSpec& b : buffers) total += b.rows * b.cols * dtype_bytes(dtype);
   return total;
+}
+
+std::vector<double> in_buffer_order(const BufferSpec& buffer, const std::vector<double>& logical) {
+  if (buffer.layout.empty()) return logical;
+  std::vector<double> out(logical.size());
+  const auto cols = static_cast<size_t>(buffer.cols);
+  for (const RowRun& run : buffer.layout) {
+    std::copy_n(logical.begin() + static_cast<std::ptrdiff_t>(run.logical_row * buffer.cols),
+                static_cast<size_t>(run.rows) * cols,
+                out.begin() + static_cast<std::ptrdiff_t>(run.row * buffer.cols));
+  }
+  return out;
+}
+
+int64_t logical_row(const BufferSpec& buffer, int64_t row) {
+  for (const RowRun& run : buffer.layout) {
+    if (row >= run.row && row < run.row + run.rows) return run.logical_row + (row - run.row);
+  }
+  return row;
 }
 
 int64_t view_cols(const Plan& plan, const View& v) {

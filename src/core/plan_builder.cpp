@@ -26,7 +26,7 @@ int PlanBuilder::buffer(const std::string& name, int64_t rows, int64_t cols, Buf
     }
     return found->second;
   }
-  plan_.buffers.push_back(BufferSpec{name, rows, cols});
+  plan_.buffers.push_back(BufferSpec{name, rows, cols, {}});
   const int id = static_cast<int>(plan_.buffers.size()) - 1;
   buffer_ids_.emplace(name, id);
   history_.emplace_back(rows);
@@ -42,6 +42,56 @@ void PlanBuilder::input(const InputRegion& region) {
 
 void PlanBuilder::check(int buffer, CheckKind kind) {
   plan_.checks.push_back({buffer, kind});
+}
+
+namespace {
+
+// Whether runs of [0, rows) sorted by `start` tile it exactly.
+template <typename Start>
+bool tiles(std::vector<RowRun> runs, int64_t rows, Start start) {
+  std::sort(runs.begin(), runs.end(),
+            [&](const RowRun& a, const RowRun& b) { return start(a) < start(b); });
+  int64_t next = 0;
+  for (const RowRun& run : runs) {
+    if (run.rows <= 0 || start(run) != next) return false;
+    next += run.rows;
+  }
+  return next == rows;
+}
+
+}  // namespace
+
+void PlanBuilder::relayout(int buffer, std::vector<RowRun> runs) {
+  BufferSpec& spec = plan_.buffers.at(static_cast<size_t>(buffer));
+  const RowHistory& h = history_.at(static_cast<size_t>(buffer));
+  for (int s = 0; s < kNumStreams; ++s) {
+    if (!h.last_read[s].untouched() || !h.last_write[s].untouched() || !spec.layout.empty()) {
+      throw std::logic_error("buffer " + spec.name + " relaid out after it was used");
+    }
+  }
+  if (!tiles(runs, spec.rows, [](const RowRun& r) { return r.row; }) ||
+      !tiles(runs, spec.rows, [](const RowRun& r) { return r.logical_row; })) {
+    throw std::logic_error("buffer " + spec.name + ": the runs are not a permutation of its rows");
+  }
+  std::vector<InputRegion> moved;
+  for (const InputRegion& region : plan_.inputs) {
+    if (region.buffer != buffer) {
+      moved.push_back(region);
+      continue;
+    }
+    for (const RowRun& run : runs) {
+      const int64_t begin = std::max(region.row, run.logical_row);
+      const int64_t end = std::min(region.row + region.rows, run.logical_row + run.rows);
+      if (begin >= end) continue;
+      InputRegion piece = region;
+      piece.row = run.row + (begin - run.logical_row);
+      piece.rows = end - begin;
+      piece.global_row = region.global_row + (begin - region.row);
+      moved.push_back(piece);
+    }
+  }
+  plan_.inputs = std::move(moved);
+  spec.layout = std::move(runs);
 }
 
 int PlanBuilder::gemm(const GemmArgs& g, std::string label) {

@@ -3,6 +3,7 @@
 // every rank's block, so a chunk's GEMM is one batch of N pieces and ownership stays as in the
 // unsliced collective.
 #include <string>
+#include <vector>
 
 #include "a2a_pieces.h"
 #include "fob/strategy.h"
@@ -10,14 +11,36 @@
 namespace fob {
 namespace {
 
+// Chunk-major rows: chunk c's pieces of every rank's block back to back, rank j's at
+// world * begin_c + j * piece_c, so that each chunk's all-gather writes one contiguous range in
+// place, as NCCL's all-gather (the baseline's collective) does.
+std::vector<RowRun> chunk_major(int world, int64_t block, int chunks) {
+  std::vector<RowRun> runs;
+  for (int c = 0; c < chunks; ++c) {
+    const int64_t begin = piece_begin(block, chunks, c);
+    const int64_t piece = piece_rows(block, chunks, c);
+    for (int j = 0; j < world; ++j) {
+      runs.push_back(
+          {.row = world * begin + j * piece, .logical_row = j * block + begin, .rows = piece});
+    }
+  }
+  return runs;
+}
+
+// Where `x` may take chunk-major rows, each chunk is gathered in place by NCCL's all-gather;
+// where it keeps the tensor's order, a chunk's pieces lie a block apart.
 void all_gather_gemm(PlanBuilder& b, const AgProblem& p, int chunks) {
+  const bool major = p.x_layout_free && b.world() > 1;
+  if (major) b.relayout(p.x, chunk_major(b.world(), p.block, chunks));
   for (int c = 0; c < chunks; ++c) {
     const int64_t begin = piece_begin(p.block, chunks, c);
     const int64_t piece = piece_rows(p.block, chunks, c);
+    const int64_t at = major ? b.world() * begin : begin;
+    const int64_t stride = major ? piece : p.block;
     const std::string n = std::to_string(c);
-    if (b.world() > 1) b.all_gather(p.x, begin, piece, p.block, "all-gather chunk " + n);
-    b.gemm({p.x, begin, piece}, {p.w, 0, p.hidden}, {p.y, begin, piece}, false, "Y chunk " + n,
-           b.world(), p.block, p.block);
+    if (b.world() > 1) b.all_gather(p.x, at, piece, stride, "all-gather chunk " + n);
+    b.gemm({p.x, at, piece}, {p.w, 0, p.hidden}, {p.y, begin, piece}, false, "Y chunk " + n,
+           b.world(), stride, p.block);
   }
 }
 

@@ -24,7 +24,7 @@ Layer::Layer(PlanBuilder& builder, const CaseSpec& s, const Geometry& geometry)
       compute_only(strategy.role == StrategyRole::compute_reference),
       comm_only(strategy.role == StrategyRole::comm_reference) {}
 
-int all_gather_half(Layer& l) {
+int all_gather_half(Layer& l, bool x_reused) {
   PlanBuilder& b = l.b;
   AgProblem ag;
   ag.x = b.buffer("x", l.m, l.d);
@@ -35,8 +35,9 @@ int all_gather_half(Layer& l) {
   ag.ffn_local = l.ag_f_local;
   ag.block = l.block;
   ag.x_tensor = l.g.x;
+  ag.x_layout_free = !x_reused;
   b.input({ag.x, l.rank * l.block, l.block, l.g.x, l.rank * l.block, 0});
-  b.input({ag.w, 0, l.d, l.g.w1, 0, l.rank * l.ag_f_local, l.g.w1_select});
+  b.input({ag.w, 0, l.d, l.g.w1, 0, l.rank * l.ag_f_local, l.g.w1_select, /*weight=*/true});
   l.strategy.all_gather_gemm(b, ag, l.param());
   // What each output must hold; comm_only has no GEMM, so its gathered X is what it makes.
   b.check(l.comm_only ? ag.x : ag.y, l.comm_only ? CheckKind::gathered : CheckKind::ag_out);
@@ -124,7 +125,7 @@ int reduce_scatter_half(Layer& l, const HInput& h, Reduction reduction) {
   rs.hidden = l.d;
   rs.ffn_local = l.f_local;
   rs.block = l.block;
-  b.input({rs.w, 0, l.f_local, l.g.w2, l.rank * l.f_local, 0});
+  b.input({rs.w, 0, l.f_local, l.g.w2, l.rank * l.f_local, 0, 0, /*weight=*/true});
   l.strategy.gemm_reduce_scatter(b, rs, l.param());
   if (all) {
     AgProblem blocks;

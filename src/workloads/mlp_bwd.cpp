@@ -17,7 +17,8 @@ Geometry backward_geometry(const Shape& shape) {
 
 void build_mlp_bwd(PlanBuilder& b, const CaseSpec& spec, const Geometry& g) {
   Layer layer(b, spec, g);
-  const int dy = all_gather_half(layer);
+  // dW2 reads the gathered dZ in token order.
+  const int dy = all_gather_half(layer, /*x_reused=*/true);
   const int forward_x = backward_start(layer);
   reduce_scatter_half(layer, HInput{dy, nullptr}, Reduction::scatter);
   weight_gradient_w1(layer, forward_x, dy);

@@ -54,8 +54,8 @@ void build_ulysses(PlanBuilder& b, const CaseSpec& spec, const Geometry& g) {
     b.input({p.o, 0, g.m, "OA", 0, r * p.head_width});
   } else {
     own_tokens(p.x, 0, g.x, 0);
-    b.input({p.wqkv, 0, g.d, g.w1, 0, 0, g.w1_select});
-    b.input({p.wo, 0, g.d, g.w2, 0, 0});
+    b.input({p.wqkv, 0, g.d, g.w1, 0, 0, g.w1_select, /*weight=*/true});
+    b.input({p.wo, 0, g.d, g.w2, 0, 0, 0, /*weight=*/true});
   }
   if (compute_only) {
     b.input({p.qkv, 0, g.m, "QKV", 0, r * p.qkv_width});

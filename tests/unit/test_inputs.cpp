@@ -29,14 +29,15 @@ struct RegionCase {
 Plan plan_for(const RegionCase& c) {
   Plan plan;
   plan.input_period = c.period;
-  plan.buffers.push_back({.name = "B", .rows = c.rows + 2, .cols = c.cols});
+  plan.buffers.push_back({.name = "B", .rows = c.rows + 2, .cols = c.cols, .layout = {}});
   plan.inputs.push_back({.buffer = 0,
                          .row = 1,
                          .rows = c.rows,
                          .tensor = c.tensor,
                          .global_row = c.global_row,
                          .global_col = c.global_col,
-                         .select_from = c.select_from});
+                         .select_from = c.select_from,
+                         .weight = false});
   return plan;
 }
 

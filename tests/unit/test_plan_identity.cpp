@@ -35,11 +35,15 @@ std::string serialize(const Plan& plan) {
       << plan.shape.seq << " " << plan.shape.hidden << " " << plan.shape.ffn << " "
       << plan.shape.heads << " " << to_string(plan.dtype) << " " << plan.world << " " << plan.rank
       << " " << plan.input_period << "\n";
-  for (const BufferSpec& b : plan.buffers)
-    out << "B " << b.name << " " << b.rows << " " << b.cols << "\n";
+  for (const BufferSpec& b : plan.buffers) {
+    out << "B " << b.name << " " << b.rows << " " << b.cols;
+    for (const RowRun& run : b.layout)
+      out << " " << run.row << ":" << run.logical_row << "+" << run.rows;
+    out << "\n";
+  }
   for (const InputRegion& r : plan.inputs) {
     out << "I " << r.buffer << " " << r.row << " " << r.rows << " " << r.tensor << " "
-        << r.global_row << " " << r.global_col << " " << r.select_from << "\n";
+        << r.global_row << " " << r.global_col << " " << r.select_from << " " << r.weight << "\n";
   }
   for (const OutputCheck& c : plan.checks)
     out << "C " << c.buffer << " " << to_string(c.kind) << "\n";
