@@ -2,6 +2,7 @@
 // completion, and per-task timestamps. Backends execute task kinds; they know no strategy.
 #pragma once
 
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -27,6 +28,11 @@ struct BackendOptions {
   bool graphs = false;             // capture one iteration as a CUDA graph and replay it
   int comm_sms = -1;               // SMs overlapping cases' GEMMs leave to NCCL; -1 auto
   double timeout_s = 300;          // bounds waits that happen while launching (transport mpi)
+  // "exact": fp32 GEMMs in fp32, split-K reductions in fp32 (every verification bit-exact or
+  // within its stated bound); "fast": TF32 for fp32 and reduced-precision split-K reductions
+  // allowed, as PyTorch's and Transformer Engine's defaults run, verified within its own bound
+  // (tolerance.h). The CPU backend computes alike in both.
+  std::string math = "exact";
 };
 
 // Per-task times of one iteration, seconds from the iteration's start (NaN if not run).
@@ -51,6 +57,17 @@ struct IterationTimes {
   // iteration's timer is recorded with the case, so no time is labelled by a timer that did
   // not take it.
   std::string timer;
+  // Host seconds from begin() to the end of the last launch: what launching the iteration cost
+  // the host, which a timed iteration's step does not hold (the device starts once it is all
+  // queued). NaN where not measured.
+  double launch = std::numeric_limits<double>::quiet_NaN();
+  // The device started before the last launch: the cuda backend's gate was opened by its
+  // keeper (a launch that blocked, or launching slower than the gate's limit), so the step may
+  // hold launch time. Recorded with the case.
+  bool gate_early = false;
+  // No timer could take this iteration's task times (the cuda backend's CUPTI lost its records
+  // where no events were recorded): run it again; the backend times the next one another way.
+  bool retry = false;
 };
 
 class Backend {
@@ -82,16 +99,29 @@ class Backend {
   virtual void poison(const Plan& plan) = 0;
   virtual std::vector<double> read(const Plan& plan, int buffer) = 0;
 
+  // Overwrites the plan's input regions with timing data (input_hash.h, timing_element): what
+  // the timed iterations run on. poison() writes the integer inputs back for verification.
+  virtual void fill_timing_data(const Plan& plan) = 0;
+
   // One iteration: begin(), then launch() every task in plan order, then finish().
   // launch() queues the task on its stream behind `wait_for` (tasks on the other stream; the
   // vector stays valid until finish()) and returns at once, as a CUDA launch does; only a task that
   // needs a transfer run by a host thread (cuda with --transport mpi) may wait there for it, within
-  // options.timeout_s.
-  virtual void begin(const Plan& plan) = 0;
+  // options.timeout_s. In a `timed` iteration the device may start only once every task is
+  // launched (the cuda backend holds its streams behind a gate that finish() opens), so that the
+  // step is the device's time and the host's launching is measured apart (IterationTimes::launch).
+  virtual void begin(const Plan& plan, bool timed) = 0;
   virtual void launch(const Task& task, const std::vector<int>& wait_for) = 0;
   // Waits for both streams. Throws RuntimeFault naming the task each stream was stuck on
   // if `timeout_s` passes first.
   virtual IterationTimes finish(double timeout_s) = 0;
+
+  // What the results file records of how the hardware ran: "key=value" lines (no newline in
+  // either), for a prepared plan (communicator, channels, transports, registration, clocks over
+  // its timed iterations so far) and for the run (libraries, links). Empty where there is
+  // nothing to say (the CPU backend).
+  virtual std::vector<std::string> case_facts(const Plan& /*plan*/) { return {}; }
+  virtual std::vector<std::string> run_facts() { return {}; }
 };
 
 std::unique_ptr<Backend> make_cpu_backend(const BackendOptions& options);

@@ -58,6 +58,9 @@ struct Config {
   // cuda: SMs the GEMMs of overlapping cases leave to communication; -1 = auto (NCCL's CTA
   // count, see README), 0 = none.
   int comm_sms = -1;
+  // cuda: "exact" (fp32 GEMMs in fp32, split-K reductions in fp32) or "fast" (TF32 for fp32,
+  // reduced-precision split-K reductions allowed, as PyTorch and Transformer Engine run).
+  std::string math = "exact";
   std::string output;  // empty: results/fobench-<time>.h5
 
   // A sweep: keys given as lists (workload, batch, seq, hidden, ffn, dtype), each value as
@@ -94,6 +97,8 @@ std::string quote_value(const std::string& value);
 // Checks values that do not depend on the world size (ranges, names).
 // "auto" (-1) or a count of SMs >= 0; InputError naming the key and the valid values.
 int parse_comm_sms(const std::string& text);
+// "exact" or "fast"; InputError naming the key and the valid values.
+std::string parse_math(const std::string& text);
 
 // An integer option's value, one rule for the command line and YAML: decimal digits with a sign
 // only where T has one, within T's range; otherwise InputError naming the key, the value and

@@ -27,6 +27,8 @@ struct ExecOptions {
   // When set, rank 0 prints "<label> <strategy>: iteration i, running median" to stderr every
   // few seconds.
   std::string progress_label;
+  // The backend runs its GEMMs in the fast math mode: verified within that mode's bound.
+  bool fast_math = false;
 };
 
 class Executor {
@@ -52,10 +54,14 @@ class Executor {
   struct Samples {
     std::vector<double> steps, starts, ends;
     std::vector<std::string> timers;  // the timer that took each iteration's times
+    std::vector<double> launches;     // IterationTimes::launch of each iteration
     std::vector<double> slowest;      // the slowest rank's step, when progress is printed
   };
 
-  IterationTimes iterate(const Plan& plan, double timeout_s);
+  // One iteration, run again where its times could not be taken (IterationTimes::retry).
+  IterationTimes iterate(const Plan& plan, double timeout_s, bool timed);
+  // Every rank's Backend::case_facts(), "rank R: key=value", on rank 0 (empty elsewhere).
+  std::vector<std::string> gather_facts(const Plan& plan);
   // The barrier after rank 0 wrote a slot of `iters` iterations of a case.
   void wait_for_the_write(const Plan& plan, int iters, const std::string& id);
   // Poisons the outputs, runs one iteration and checks it; `when` names the moment in messages.

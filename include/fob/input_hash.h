@@ -3,9 +3,10 @@
 // (src/backends/cuda/kernels.cu) both call these functions, and the unit tests compare them with
 // input_value() on the host, so the kernel runs exactly the code the tests check.
 //
-// Only <cstdint> and plain structs: nvcc compiles this header as C++17 device code.
+// Only <cstdint>, <cmath> and plain structs: nvcc compiles this header as C++17 device code.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 
 #ifdef __CUDACC__
@@ -50,6 +51,7 @@ struct InputFill {
   int64_t select_from = 0;  // > 0: a selection matrix (InputRegion::select_from)
   int64_t period = 0;       // > 0: Plan::input_period
   bool zeros = false;       // the "zeros" tensor: +0 everywhere
+  float timing_sigma = 1;   // the region's spread in timing data (timing_element)
 };
 
 FOB_HOST_DEVICE inline int64_t input_wrap(int64_t index, int64_t period) {
@@ -154,6 +156,24 @@ FOB_HOST_DEVICE void fill_selection_thread(Bits* out, const InputFill& f, const 
       out[i * f.cols + j] = i == entry.row ? picked : zero;
     }
   }
+}
+
+// The timed iterations' data (docs/DESIGN.md, "Fairness"): normally distributed, as a trained
+// layer's are, so that a GPU's GEMMs toggle as many bits as on real data and draw its power
+// (integer inputs run measurably faster on a power-limited GPU). Activations have sigma 1 (a
+// normalised layer input), weights kTimingWeightSigma (Megatron's init_method_std), so that
+// products stay of order one. Never verified: the verified iterations run on the integers above.
+inline constexpr float kTimingWeightSigma = 0.02f;
+
+// Element (row, col) of a region's global tensor for timing: Box-Muller over two 24-bit
+// uniforms of one hash, the first in (0, 1] so that its logarithm is finite.
+FOB_HOST_DEVICE inline float timing_element(uint64_t tensor_hash, int64_t row, int64_t col,
+                                            float sigma) {
+  const uint64_t h = input_mix(input_mix(tensor_hash ^ 0x74696d65ULL ^ static_cast<uint64_t>(row)) ^
+                               (static_cast<uint64_t>(col) << 1));
+  const float u1 = static_cast<float>((h >> 40) + 1) * (1.0f / 16777216.0f);
+  const float u2 = static_cast<float>((h >> 16) & 0xffffffULL) * (1.0f / 16777216.0f);
+  return sigma * sqrtf(-2.0f * logf(u1)) * cosf(6.28318531f * u2);
 }
 
 }  // namespace fob

@@ -48,6 +48,9 @@ InputFill input_fill(const Plan& plan, const InputRegion& region, uint64_t seed)
 // the compiler vectorises.
 void fill_input(const InputFill& fill, float* out);
 void fill_input(const InputFill& fill, double* out);
+// The region's timing data (timing_element in input_hash.h): "zeros" stays zero.
+void fill_timing(const InputFill& fill, float* out);
+void fill_timing(const InputFill& fill, double* out);
 
 // Which of the plan's buffers its tasks write (every task writes only its `c` view): input
 // regions in the others hold their generated values until the buffers are poisoned or freed.

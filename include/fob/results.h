@@ -26,6 +26,9 @@ inline constexpr int kSchemaVersionAllRanks = 1;
 inline constexpr const char* kCudaModelDevice = "cuda model (CPU)";
 // SystemInfo::timer as read from a file written before /system had a `timer` attribute.
 inline constexpr const char* kTimerUnknown = "unknown (file predates the timer attribute)";
+// Appended to an iteration's timer where the device started before the iteration's last
+// launch (IterationTimes::gate_early): its step may hold launch time.
+inline constexpr const char* kGateOpenedEarly = " (device started before the last launch)";
 
 // A task's label as the file stores it: a fixed-length string of up to kLabelChars characters,
 // so that a TaskRecord is itself the row of the `tasks` compound dataset.
@@ -92,12 +95,24 @@ struct CaseResult : CaseKey {
   // recorded (simulated cases, files from before): /system's timer took every time.
   std::vector<std::string> timers;
   std::vector<int8_t> iteration_timer;
+  // Host seconds each rank spent launching each timed iteration ([iters][ranks()], NaN where
+  // not measured), which the steps above do not hold; empty where not recorded.
+  std::vector<double> launch_seconds;
+  // How the hardware ran the case, each rank's account ("rank R: key=value", Backend::
+  // case_facts): communicator and its channels, transports, registration, clocks. Empty where
+  // nothing was said.
+  std::vector<std::string> facts;
 
   // The case's timer in words: its one timer, or "mixed: A in 37 of 40 rank-iterations, B in
   // 3"; empty where not recorded.
   std::string timer_text() const;
   // Whether timers and iteration_timer agree with each other and with iters and ranks().
   bool timers_match() const;
+  // Whether launch_seconds is empty or holds [iters][ranks()].
+  bool launches_match() const {
+    return launch_seconds.empty() ||
+           launch_seconds.size() == static_cast<size_t>(iters) * static_cast<size_t>(ranks());
+  }
 
   // How many ranks the arrays hold: `stored`, or `world` when 0.
   int ranks() const { return stored > 0 ? stored : world; }
@@ -152,6 +167,8 @@ struct SystemInfo {
   }
   std::string env;    // KEY=VALUE lines
   std::string notes;  // caveats about how the numbers were taken, e.g. oversubscription
+  // Each rank's Backend::run_facts(), "rank R: key=value" lines: libraries, GPU limits, links.
+  std::string hardware;
   // Non-empty for `fobench sim` files: the machine file the times were predicted with.
   std::string simulated;
 
@@ -176,6 +193,7 @@ struct CaseStats {
   double rank_flops = 0;               // the busiest rank's flops per step
   double concurrency = 0;              // measured_concurrency()
   double sent_bytes = 0;               // what rank 0 sends over the step, for algbw and busbw
+  std::string hardware_doubt;          // throttle_doubt() (hardware.h), "" where none
 };
 
 struct ResultFile {
@@ -212,7 +230,8 @@ void set_task_table(CaseResult& result, const std::vector<const Plan*>& plans);
 struct RoundTimes {
   int iters = 0;
   std::vector<double> step_seconds, task_start, task_end;
-  std::vector<std::string> timers;  // [iters][ranks()]: who took each; empty: not recorded
+  std::vector<std::string> timers;     // [iters][ranks()]: who took each; empty: not recorded
+  std::vector<double> launch_seconds;  // [iters][ranks()]; empty: not recorded
 };
 
 // What took the times of a file's cases: `requested` where no case recorded another timer, the

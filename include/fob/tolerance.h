@@ -40,8 +40,19 @@ struct Tolerance {
   bool own_scale = false;
 };
 
+// What the fast math mode (--math fast) adds to a bound, relative as the bound is:
+//   4 * u_fast
+// u_fast is the unit roundoff of what the GEMMs round to there: 2^-11 for fp32 (TF32 keeps 10
+// of the mantissa's 23 bits), the store's 2^-8 (bf16) and 2^-11 (fp16), 0 for fp64 (no TF32,
+// no reduced precision). Each product's two operands round once each to TF32, and a
+// reduced-precision split-K reduction rounds each partial result and their sum once more.
+// cuBLAS documents neither its split count nor its reduction order; the bound holds for a
+// reduction of two partial results, the case the cuda model computes (tests/cuda_model).
+double fast_math_tolerance(DType dtype);
+
 // The bound for one check of a plan: its workload's (WorkloadDef::tolerance), or
-// verify_tolerance for the dtype and world relative to max(1, max|want|).
-Tolerance check_tolerance(const Plan& plan, CheckKind kind);
+// verify_tolerance for the dtype and world relative to max(1, max|want|); plus
+// fast_math_tolerance() where the GEMMs ran in the fast math mode.
+Tolerance check_tolerance(const Plan& plan, CheckKind kind, bool fast_math = false);
 
 }  // namespace fob

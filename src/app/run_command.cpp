@@ -302,7 +302,8 @@ BackendOptions backend_options(const Config& config, MPI_Comm comm) {
                         .transport = config.transport,
                         .graphs = config.graphs,
                         .comm_sms = config.comm_sms,
-                        .timeout_s = config.timeout};
+                        .timeout_s = config.timeout,
+                        .math = config.math};
 }
 
 ExecOptions exec_options(const Config& config) {
@@ -312,7 +313,8 @@ ExecOptions exec_options(const Config& config) {
                      .timeout_s = config.timeout,
                      .verify = config.verify,
                      .seed = config.seed,
-                     .progress_label = ""};
+                     .progress_label = "",
+                     .fast_math = config.math == "fast"};
 }
 
 // The backend (collective: the NCCL communicator, the emulated link's clocks) and this rank's

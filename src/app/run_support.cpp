@@ -149,6 +149,11 @@ void check_cpu_options(const Config& c) {
     throw InputError("comm_sms: " + std::to_string(c.comm_sms) +
                      " is a cuda backend option; the cpu backend has no SMs to leave free");
   }
+  if (c.math != "exact") {
+    throw InputError("math: '" + c.math +
+                     "' is a cuda backend option (TF32, reduced-precision split-K "
+                     "reductions); the cpu backend computes exactly: valid: exact");
+  }
 }
 
 // What NCCL's transfers cannot do, and what only they can.

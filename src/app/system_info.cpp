@@ -36,6 +36,15 @@ SystemInfo describe_system(MPI_Comm comm, int rank, int world, Backend& backend,
     places.devices = gather_strings(comm, backend.device());
     places.pids = gather_strings(comm, std::to_string(getpid()));
   }
+  std::string facts;
+  for (const std::string& fact : backend.run_facts()) {
+    facts += (facts.empty() ? "" : "\n") + ("rank " + std::to_string(rank) + ": " + fact);
+  }
+  std::vector<std::string> every_rank;
+  {
+    const watchdog::Wait wait("gathering every rank's account of its hardware");
+    every_rank = gather_strings(comm, facts);
+  }
   if (rank == 0) {
     // More ranks than cores on a host: the ranks time-share the cores, one compute task per
     // core at a time (the CPU backend's core slots), which a reader must know.
@@ -51,6 +60,9 @@ SystemInfo describe_system(MPI_Comm comm, int rank, int world, Backend& backend,
                        std::to_string(cores) + " cores serving " + std::to_string(ranks) +
                        " ranks and run-to-run noise is larger; compare strategies with each other";
       }
+    }
+    for (const std::string& f : every_rank) {
+      if (!f.empty()) system.hardware += (system.hardware.empty() ? "" : "\n") + f;
     }
     system.hostnames = join_list(places.hosts, ",");
     system.devices = join_list(places.devices, ",");

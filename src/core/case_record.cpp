@@ -96,6 +96,7 @@ CaseResult described(const CaseResult& c) {
   // Small ([iters][ranks] bytes), and what the file's /system timer is worked out from.
   d.timers = c.timers;
   d.iteration_timer = c.iteration_timer;
+  d.facts = c.facts;
   return d;
 }
 
@@ -136,6 +137,17 @@ void append_round(CaseResult& result, const RoundTimes& round) {
     throw std::logic_error("case " + result.id + ": a round's timings do not match its task table");
   }
   append_round_timers(result, round);
+  // Launch times are optional as timers are: all or none of a case's iterations have a slot.
+  if (!round.launch_seconds.empty() || !result.launch_seconds.empty()) {
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    result.launch_seconds.resize(static_cast<size_t>(result.iters) * ranks, nan);
+    if (round.launch_seconds.size() == iters * ranks) {
+      result.launch_seconds.insert(result.launch_seconds.end(), round.launch_seconds.begin(),
+                                   round.launch_seconds.end());
+    } else {
+      result.launch_seconds.resize(result.launch_seconds.size() + iters * ranks, nan);
+    }
+  }
   result.step_seconds.insert(result.step_seconds.end(), round.step_seconds.begin(),
                              round.step_seconds.end());
   result.task_start.insert(result.task_start.end(), round.task_start.begin(),
@@ -154,6 +166,7 @@ RoundTimes empty_round(const CaseResult& result, int iters) {
   round.step_seconds.assign(static_cast<size_t>(iters) * ranks, nan);
   round.task_start.assign(static_cast<size_t>(iters) * per_iter, nan);
   round.task_end.assign(static_cast<size_t>(iters) * per_iter, nan);
+  round.launch_seconds.assign(static_cast<size_t>(iters) * ranks, nan);
   return round;
 }
 

@@ -314,6 +314,13 @@ std::vector<Config> expand_sweep(const Config& config) {
   return out;
 }
 
+std::string parse_math(const std::string& text) {
+  if (text == "exact" || text == "fast") return text;
+  throw InputError("math: " + quote_value(text) +
+                   " is not a math mode; valid: exact (fp32 in fp32, fp32 split-K reductions), "
+                   "fast (TF32 for fp32, reduced-precision split-K reductions)");
+}
+
 int parse_comm_sms(const std::string& text) {
   if (text == "auto") return -1;
   try {

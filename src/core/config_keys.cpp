@@ -161,6 +161,12 @@ std::vector<ConfigKey> run_keys() {
        ConfigKind::text, "auto or an integer", nullptr, false, nullptr,
        [](Config& c, const ConfigValue& v) { c.comm_sms = parse_comm_sms(v.text); },
        [](const Config& c) { return text(c.comm_sms < 0 ? "auto" : std::to_string(c.comm_sms)); }},
+      {"math", "--math",
+       "cuda: exact (default: fp32 in fp32, split-K reductions in fp32) or fast (TF32 for fp32, "
+       "reduced-precision split-K reductions), each verified within its own bound",
+       ConfigKind::text, "exact or fast", nullptr, false, nullptr,
+       [](Config& c, const ConfigValue& v) { c.math = parse_math(v.text); },
+       [](const Config& c) { return text(c.math); }},
       {"output", "-o,--output", "results file (.h5)", ConfigKind::text, "a path",
        "results file (.h5), marked simulated", false, nullptr,
        [](Config& c, const ConfigValue& v) { c.output = v.text; },

@@ -78,16 +78,27 @@ std::vector<std::vector<int>> cross_stream_waits(const Plan& plan) {
 
 }  // namespace
 
-IterationTimes Executor::iterate(const Plan& plan, double timeout_s) {
+IterationTimes Executor::iterate(const Plan& plan, double timeout_s, bool timed) {
   // Worked out once per case in run_cases(), not between the iteration's timestamps.
   const std::vector<std::vector<int>>& waits = waits_.at(&plan);
-  {
-    const watchdog::Wait wait("the barrier that starts an iteration");
-    MPI_Barrier(comm_);
+  // An iteration no timer could take is run again (IterationTimes::retry): the backend times
+  // the next one another way, so a second retry means it cannot, and the times stay NaN.
+  for (int attempt = 0;; ++attempt) {
+    {
+      const watchdog::Wait wait("the barrier that starts an iteration");
+      MPI_Barrier(comm_);
+    }
+    backend_.begin(plan, timed);
+    for (const Task& task : plan.tasks) backend_.launch(task, waits[task.id]);
+    IterationTimes times = backend_.finish(timeout_s);
+    // Every rank runs the same number of attempts, so that their barriers pair up.
+    int again = times.retry && attempt < 2 ? 1 : 0;
+    {
+      const watchdog::Wait wait("the reduction of whether an iteration is run again");
+      MPI_Allreduce(MPI_IN_PLACE, &again, 1, MPI_INT, MPI_MAX, comm_);
+    }
+    if (!again) return times;
   }
-  backend_.begin(plan);
-  for (const Task& task : plan.tasks) backend_.launch(task, waits[task.id]);
-  return backend_.finish(timeout_s);
 }
 
 const std::vector<double>& Executor::expected(const Plan& plan, const OutputCheck& check,
@@ -111,19 +122,21 @@ const std::vector<double>& Executor::expected(const Plan& plan, const OutputChec
 int Executor::verify(const Plan& plan, const ExecOptions& options, const std::string& id,
                      const char* when, double* max_err) {
   backend_.poison(plan);
-  iterate(plan, options.timeout_s);
+  iterate(plan, options.timeout_s, false);
   int ok = 1;
   *max_err = 0;
   for (const OutputCheck& check : plan.checks) {
+    const BufferSpec& spec = plan.buffers[check.buffer];
     const std::vector<double> got = backend_.read(plan, check.buffer);
-    const std::vector<double>& want = expected(plan, check, options.seed);
-    const int64_t cols = plan.buffers[check.buffer].cols;
+    // The oracle answers in the tensor's row order; a relaid buffer holds its rows elsewhere.
+    const std::vector<double> want = in_buffer_order(spec, expected(plan, check, options.seed));
+    const int64_t cols = spec.cols;
     // fp32/fp64 must be bit-exact: integer-valued data leaves no room for rounding. bf16/fp16
     // round on every store, and attention's softmax is not exact, so they get a stated bound
     // relative to the buffer's scale.
     // Attention's O averages values, so it is far below 1: a floor of 1 would let a wrong
     // softmax through in bf16. Its bound scales with the buffer's own largest value.
-    const Tolerance tolerance = check_tolerance(plan, check.kind);
+    const Tolerance tolerance = check_tolerance(plan, check.kind, options.fast_math);
     double scale = tolerance.own_scale ? 0 : 1;
     for (double w : want) scale = std::max(scale, std::fabs(w));
     const double bound = tolerance.bound * scale;
@@ -144,9 +157,10 @@ int Executor::verify(const Plan& plan, const ExecOptions& options, const std::st
                    "VERIFY FAILED case %s (%s %s), %s: rank %d buffer %s (%s): element [%lld, "
                    "%lld] = %g, expected %g; %lld of %zu elements differ\n",
                    id.c_str(), to_string(plan.workload), plan.strategy.text.c_str(), when, rank_,
-                   plan.buffers[check.buffer].name.c_str(), to_string(check.kind),
-                   static_cast<long long>(first / cols), static_cast<long long>(first % cols),
-                   got[first], want[first], static_cast<long long>(wrong), got.size());
+                   spec.name.c_str(), to_string(check.kind),
+                   static_cast<long long>(logical_row(spec, first / cols)),
+                   static_cast<long long>(first % cols), got[first], want[first],
+                   static_cast<long long>(wrong), got.size());
     }
   }
   return ok;
@@ -218,13 +232,18 @@ std::vector<CaseResult> Executor::run_cases(const std::vector<const Plan*>& plan
       try {
         if (!resident) backend_.setup(plan);
         if (round == 0) verify_case(plan, options, "before timing", results[c]);
-        for (int i = 0; i < warmup; ++i) iterate(plan, options.timeout_s);
+        // Timed on data like a trained layer's; verified (before and after) on integers.
+        backend_.fill_timing_data(plan);
+        for (int i = 0; i < warmup; ++i) iterate(plan, options.timeout_s, true);
         time_iterations(plan, options, iters, samples[c]);
-        // Once more after the timed iterations, as nccl-tests checks after its loop: the
-        // iterations that were timed (with --graphs, a replay of the captured graph, not the
-        // eager first run) must compute the same result.
-        if (round == rounds - 1)
+        if (round == rounds - 1) {
+          // What the hardware did, while the case is prepared: its last round is done.
+          results[c].facts = gather_facts(plan);
+          // Once more after the timed iterations, as nccl-tests checks after its loop: the
+          // iterations that were timed (with --graphs, a replay of the captured graph, not the
+          // eager first run) must compute the same result.
           verify_case(plan, options, "after the timed iterations", results[c]);
+        }
         if (!resident) backend_.release(plan);
       } catch (const RuntimeFault& e) {
         throw RuntimeFault("case " + results[c].id + " (" + results[c].workload + " " +
@@ -237,6 +256,7 @@ std::vector<CaseResult> Executor::run_cases(const std::vector<const Plan*>& plan
       samples[c].starts.clear();
       samples[c].ends.clear();
       samples[c].timers.clear();
+      samples[c].launches.clear();
       if (after_slot) after_slot(results[c], round, rounds);
       wait_for_the_write(*plans[c], iters, results[c].id);
     }
@@ -278,11 +298,16 @@ void Executor::time_iterations(const Plan& plan, const ExecOptions& options, int
                                Samples& samples) {
   auto last_report = std::chrono::steady_clock::now();
   for (int i = 0; i < iters; ++i) {
-    IterationTimes t = iterate(plan, options.timeout_s);
+    IterationTimes t = iterate(plan, options.timeout_s, true);
     samples.steps.push_back(t.step);
     samples.starts.insert(samples.starts.end(), t.start.begin(), t.start.end());
     samples.ends.insert(samples.ends.end(), t.end.begin(), t.end.end());
-    samples.timers.push_back(t.timer.empty() ? backend_.timer() : t.timer);
+    samples.launches.push_back(t.launch);
+    std::string timer = t.timer.empty() ? backend_.timer() : t.timer;
+    // A timer text names how the iteration was taken; one whose device started before its last
+    // launch may hold launch time in its step, which its label says.
+    if (t.gate_early) timer += kGateOpenedEarly;
+    samples.timers.push_back(timer);
     if (!options.progress_label.empty()) {
       // Outside the timed interval: the next iteration starts with a barrier anyway.
       double step = t.step;
@@ -303,6 +328,21 @@ void Executor::time_iterations(const Plan& plan, const ExecOptions& options, int
   }
 }
 
+std::vector<std::string> Executor::gather_facts(const Plan& plan) {
+  std::vector<std::string> mine;
+  for (const std::string& fact : backend_.case_facts(plan)) {
+    mine.push_back("rank " + std::to_string(rank_) + ": " + fact);
+  }
+  const watchdog::Wait wait("gathering every rank's account of how the case ran");
+  const auto all = gather_bytes(comm_, joined_lines(mine));
+  std::vector<std::string> out;
+  if (rank_ != 0) return out;
+  for (const auto& bytes : all) {
+    for (std::string& line : split_lines(bytes)) out.push_back(std::move(line));
+  }
+  return out;
+}
+
 void Executor::gather(const Plan& plan, const Samples& samples, CaseResult& result) {
   const int iters = static_cast<int>(samples.steps.size());
   const watchdog::Wait wait("gathering the case's timings to rank 0");
@@ -310,6 +350,7 @@ void Executor::gather(const Plan& plan, const Samples& samples, CaseResult& resu
   auto all_starts = gather_bytes(comm_, as_bytes(samples.starts));
   auto all_ends = gather_bytes(comm_, as_bytes(samples.ends));
   auto all_timers = gather_bytes(comm_, joined_lines(samples.timers));
+  auto all_launches = gather_bytes(comm_, as_bytes(samples.launches));
   if (rank_ != 0) {
     result.iters += iters;
     result.round_iters.push_back(iters);
@@ -322,11 +363,12 @@ void Executor::gather(const Plan& plan, const Samples& samples, CaseResult& resu
     const auto st = from_bytes<double>(all_starts[r]);
     const auto en = from_bytes<double>(all_ends[r]);
     const auto timers = split_lines(all_timers[r]);
+    const auto launches = from_bytes<double>(all_launches[r]);
     const size_t ran = iters > 0 ? st.size() / static_cast<size_t>(iters) : 0;
     size_t planned = 0;
     for (int t = 0; t < result.max_tasks; ++t) planned += result.task_record(r, t).task >= 0;
     if (s.size() != static_cast<size_t>(iters) || en.size() != st.size() || ran != planned ||
-        timers.size() != s.size()) {
+        timers.size() != s.size() || launches.size() != s.size()) {
       throw std::logic_error("case " + result.id + ": rank " + std::to_string(r) + " ran " +
                              std::to_string(ran) + " tasks in " + std::to_string(s.size()) +
                              " iterations; its plan, built again from the case, has " +
@@ -336,6 +378,7 @@ void Executor::gather(const Plan& plan, const Samples& samples, CaseResult& resu
     for (int it = 0; it < iters; ++it) {
       round.step_seconds[static_cast<size_t>(it) * world_ + r] = s[it];
       round.timers[static_cast<size_t>(it) * world_ + r] = timers[it];
+      round.launch_seconds[static_cast<size_t>(it) * world_ + r] = launches[it];
       for (size_t t = 0; t < ran; ++t) {
         const size_t at = result.timing_index(it, r, static_cast<int>(t));
         round.task_start[at] = st[it * ran + t];

@@ -45,7 +45,8 @@ InputFill input_fill(const Plan& plan, const InputRegion& region, uint64_t seed)
                    .cols = plan.buffers[region.buffer].cols,
                    .select_from = region.select_from,
                    .period = plan.input_period,
-                   .zeros = region.tensor == "zeros"};
+                   .zeros = region.tensor == "zeros",
+                   .timing_sigma = region.weight ? kTimingWeightSigma : 1.0f};
 }
 
 namespace {
@@ -133,6 +134,31 @@ bool same_content(const InputFill& a, const InputFill& b) {
 
 void fill_input(const InputFill& fill, float* out) {
   fill_region(fill, out);
+}
+
+namespace {
+
+template <typename T>
+void fill_timing_region(const InputFill& f, T* out) {
+  if (f.zeros) {
+    std::fill_n(out, f.rows * f.cols, T(0));
+    return;
+  }
+  for (int64_t i = 0; i < f.rows; ++i) {
+    for (int64_t j = 0; j < f.cols; ++j) {
+      out[i * f.cols + j] = static_cast<T>(
+          timing_element(f.tensor_hash, f.global_row + i, f.global_col + j, f.timing_sigma));
+    }
+  }
+}
+
+}  // namespace
+
+void fill_timing(const InputFill& fill, float* out) {
+  fill_timing_region(fill, out);
+}
+void fill_timing(const InputFill& fill, double* out) {
+  fill_timing_region(fill, out);
 }
 void fill_input(const InputFill& fill, double* out) {
   fill_region(fill, out);

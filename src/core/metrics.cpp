@@ -17,6 +17,8 @@
 #include <vector>
 
 #include "fob/metrics.h"
+
+#include "fob/hardware.h"
 #include "fob/plan.h"
 #include "fob/strategy.h"
 #include "fob/trust.h"
@@ -251,6 +253,7 @@ CaseStats case_stats(const CaseResult& c) {
   st.rank_flops = max_rank_flops(c);
   st.concurrency = measured_concurrency(c);
   st.sent_bytes = rank0_sent_bytes(c);
+  st.hardware_doubt = throttle_doubt(c);
   return st;
 }
 
@@ -306,6 +309,7 @@ std::vector<Summary> summarize(const std::vector<CaseResult>& cases,
     s.t_cv = st.t_cv;
     s.t_ci_low = st.t_ci_low;
     s.t_ci_high = st.t_ci_high;
+    s.doubts = st.hardware_doubt;
 
     const double t = s.t_median;
     const double t_base = ref(c, role_name(StrategyRole::serial_baseline));

@@ -33,9 +33,24 @@ double streamed_attention_tolerance(DType dtype, int64_t blocks) {
   return 6 * static_cast<double>(blocks) * (u_acc + u_store);
 }
 
-Tolerance check_tolerance(const Plan& plan, CheckKind kind) {
-  if (plan.workload && plan.workload->tolerance) return plan.workload->tolerance(plan, kind);
-  return {verify_tolerance(plan.dtype, plan.world), false};
+double fast_math_tolerance(DType dtype) {
+  switch (dtype) {
+    case DType::fp32:
+    case DType::fp16:
+      return 4 * std::ldexp(1.0, -11);
+    case DType::bf16:
+      return 4 * std::ldexp(1.0, -8);
+    default:
+      return 0.0;
+  }
+}
+
+Tolerance check_tolerance(const Plan& plan, CheckKind kind, bool fast_math) {
+  Tolerance t = plan.workload && plan.workload->tolerance
+                    ? plan.workload->tolerance(plan, kind)
+                    : Tolerance{verify_tolerance(plan.dtype, plan.world), false};
+  if (fast_math) t.bound += fast_math_tolerance(plan.dtype);
+  return t;
 }
 
 }  // namespace fob

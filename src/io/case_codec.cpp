@@ -105,7 +105,7 @@ auto system_texts(Sys& s) {
   return std::array{&s.backend,        &s.transport,    &s.hostnames,       &s.devices,
                     &s.mpi_version,    &s.nccl_version, &s.cuda_version,    &s.blas,
                     &s.link_emulation, &s.timer,        &s.timer_requested, &s.env,
-                    &s.notes,          &s.simulated};
+                    &s.notes,          &s.simulated,    &s.hardware};
 }
 
 }  // namespace
@@ -119,7 +119,8 @@ SystemInfo get_system(Decoder& d) {
   SystemInfo sys;
   sys.world_size = d.i32();
   for (std::string* s : system_texts(sys)) {
-    const bool long_text = s == &sys.env || s == &sys.notes || s == &sys.simulated;
+    const bool long_text =
+        s == &sys.env || s == &sys.notes || s == &sys.simulated || s == &sys.hardware;
     const bool per_rank = s == &sys.hostnames || s == &sys.devices;
     *s = d.text(long_text ? h5io::Text::lines : per_rank ? h5io::Text::list : h5io::Text::line);
   }
@@ -192,6 +193,8 @@ void put_case(Encoder& e, const CaseResult& c) {
   e.array(c.task_end);
   put_lines(e, c.timers);
   e.array(c.iteration_timer);
+  e.array(c.launch_seconds);
+  put_lines(e, c.facts);
 }
 
 CaseResult get_case(Decoder& d) {
@@ -213,6 +216,8 @@ CaseResult get_case(Decoder& d) {
   c.task_end = d.array<double>("task_end");
   c.timers = get_lines(d, "timers");
   c.iteration_timer = d.array<int8_t>("iteration_timer");
+  c.launch_seconds = d.array<double>("launch_seconds");
+  c.facts = get_lines(d, "facts");
   check_case(c, d);
   return c;
 }
@@ -268,6 +273,7 @@ void check_case(const CaseResult& c, const Decoder& d) {
   }
   check_rounds(c, d, name);
   if (!c.timers_match()) d.fail(name + "'s iteration timers do not match its iterations");
+  if (!c.launches_match()) d.fail(name + "'s launch times do not match its iterations");
   for (const TaskRecord& t : c.tasks) {
     if (t.stream < 0 || t.stream >= kNumStreams || t.kind < 0 || t.kind >= kNumTaskKinds) {
       d.fail(name + " has a task of an unknown stream or kind");

@@ -169,6 +169,7 @@ CaseResult read_case(hid_t cases_group, const std::string& name, const Where& wc
   read_rounds(group, c, w);
   read_timings(group, c, w);
   read_case_timers(group, c, w);
+  read_case_hardware(group, c, w);
   return c;
 }
 
@@ -195,6 +196,7 @@ void read_system(hid_t file, SystemInfo& s, const Where& root) {
   s.notes = opt_str(sys, "notes", Text::lines, w);
   s.simulated = opt_str(sys, "simulated", Text::lines, w);
   s.env = opt_str(sys, "env", Text::lines, w);
+  s.hardware = opt_str(sys, "hardware", Text::lines, w);
 }
 
 // The root's schema and version: InputError unless a fobench file this fobench reads.

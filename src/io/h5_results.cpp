@@ -290,6 +290,7 @@ void write_system(hid_t file, const SystemInfo& sys, const std::string& path) {
   write_attr_str(group, "timer_requested", sys.requested_timer(), w);
   if (!sys.notes.empty()) write_attr_str(group, "notes", sys.notes, w);
   if (!sys.simulated.empty()) write_attr_str(group, "simulated", sys.simulated, w);
+  if (!sys.hardware.empty()) write_attr_str(group, "hardware", sys.hardware, w);
   write_attr_str(group, "env", sys.env, w);
 }
 
@@ -380,6 +381,7 @@ void write_case(hid_t cases_group, const CaseResult& c, const std::string& path)
   write_growing_dataset(group, "task_end", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, {iters, world, tasks},
                         c.task_end.data(), w);
   write_case_timers(group, c, w);
+  write_case_hardware(group, c, w);
 }
 
 void append_case(hid_t cases_group, const CaseResult& c, int from_iter, int from_round,
@@ -403,6 +405,7 @@ void append_case(hid_t cases_group, const CaseResult& c, int from_iter, int from
   append_to_dataset(group, "task_end", H5T_NATIVE_DOUBLE, new_iters,
                     iteration_rows(c.task_end, per_iter, from_iter), w);
   append_case_timers(group, c, from_iter, w);
+  append_case_hardware(group, c, from_iter, w);
 }
 
 void write_summary(hid_t file, const std::vector<CaseResult>& cases,

@@ -38,6 +38,13 @@ void write_case_timers(hid_t group, const CaseResult& c, const Where& w);
 void append_case_timers(hid_t group, const CaseResult& c, int from_iter, const Where& w);
 void read_case_timers(hid_t group, CaseResult& c, const Where& w);
 
+// A case's launch times (dataset `launch_seconds`, [iters][ranks] float64) and the hardware's
+// account of it (attribute `facts`, one "rank R: key=value" a line; h5_hardware.cpp), where it
+// recorded them.
+void write_case_hardware(hid_t group, const CaseResult& c, const Where& w);
+void append_case_hardware(hid_t group, const CaseResult& c, int from_iter, const Where& w);
+void read_case_hardware(hid_t group, CaseResult& c, const Where& w);
+
 // /summary over every case so far (stats[i] = case_stats(cases[i])), replacing the previous
 // table.
 void write_summary(hid_t file, const std::vector<CaseResult>& cases,

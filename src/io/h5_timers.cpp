@@ -13,27 +13,9 @@ namespace fob::h5io {
 
 namespace {
 
-std::string joined(const std::vector<std::string>& lines) {
-  std::string out;
-  for (const std::string& line : lines) out += (out.empty() ? "" : "\n") + line;
-  return out;
-}
-
-std::vector<std::string> split(const std::string& text) {
-  std::vector<std::string> out(1);
-  for (char ch : text) {
-    if (ch == '\n') {
-      out.emplace_back();
-    } else {
-      out.back() += ch;
-    }
-  }
-  return out;
-}
-
 void write_case_timer_names(hid_t group, const CaseResult& c, const Where& w) {
   if (c.timers.empty()) return;
-  write_attr_str(group, "timers", joined(c.timers), w);
+  write_attr_str(group, "timers", join_lines(c.timers), w);
   write_attr_str(group, "timer", c.timer_text(), w);
 }
 
@@ -65,7 +47,7 @@ void read_case_timers(hid_t group, CaseResult& c, const Where& w) {
     throw InputError("'" + w.file + "': " + w.what + " has " +
                      (names ? "timers but no iteration_timer" : "iteration_timer but no timers"));
   }
-  c.timers = split(read_attr_str(group, "timers", Text::lines, w));
+  c.timers = split_lines(read_attr_str(group, "timers", Text::lines, w));
   // Each name is shown on a line of its own.
   for (std::string& timer : c.timers) timer = clean_text(timer, Text::line);
   std::vector<hsize_t> dims;

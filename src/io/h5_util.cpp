@@ -206,6 +206,24 @@ std::string dataset_name(const char* name) {
 
 }  // namespace
 
+std::string join_lines(const std::vector<std::string>& lines) {
+  std::string out;
+  for (const std::string& line : lines) out += (out.empty() ? "" : "\n") + line;
+  return out;
+}
+
+std::vector<std::string> split_lines(const std::string& text) {
+  std::vector<std::string> out(1);
+  for (char ch : text) {
+    if (ch == '\n') {
+      out.emplace_back();
+    } else {
+      out.back() += ch;
+    }
+  }
+  return out;
+}
+
 std::string clean_text(const std::string& raw, Text kind) {
   return fob::clean_text(raw, kind == Text::lines);
 }

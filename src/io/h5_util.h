@@ -102,6 +102,9 @@ inline constexpr size_t kTextBytes = size_t{4} << 20;
 // `raw` safe for terminals, markdown, CSV and JSON: every control character (but \n and \t in
 // Text::lines) and every byte that is not part of valid UTF-8 becomes U+FFFD.
 std::string clean_text(const std::string& raw, Text kind);
+// Lines as one attribute's text (newline-separated), and back.
+std::string join_lines(const std::vector<std::string>& lines);
+std::vector<std::string> split_lines(const std::string& text);
 
 // The bytes a file's datasets may take in memory, all of them together: a small multiple of the
 // file's own size, since the writer stores every element it declares. Charged before each

@@ -67,6 +67,9 @@ std::string rounds_payload(const CaseResult& c, int from_iter, int from_round) {
   codec::put_lines(e, c.timers);
   // Whole, as `timers` is: small ([iters][ranks] bytes), and a round may add a timer.
   e.array(c.iteration_timer);
+  // Whole too: a round before the first that recorded them holds NaN.
+  e.array(c.launch_seconds);
+  codec::put_lines(e, c.facts);
   return std::move(e.bytes());
 }
 
@@ -96,6 +99,8 @@ void apply_rounds(codec::Decoder& d, std::vector<CaseResult>& cases) {
   extend(c.task_end, d.array<double>("task_end"));
   c.timers = codec::get_lines(d, "timers");
   c.iteration_timer = d.array<int8_t>("iteration_timer");
+  c.launch_seconds = d.array<double>("launch_seconds");
+  c.facts = codec::get_lines(d, "facts");
   codec::check_case(c, d);
 }
 

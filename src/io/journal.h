@@ -27,7 +27,8 @@
 
 namespace fob {
 
-inline constexpr uint32_t kJournalVersion = 1;
+// 2: cases carry launch times and the hardware's account of them; /system its hardware.
+inline constexpr uint32_t kJournalVersion = 2;
 
 // Whether `head` (a file's first bytes) starts like a journal.
 bool is_journal(std::string_view head);

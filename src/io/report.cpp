@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "fob/config.h"
+#include "fob/hardware.h"
 #include "fob/report.h"
 #include "fob/table.h"
 #include "fob/types.h"
@@ -284,6 +285,9 @@ std::vector<std::string> md_prose(const ResultFile& file, bool empty) {
   lines.push_back(std::string("- ") + kOverlapNote);
   lines.push_back(std::string("- ") + kConcurrencyNote);
   if (!s.notes.empty()) lines.push_back("- **note:** " + or_dash(s.notes));
+  if (const std::string nvlink = nvlink_verdict(file); !nvlink.empty()) {
+    lines.push_back("- **NVLink:** " + or_dash(nvlink));
+  }
   if (empty) {
     lines.emplace_back();
     lines.push_back("No cases in this file.");
@@ -427,6 +431,9 @@ TableDocument people_document(const ResultFile& file, const std::vector<Group>& 
   doc.prose.push_back(kStepNote);
   doc.prose.push_back("timer: " + s.timer);
   if (!s.notes.empty()) doc.prose.push_back("note: " + s.notes);
+  if (const std::string nvlink = nvlink_verdict(file); !nvlink.empty()) {
+    doc.prose.push_back("NVLink: " + nvlink);
+  }
   for (const Group& g : groups) doc.tables.push_back(latex_table(g, s));
   return doc;
 }

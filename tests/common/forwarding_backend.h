@@ -23,7 +23,8 @@ class ForwardingBackend : public Backend {
   std::vector<double> read(const Plan& plan, int buffer) override {
     return inner_.read(plan, buffer);
   }
-  void begin(const Plan& plan) override { inner_.begin(plan); }
+  void fill_timing_data(const Plan& plan) override { inner_.fill_timing_data(plan); }
+  void begin(const Plan& plan, bool timed) override { inner_.begin(plan, timed); }
   void launch(const Task& task, const std::vector<int>& wait_for) override {
     inner_.launch(task, wait_for);
   }

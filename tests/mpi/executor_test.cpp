@@ -226,13 +226,13 @@ TEST_F(Fixture, VerificationCatchesAMisroutedAllToAll) {
 class GoesWrongAfterFirstIteration : public ForwardingBackend {
  public:
   using ForwardingBackend::ForwardingBackend;
-  void begin(const Plan& plan) override {
+  void begin(const Plan& plan, bool timed) override {
     ++iterations_;
     victim_ = -1;
     for (const Task& t : plan.tasks) {
       if (t.kind == TaskKind::gemm) victim_ = t.id;
     }
-    inner_.begin(plan);
+    inner_.begin(plan, timed);
   }
   void launch(const Task& task, const std::vector<int>& wait_for) override {
     if (iterations_ == 1 || task.id != victim_) return inner_.launch(task, wait_for);

@@ -39,6 +39,7 @@ mkdir -p "$scratch/bin"
 cat > "$scratch/bin/srun" <<'STUB'
 #!/usr/bin/env bash
 set -euo pipefail
+echo "srun $*" >> "$STUB_LOG"
 np=1
 while [[ $# -gt 0 && "$1" == -* ]]; do
   case "$1" in
@@ -59,7 +60,8 @@ chmod +x "$scratch/bin/srun"
 run_sbatch() { # run_sbatch SCRIPT JOBID VAR=VALUE...
   local script=$1 jobid=$2
   shift 2
-  env PATH="$scratch/bin:$PATH" STUB_MPIEXEC="$MPIEXEC" SLURM_JOB_ID="$jobid" \
+  env PATH="$scratch/bin:$PATH" STUB_MPIEXEC="$MPIEXEC" STUB_LOG="$scratch/$jobid.srun" \
+    SLURM_JOB_ID="$jobid" \
     SLURM_SUBMIT_DIR="$FOB_SOURCE_DIR" FOBENCH="$FOBENCH" \
     CONFIG="$FOB_SOURCE_DIR/bench_configs/smoke.yaml" OUTDIR="$scratch/out" "$@" \
     bash "$script" > "$scratch/$jobid.log" 2>&1 ||
@@ -67,7 +69,19 @@ run_sbatch() { # run_sbatch SCRIPT JOBID VAR=VALUE...
   [ -f "$scratch/out/fobench-$jobid.h5" ] || fail "$script wrote no fobench-$jobid.h5"
   [ -s "$scratch/out/fobench-$jobid.md" ] || fail "$script wrote no fobench-$jobid.md report"
   grep -q '^fobench ' "$scratch/$jobid.log" || fail "$script did not print fobench --version"
-  echo "ok: $script (stub srun)"
+  # Every rank sees all of its node's GPUs, so that NCCL finds their NVLinks (NVIDIA/nccl#1066),
+  # and fobench, not srun, binds its CPUs (to the GPU's NUMA node).
+  local step
+  step=$(grep ' run -c ' "$scratch/$jobid.srun") || fail "$script launched no fobench run"
+  for want in --gpus-per-node= --gpu-bind=none --cpu-bind=none; do
+    [[ "$step" == *"$want"* ]] || fail "$script: srun lacks $want: $step"
+  done
+  [[ "$step" != *--gpus-per-task* ]] || fail "$script: srun binds one GPU per task: $step"
+  ! grep -Eq '^#SBATCH[[:space:]]+--gpus-per-task' "$script" ||
+    fail "$script asks Slurm for one GPU per task"
+  grep -Eq '^#SBATCH[[:space:]]+--gpus-per-node=' "$script" ||
+    fail "$script does not ask for the node's GPUs"
+  echo "ok: $script (stub srun): every rank sees its node's GPUs"
 }
 run_sbatch jobscripts/slurm_1node_8gpu.sbatch 101 NP=2
 run_sbatch jobscripts/slurm_multinode_8gpu.sbatch 102 NODES=1 GPUS_PER_NODE=2

@@ -129,7 +129,7 @@ submit() {  # submit OUTNAME CONFIG [sbatch options...]: prints the job id
   local name=$1 config=$2
   shift 2
   BACKEND=cpu NP=2 CONFIG=$config OUTDIR=$dir/out OUTNAME=$name FOBENCH=$FOBENCH \
-    sbatch --parsable --nodes=1 -n 2 --ntasks-per-node=2 --cpus-per-task=1 --gpus-per-task=0 \
+    sbatch --parsable --nodes=1 -n 2 --ntasks-per-node=2 --cpus-per-task=1 --gpus-per-node=0 \
     --output="$dir/out/$name-%j.out" "$@" jobscripts/slurm_1node_8gpu.sbatch
 }
 
@@ -206,7 +206,7 @@ PY
 # node's ranks are local ranks 0 and 1 of 2 (what picks a rank's GPU, and the CPU's core slots).
 job=$(BACKEND=cpu GPUS_PER_NODE=2 CONFIG="$FOB_SOURCE_DIR/bench_configs/smoke.yaml" \
   OUTDIR="$dir/out" OUTNAME=multi FOBENCH="$FOBENCH" \
-  sbatch --parsable --wait --nodes=2 --ntasks-per-node=2 --cpus-per-task=1 --gpus-per-task=0 \
+  sbatch --parsable --wait --nodes=2 --ntasks-per-node=2 --cpus-per-task=1 --gpus-per-node=0 \
   --output="$dir/out/multi-%j.out" jobscripts/slurm_multinode_8gpu.sbatch) ||
   fail "multinode job failed: $(cat "$dir"/out/multi-*.out)"
 [ "$(state "$job")" = COMPLETED ] || fail "job $job is $(state "$job")"

@@ -69,6 +69,8 @@ const std::vector<BadInput> kCases = {
     {"nccl_on_cpu", {"--backend", "cpu", "--transport", "nccl"}, "transport: 'nccl'"},
     {"graphs_on_cpu", {"--backend", "cpu", "--graphs"}, "graphs"},
     {"comm_sms_on_cpu", {"--backend", "cpu", "--comm-sms", "8"}, "comm_sms"},
+    {"math_unknown", {"--math", "fastest"}, "math: 'fastest' is not a math mode; valid: exact"},
+    {"math_fast_on_cpu", {"--backend", "cpu", "--math", "fast"}, "math: 'fast' is a cuda"},
     {"broken_yaml", {"-c", "$D/broken.yaml"}, "not valid YAML"},
     // report: not a fobench file, a missing file.
     {"report_not_hdf5", {"report", "$D/existing.h5"}, "error"},

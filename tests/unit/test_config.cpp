@@ -335,7 +335,7 @@ TEST(ConfigKeys, ToYamlKeepsItsForm) {
             "dtype: fp32\nstrategies: [baseline, flash:2]\niters: 20\nwarmup: 2\nrounds: 5\n"
             "backend: auto\ntransport: auto\nlink_gbps: 2.5\nlink_latency_us: 0\n"
             "verify: true\ntimeout: 300\nseed: 1\nblas_threads: 1\ngraphs: false\n"
-            "auto_slices: false\ncomm_sms: auto\noutput: \"\"");
+            "auto_slices: false\ncomm_sms: auto\nmath: exact\noutput: \"\"");
   c.link.gbps = 0;
   c.link_ratio = 0.5;
   EXPECT_TRUE(contains(c.to_yaml(), "\nlink_ratio: 0.5\n")) << c.to_yaml();

@@ -19,6 +19,20 @@ namespace {
 
 constexpr int64_t kWorkspaceBytes = 32 << 20;
 
+// What an eager iteration queues on its busier stream, counted as the launch does: a wait per
+// dependency on the other stream, the completion record, the timing records where events time
+// the tasks, and the work (a GEMM or a kernel one; an NCCL call a few: its kernel and the
+// waits and records it orders its own streams with).
+int queued_operations(const Plan& plan, bool events) {
+  int per_stream[kNumStreams] = {0, 0};
+  for (const Task& t : plan.tasks) {
+    int ops = 1 + (events ? 2 : 0) + (t.is_transfer() ? 4 : 1);
+    for (int d : t.deps) ops += plan.tasks[d].stream != t.stream;
+    per_stream[static_cast<int>(t.stream)] += ops;
+  }
+  return std::max(per_stream[0], per_stream[1]) + 4;  // the gate, origin and fork
+}
+
 }  // namespace
 
 CudaBackend::CudaBackend(const BackendOptions& options) : options_(options), check_(0) {
@@ -35,6 +49,10 @@ CudaBackend::CudaBackend(const BackendOptions& options) : options_(options), che
   select_and_check_device(nccl);
   resolve_comm_sms(nccl);
   check_.cuda(cudaSetDevice(device_), "cudaSetDevice");
+  // Bound before the transport starts its threads (NCCL's proxy, the staged transport's), which
+  // inherit the binding.
+  monitor_ = std::make_unique<GpuMonitor>(bus_id_);
+  setup_notes_.push_back("cpu_binding=" + monitor_->bind_to_gpu_cpus());
   int least = 0, greatest = 0;
   check_.cuda(cudaDeviceGetStreamPriorityRange(&least, &greatest), "stream priorities");
   check_.cuda(cudaStreamCreateWithPriority(&compute_, cudaStreamNonBlocking, least),
@@ -46,20 +64,22 @@ CudaBackend::CudaBackend(const BackendOptions& options) : options_(options), che
   check_.cuda(cudaEventCreateWithFlags(&fork_, cudaEventDisableTiming), "creating an event");
   check_.blas(cublasCreate(&blas_), "cublasCreate");
   check_.blas(cublasSetStream(blas_, compute_), "cublasSetStream");
-  // Split-K reductions in fp32 even for bf16/fp16 outputs: the stated verification bound counts
-  // one rounding per store, which a reduced-precision reduction would exceed.
-  check_.blas(cublasSetMathMode(blas_, static_cast<cublasMath_t>(
-                                           CUBLAS_DEFAULT_MATH |
-                                           CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)),
-              "cublasSetMathMode");
+  configure_math();
   check_.cuda(cudaMalloc(&workspace_, kWorkspaceBytes), "allocating the cuBLAS workspace");
   check_.blas(cublasSetWorkspace(blas_, workspace_, kWorkspaceBytes), "cublasSetWorkspace");
   if (nccl) {
     transport_ = std::make_unique<NcclTransport>(options_.comm, rank_, world_, comm_sms_,
                                                  options_.loopback, mem_pitch_, check_);
+    // Host-staged transfers make a launch wait for a transfer that waits for the device: only
+    // NCCL's, all queued on the device, can be held behind the gate.
+    gate_ = std::make_unique<LaunchGate>(check_);
+    if (!gate_->unavailable().empty())
+      setup_notes_.push_back("launch_gate=" + gate_->unavailable());
   } else {
     transport_ =
         std::make_unique<StagedMpiTransport>(options_, device_, greatest, mem_pitch_, check_);
+    setup_notes_.push_back(
+        "launch_gate=none: host-staged transfers make launches wait for the device");
   }
   start_cupti();
   if (const char* c = std::getenv("CUDA_DEVICE_MAX_CONNECTIONS");
@@ -78,14 +98,17 @@ CudaBackend::~CudaBackend() {
     // that is gone, and cudaDeviceSynchronize would wait with them forever. Aborting the
     // communicator ends them; the device memory goes with the process, which is exiting.
     abort_comm();
+    if (gate_) gate_->open();
     transport_.reset();
     return;
   }
   cudaDeviceSynchronize();
   while (!prepared_.empty()) {
-    release_prepared(prepared_.begin()->second);
+    release_memory(prepared_.begin()->second);
     prepared_.erase(prepared_.begin());
   }
+  gate_.reset();
+  monitor_.reset();
   transport_.reset();
   if (blas_) cublasDestroy(blas_);
   cudaFree(workspace_);
@@ -105,16 +128,24 @@ std::string CudaBackend::device() const {
 std::string CudaBackend::blas() const {
   int version = 0;
   cublasGetVersion(blas_, &version);
-  return "cuBLAS " + std::to_string(version) +
-         " (cublasGemmEx; fp32 accumulation for fp32, bf16 and fp16, no reduced-precision "
-         "split-K reduction; overlapping cases leave " +
-         std::to_string(comm_sms_) + " of " + std::to_string(sm_count_) +
-         " SMs to communication, --comm-sms " +
+  const bool fast = options_.math == "fast";
+  return "cuBLAS " + std::to_string(version) + " (cublasGemmEx; math " + options_.math +
+         (fast ? ": TF32 for fp32 (CUBLAS_COMPUTE_32F_FAST_TF32), reduced-precision split-K "
+                 "reductions allowed"
+               : ": fp32 accumulation for fp32, bf16 and fp16, no reduced-precision split-K "
+                 "reduction") +
+         "; GEMMs beside a transfer leave " + std::to_string(comm_sms_) + " of " +
+         std::to_string(sm_count_) + " SMs to communication, --comm-sms " +
          (options_.comm_sms < 0 ? "auto" : std::to_string(options_.comm_sms)) + ")";
 }
 
 int64_t CudaBackend::bytes_needed(const Plan& plan) const {
-  return device_bytes_needed(plan, 0) + stage_elements(plan) * dtype_bytes(plan.dtype);
+  // ncclMemAlloc rounds every buffer up to the allocation granularity (2 MiB on current GPUs).
+  constexpr int64_t kGranularity = 2 << 20;
+  const int64_t rounding = options_.transport == "mpi"
+                               ? 0
+                               : kGranularity * static_cast<int64_t>(plan.buffers.size() + 1);
+  return device_bytes_needed(plan, 0) + stage_elements(plan) * dtype_bytes(plan.dtype) + rounding;
 }
 
 int64_t CudaBackend::bytes_free() const {
@@ -125,8 +156,19 @@ int64_t CudaBackend::bytes_free() const {
 
 void CudaBackend::setup(const Plan& plan) {
   Prepared& p = prepared_[&plan];
-  // Allocated once per case.
-  allocate_device_buffers(plan, p, check_);
+  // Every rank must pick the same communicator for the plan, or their transfers would never
+  // meet: the plan overlaps where it does on any rank.
+  int overlaps = plan_overlaps(plan) ? 1 : 0;
+  MPI_Allreduce(MPI_IN_PLACE, &overlaps, 1, MPI_INT, MPI_MAX, options_.comm);
+  p.overlaps = overlaps != 0;
+  p.beside_transfer = tasks_beside_transfers(plan);
+  p.queued_ops = queued_operations(plan, cupti_ == nullptr);
+  // Allocated once per case, by the transport (NCCL's memory where NCCL registers it).
+  const DeviceAllocator allocator{
+      .allocate = [](void* t, size_t bytes) { return static_cast<Transport*>(t)->allocate(bytes); },
+      .free = [](void* t, void* ptr) { static_cast<Transport*>(t)->free(ptr); },
+      .ctx = transport_.get()};
+  allocate_device_buffers(plan, p, allocator);
   transport_->prepare(plan, p);
   const size_t n = plan.tasks.size();
   p.done.resize(n);
@@ -140,19 +182,25 @@ void CudaBackend::setup(const Plan& plan) {
     check_.cuda(cudaEventCreateWithFlags(&p.end[i], sync_flag), "creating a timing event");
   }
   fill_inputs(plan, options_.seed, p, check_);
-  p.overlaps = plan_overlaps(plan);
   // Cases interleave in rounds, so their ranges overlap rather than nest.
   const std::string name =
       std::string("case ") + to_string(plan.workload) + " " + plan.strategy.text;
   p.nvtx_case = nvtxRangeStartA(name.c_str());
 }
 
+void CudaBackend::release_memory(Prepared& p) {
+  if (monitored_ == &p) monitored_ = nullptr;
+  transport_->unprepare(p);
+  release_prepared(p);
+}
+
 void CudaBackend::release(const Plan& plan) {
   auto it = prepared_.find(&plan);
   if (it == prepared_.end()) return;
+  if (monitored_ == &it->second) stop_monitor();
   nvtxRangeEnd(it->second.nvtx_case);
   cudaDeviceSynchronize();
-  release_prepared(it->second);
+  release_memory(it->second);
   prepared_.erase(it);
 }
 
@@ -160,25 +208,49 @@ void CudaBackend::poison(const Plan& plan) {
   poison_buffers(plan, options_.seed, prepared(plan), check_);
 }
 
+void CudaBackend::fill_timing_data(const Plan& plan) {
+  fill_timing(plan, options_.seed, prepared(plan), check_);
+}
+
 std::vector<double> CudaBackend::read(const Plan& plan, int buffer) {
   return read_buffer(plan, prepared(plan), buffer, check_);
 }
 
-void CudaBackend::begin(const Plan& plan) {
+void CudaBackend::stop_monitor() {
+  if (monitored_ && monitor_->running()) monitored_->gpu.merge(monitor_->stop());
+  monitored_ = nullptr;
+}
+
+void CudaBackend::begin(const Plan& plan, bool timed) {
   plan_ = &plan;
   current_ = &prepared(plan);
   in_iteration_ = true;
+  timed_ = timed;
+  launch_start_ = now_seconds();
   transport_->begin(buffers());
+  // NVML samples the plan's timed iterations and nothing else.
+  if (!timed || monitored_ != current_) stop_monitor();
+  if (timed && monitored_ != current_ && monitor_->unavailable().empty()) {
+    monitor_->start();
+    monitored_ = current_;
+  }
+  gated_ = timed && gate_ && gate_->unavailable().empty() &&
+           (options_.graphs || current_->queued_ops <= LaunchGate::kMaxQueued);
+  events_on_ = cupti_ == nullptr || current_->events;
   // Graphs: the first iteration of a case (the verification run) is eager, so that NCCL
   // connects its peers and cuBLAS loads its kernels outside the capture; the second is
-  // captured, and every later one replays the captured graph.
+  // captured, and every later one replays the captured graph. A plan that must now record
+  // events is captured again with them.
+  if (options_.graphs && current_->graph && current_->events && !current_->graph_has_events) {
+    cudaGraphExecDestroy(current_->graph);
+    current_->graph = nullptr;
+  }
   replaying_ = options_.graphs && current_->graph != nullptr;
   capturing_ = options_.graphs && !replaying_ && current_->eager_runs > 0;
   if (options_.graphs && !replaying_ && !capturing_) ++current_->eager_runs;
   if (replaying_) {
-    // The origin is recorded outside the graph, just before it is launched in finish().
+    // The graph is launched in finish(), behind the gate and the origin.
     nvtxRangePushA("iteration (graph replay)");
-    cupti_on_ = cupti_ != nullptr;
     return;
   }
   if (capturing_) {
@@ -186,23 +258,30 @@ void CudaBackend::begin(const Plan& plan) {
     if (!graph_capture_eligible(plan, transport(), &why)) {
       throw InputError("--graphs: cannot capture this plan: " + why);
     }
+    current_->graph_has_events = events_on_;
     check_.cuda(cudaStreamBeginCapture(compute_, cudaStreamCaptureModeThreadLocal),
                 "cudaStreamBeginCapture");
+    nvtxRangePushA("iteration (captured)");
+    // Captured work forks the comm stream from the capture origin; the gate and the iteration's
+    // origin come with the graph's launch in finish().
+    check_.cuda(cudaEventRecord(fork_, compute_), "forking the comm stream");
+    check_.cuda(cudaStreamWaitEvent(comm_, fork_, 0), "forking the comm stream");
+    return;
   }
-  // Overlapping plans leave NCCL its SMs; a serial one (baseline) runs its GEMMs on all of them.
-  const int target = current_->overlaps && comm_sms_ > 0 ? std::max(1, sm_count_ - comm_sms_) : 0;
-  if (target != sm_target_) {
-    check_.blas(cublasSetSmCountTarget(blas_, target), "cublasSetSmCountTarget");
-    sm_target_ = target;
-  }
-  nvtxRangePushA(capturing_ ? "iteration (captured)" : "iteration");
-  cupti_on_ = cupti_ != nullptr && !capturing_;
-  // Host-timed transfers align their clock to the origin: it completed after this instant.
-  const double before_origin = now_seconds();
-  if (!capturing_) check_.cuda(cudaEventRecord(it0_, compute_), "recording the iteration start");
-  mark_origin();
+  nvtxRangePushA("iteration");
+  start_iteration();
   check_.cuda(cudaEventRecord(fork_, compute_), "forking the comm stream");
   check_.cuda(cudaStreamWaitEvent(comm_, fork_, 0), "forking the comm stream");
+}
+
+// Behind the gate (a timed iteration) the iteration's origin: the events' it0_ and CUPTI's
+// marker, on the compute stream, which everything of the iteration follows.
+void CudaBackend::start_iteration() {
+  if (gated_) gate_->close(compute_);
+  // Host-timed transfers align their clock to the origin: it completed after this instant.
+  const double before_origin = now_seconds();
+  check_.cuda(cudaEventRecord(it0_, compute_), "recording the iteration start");
+  mark_origin();
   transport_->origin_recorded(it0_, before_origin);
 }
 
@@ -227,144 +306,106 @@ void CudaBackend::launch(const Task& task, const std::vector<int>& wait_for) {
   }
   // What nsys and ncu show under the task's name, and what CUPTI's records are tagged with.
   nvtxRangePushA(task.label.c_str());
-  record_timing(p.start[task.id], stream);
+  if (events_on_) record_timing(p.start[task.id], stream);
   // Tagged during a capture too: the graph nodes it creates carry the task into replays.
   if (cupti_) cupti_->push(cupti_id(task.id));
   enqueue(task, stream);
   if (cupti_) cupti_->pop();
-  record_timing(p.end[task.id], stream);
+  if (events_on_) record_timing(p.end[task.id], stream);
   nvtxRangePop();
   check_.cuda(cudaEventRecord(p.done[task.id], stream), "recording a task's completion");
 }
 
-IterationTimes CudaBackend::finish(double timeout_s) {
+// Joins the comm stream back into the capture origin, then instantiates the graph.
+void CudaBackend::end_capture() {
   Prepared& p = *current_;
-  if (capturing_) {
-    // Join the comm stream back into the capture origin, then instantiate and run.
-    cudaEvent_t joined = nullptr;
-    check_.cuda(cudaEventCreateWithFlags(&joined, cudaEventDisableTiming), "creating an event");
-    check_.cuda(cudaEventRecord(joined, comm_), "joining streams");
-    check_.cuda(cudaStreamWaitEvent(compute_, joined, 0), "joining streams");
-    cudaGraph_t graph = nullptr;
-    check_.cuda(cudaStreamEndCapture(compute_, &graph), "cudaStreamEndCapture");
-    // Keep the comm stream's higher priority for the nodes captured from it.
-    check_.cuda(cudaGraphInstantiate(&p.graph, graph, cudaGraphInstantiateFlagUseNodePriority),
-                "cudaGraphInstantiate");
-    cudaGraphDestroy(graph);
-    cudaEventDestroy(joined);
-    capturing_ = false;
-    replaying_ = true;
-  }
+  cudaEvent_t joined = nullptr;
+  check_.cuda(cudaEventCreateWithFlags(&joined, cudaEventDisableTiming), "creating an event");
+  check_.cuda(cudaEventRecord(joined, comm_), "joining streams");
+  check_.cuda(cudaStreamWaitEvent(compute_, joined, 0), "joining streams");
+  cudaGraph_t graph = nullptr;
+  check_.cuda(cudaStreamEndCapture(compute_, &graph), "cudaStreamEndCapture");
+  // Keep the comm stream's higher priority for the nodes captured from it.
+  check_.cuda(cudaGraphInstantiate(&p.graph, graph, cudaGraphInstantiateFlagUseNodePriority),
+              "cudaGraphInstantiate");
+  cudaGraphDestroy(graph);
+  cudaEventDestroy(joined);
+  capturing_ = false;
+  replaying_ = true;
+}
+
+IterationTimes CudaBackend::finish(double timeout_s) {
+  if (capturing_) end_capture();
   if (replaying_) {
-    check_.cuda(cudaEventRecord(it0_, compute_), "recording the iteration start");
-    mark_origin();
-    check_.cuda(cudaGraphLaunch(p.graph, compute_), "cudaGraphLaunch");
+    start_iteration();
+    check_.cuda(cudaGraphLaunch(current_->graph, compute_), "cudaGraphLaunch");
   }
+  const double launched = now_seconds() - launch_start_;
+  const bool early = gated_ && gate_->open();
   wait_for_iteration(timeout_s);
   in_iteration_ = false;
   nvtxRangePop();
+  transport_->iteration_done();
+  IterationTimes times = read_times();
+  times.launch = launched;
+  times.gate_early = early;
+  return times;
+}
 
-  return read_times();
+std::string CudaBackend::gate_text(const Prepared& p) const {
+  if (!gate_) return "none: host-staged transfers make launches wait for the device";
+  if (!gate_->unavailable().empty()) return "none: " + gate_->unavailable();
+  if (!options_.graphs && p.queued_ops > LaunchGate::kMaxQueued) {
+    return "none: an iteration queues " + std::to_string(p.queued_ops) +
+           " operations on one stream, more than the " + std::to_string(LaunchGate::kMaxQueued) +
+           " a gate may hold (--graphs queues one)";
+  }
+  return "timed iterations start on the device after their last launch";
+}
+
+std::vector<std::string> CudaBackend::case_facts(const Plan& plan) {
+  Prepared& p = prepared(plan);
+  if (monitored_ == &p) stop_monitor();
+  int beside = 0, gemms = 0;
+  for (const Task& t : plan.tasks) {
+    if (t.kind != TaskKind::gemm) continue;
+    ++gemms;
+    beside += p.beside_transfer[t.id] != 0;
+  }
+  std::vector<std::string> facts = transport_->case_facts(p);
+  facts.push_back("overlapping_plan=" + std::string(p.overlaps ? "yes" : "no"));
+  facts.push_back("gemm_sm_target=" + std::to_string(beside) + " of " + std::to_string(gemms) +
+                  " GEMMs beside a transfer on " +
+                  std::to_string(comm_sms_ > 0 ? std::max(1, sm_count_ - comm_sms_) : sm_count_) +
+                  " of " + std::to_string(sm_count_) + " SMs, the rest on all");
+  facts.push_back("math=" + options_.math);
+  facts.push_back(std::string("execution=") + (options_.graphs ? "CUDA graph replay" : "eager"));
+  facts.push_back(std::string("launch_gate=") +
+                  (gate_ && gate_->unavailable().empty()
+                       ? "timed iterations start after their last launch"
+                       : "none"));
+  facts.push_back(std::string("task_timing=") +
+                  (cupti_ ? (p.events ? "CUPTI kernel activity, with per-task events after "
+                                        "CUPTI lost records"
+                                      : "CUPTI kernel activity, no per-task events")
+                          : "per-task CUDA events"));
+  if (p.retried > 0) facts.push_back("iterations_run_again=" + std::to_string(p.retried));
+  for (std::string& f : monitor_->window_facts(p.gpu)) facts.push_back(std::move(f));
+  return facts;
+}
+
+std::vector<std::string> CudaBackend::run_facts() {
+  std::vector<std::string> facts = setup_notes_;
+  for (std::string& f : transport_->run_facts()) facts.push_back(std::move(f));
+  for (std::string& f : monitor_->run_facts(node_peers_)) facts.push_back(std::move(f));
+  facts.push_back("comm_sms=" + std::to_string(comm_sms_) + " of " + std::to_string(sm_count_));
+  return facts;
 }
 
 Prepared& CudaBackend::prepared(const Plan& plan) {
   auto it = prepared_.find(&plan);
   if (it == prepared_.end()) throw std::logic_error("plan used before setup()");
   return it->second;
-}
-
-void CudaBackend::enqueue(const Task& t, cudaStream_t stream) {
-  const PlanBuffers at = buffers();
-  switch (t.kind) {
-    case TaskKind::gemm:
-      gemm(t);
-      break;
-    case TaskKind::add:
-      check_.cuda(cuda::add(plan_->dtype, at.device_at(t.c), at.device_at(t.a), t.m * t.n, stream),
-                  "launching the add kernel");
-      break;
-    case TaskKind::copy:
-      check_.cuda(cudaMemcpyAsync(at.device_at(t.c), at.device_at(t.a), t.m * t.n * at.elem(),
-                                  cudaMemcpyDeviceToDevice, stream),
-                  "cudaMemcpyAsync");
-      break;
-    case TaskKind::softmax:
-      check_.cuda(cuda::softmax(plan_->dtype, at.device_at(t.c), t.m, t.n, at.cols(t.c.buffer),
-                                t.scale, stream),
-                  "launching the softmax kernel");
-      break;
-    case TaskKind::online_softmax: {
-      cuda::OnlineSoftmax args;
-      args.scores = at.device_at(t.c);
-      args.rows = t.m;
-      args.cols = t.n;
-      args.ld = at.cols(t.c.buffer);
-      args.state = at.device_at(t.a);
-      args.ld_state = at.cols(t.a.buffer);
-      args.out = at.device_at(t.b);
-      args.ld_out = at.cols(t.b.buffer);
-      args.heads = t.batch;
-      args.head_width = t.k;
-      args.scale = t.scale;
-      args.first = !t.accumulate;
-      check_.cuda(cuda::online_softmax(plan_->dtype, args, stream),
-                  "launching the online softmax kernel");
-      break;
-    }
-    case TaskKind::softmax_finish:
-      check_.cuda(
-          cuda::softmax_finish(plan_->dtype, at.device_at(t.c), t.m, at.cols(t.c.buffer),
-                               at.device_at(t.a), at.cols(t.a.buffer), t.batch, t.k, stream),
-          "launching the softmax normalisation kernel");
-      break;
-    case TaskKind::send:
-    case TaskKind::recv:
-    case TaskKind::exchange:
-    case TaskKind::collective:
-      transport_->enqueue(t, stream);
-      break;
-  }
-}
-
-// Row-major C[m, n] = op(A) * op(B), each operand's leading dimension its buffer's width and
-// its base the view's first element (column views such as one attention head are strided).
-// A row-major matrix X with leading dimension ld is, read column-major, X^T with the same ld,
-// so cuBLAS computes the column-major C^T = op(B)^T * op(A)^T with the operands swapped:
-//   B as stored is op(B) (k x n) unless transpose_b (then n x k, op(B) = b^T); read
-//   column-major it is op(B)^T already (op N), or b^T whose transpose b = op(B)^T (op T).
-//   A likewise: op N unless transpose_a (a stored k x m, read column-major as a^T: op T).
-void CudaBackend::gemm(const Task& t) {
-  const PlanBuffers at = buffers();
-  const cudaDataType_t type = blas_type(plan_->dtype);
-  const bool fp64 = plan_->dtype == DType::fp64;
-  const cublasComputeType_t compute = fp64 ? CUBLAS_COMPUTE_64F : CUBLAS_COMPUTE_32F;
-  const float alpha32 = 1.0f, beta32 = t.accumulate ? 1.0f : 0.0f;
-  const double alpha64 = 1.0, beta64 = t.accumulate ? 1.0 : 0.0;
-  const void* alpha = fp64 ? static_cast<const void*>(&alpha64) : &alpha32;
-  const void* beta = fp64 ? static_cast<const void*>(&beta64) : &beta32;
-  const int m = static_cast<int>(t.m), n = static_cast<int>(t.n), k = static_cast<int>(t.k);
-  const int64_t lda = at.cols(t.a.buffer), ldb = at.cols(t.b.buffer), ldc = at.cols(t.c.buffer);
-  const cublasOperation_t op_b = t.transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N;
-  const cublasOperation_t op_a = t.transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N;
-  if (t.batch == 1) {
-    check_.blas(
-        cublasGemmEx(blas_, op_b, op_a, n, m, k, alpha, at.device_at(t.b), type,
-                     static_cast<int>(ldb), at.device_at(t.a), type, static_cast<int>(lda), beta,
-                     at.device_at(t.c), type, static_cast<int>(ldc), compute, CUBLAS_GEMM_DEFAULT),
-        "cublasGemmEx");
-    return;
-  }
-  // A task covering several blocks or heads is one strided-batched call; each operand moves by
-  // its step (rows * ld + cols elements), which may be 0 for an operand shared by every entry.
-  const long long stride_a = t.a_step.rows * lda + t.a_step.cols;
-  const long long stride_b = t.b_step.rows * ldb + t.b_step.cols;
-  const long long stride_c = t.c_step.rows * ldc + t.c_step.cols;
-  check_.blas(cublasGemmStridedBatchedEx(blas_, op_b, op_a, n, m, k, alpha, at.device_at(t.b), type,
-                                         static_cast<int>(ldb), stride_b, at.device_at(t.a), type,
-                                         static_cast<int>(lda), stride_a, beta, at.device_at(t.c),
-                                         type, static_cast<int>(ldc), stride_c, t.batch, compute,
-                                         CUBLAS_GEMM_DEFAULT),
-              "cublasGemmStridedBatchedEx");
 }
 
 // Timing events inside a capture must be external event nodes to be recorded when the graph
@@ -420,7 +461,7 @@ std::string CudaBackend::stuck_tasks() const {
       if (t.stream != s) continue;
       const bool finished = transport_->runs_on_host(t)
                                 ? !std::isnan(transport_->host_end(t.id))
-                                : cudaEventQuery(current_->end[t.id]) == cudaSuccess;
+                                : cudaEventQuery(current_->done[t.id]) == cudaSuccess;
       if (!finished) {
         stuck = t.id;
         break;

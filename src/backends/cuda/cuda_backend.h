@@ -14,11 +14,19 @@
 // blocks retire, and the peer's matching transfer is launched in the same plan position, so
 // both sides of every exchange are in flight together and neither waits for host timing.
 //
-// Files: cuda_backend.cpp (streams, events, GEMMs, iterations), cuda_setup.cpp (device choice),
-// timing.cpp (task times), cuda_buffers.cpp (a plan's memory and view addresses),
-// nccl_transport.cpp (NCCL exchanges and collectives, loopback included),
-// staged_mpi_transport.cpp (--transport mpi), module.cpp (the module's entry point, library
-// checks and versions).
+// What every strategy gets alike (docs/DESIGN.md, "Fairness"): plans whose transfers never
+// overlap a GEMM move data on NCCL's uncapped communicator and run their GEMMs on every SM;
+// overlapping plans move theirs on a communicator capped at --comm-sms CTAs, and a GEMM that
+// may run beside a transfer leaves those SMs free (cuBLAS's SM target, set per GEMM); every plan
+// buffer is registered with NCCL; a timed iteration's work waits behind a gate until the last
+// launch (launch_gate.h), and runs on data like a trained layer's; where CUPTI times the tasks no
+// per-task timing events are recorded; NVML samples clocks, power and temperature.
+//
+// Files: cuda_backend.cpp (streams, iterations, what the file records), cuda_tasks.cpp (GEMMs
+// and kernels), cuda_setup.cpp (device choice), timing.cpp (task times), cuda_buffers.cpp (a
+// plan's memory and view addresses), nccl_transport.cpp (NCCL exchanges and collectives,
+// loopback included), staged_mpi_transport.cpp (--transport mpi), launch_gate.cpp,
+// gpu_monitor.cpp (NVML), module.cpp (the module's entry point, library checks and versions).
 #pragma once
 
 #include <cublas_v2.h>
@@ -33,6 +41,8 @@
 #include "cuda_util.h"
 #include "cupti_timer.h"
 #include "fob/backend.h"
+#include "gpu_monitor.h"
+#include "launch_gate.h"
 #include "transport.h"
 
 namespace fob {
@@ -58,17 +68,31 @@ class CudaBackend : public Backend {
   void poison(const Plan& plan) override;
   std::vector<double> read(const Plan& plan, int buffer) override;
 
-  void begin(const Plan& plan) override;
+  void fill_timing_data(const Plan& plan) override;
+  void begin(const Plan& plan, bool timed) override;
   void launch(const Task& task, const std::vector<int>& wait_for) override;
   IterationTimes finish(double timeout_s) override;
+  std::vector<std::string> case_facts(const Plan& plan) override;
+  std::vector<std::string> run_facts() override;
 
  private:
   // cuda_backend.cpp
   Prepared& prepared(const Plan& plan);
   PlanBuffers buffers() const { return PlanBuffers(*plan_, *current_); }
+  void record_timing(cudaEvent_t event, cudaStream_t stream);
+  // The iteration's start on the device: behind the gate where it is held, then the origin.
+  void start_iteration();
+  void end_capture();
+  // NVML's window over the timed iterations of the plan in progress, merged into its record.
+  void stop_monitor();
+  void release_memory(Prepared& p);
+  std::string gate_text(const Prepared& p) const;
+
+  // cuda_tasks.cpp
+  void configure_math();
   void enqueue(const Task& t, cudaStream_t stream);
   void gemm(const Task& t);
-  void record_timing(cudaEvent_t event, cudaStream_t stream);
+  void set_sm_target(int target);
   void wait_for_iteration(double timeout_s);
   // Aborts the iteration and throws: it did not finish within `timeout_s`; `what` says where
   // the launch waited, if it did.
@@ -86,7 +110,9 @@ class CudaBackend : public Backend {
   void mark_origin();
   IterationTimes read_times();
   static IterationTimes finish_times(IterationTimes& times);
-  bool event_times(IterationTimes& times);
+  void event_times(IterationTimes& times);
+  // CUPTI's times of the iteration into `times`; why not, or "".
+  std::string cupti_times(IterationTimes& times);
   uint64_t cupti_id(int task) const { return (iteration_seq_ << 32) + 1 + task; }
 
   BackendOptions options_;
@@ -117,12 +143,22 @@ class CudaBackend : public Backend {
   // CUPTI kernel activity times the tasks (timing.cpp); null where CUPTI is missing or fails,
   // and not used for graph replays, whose kernels carry no per-task correlation.
   std::unique_ptr<CuptiTimer> cupti_;
-  bool cupti_on_ = false;  // this iteration's tasks are tagged
   uint64_t iteration_seq_ = 0;
   void* origin_ = nullptr;  // one device byte the origin marker sets
   // Recorded after the origin marker: brackets, on the event clock, when CUPTI's origin ran.
   cudaEvent_t origin_end_ = nullptr;
   std::string timer_note_;  // why an iteration fell back to the event timer, said once
+  // This iteration records per-task timing events: where CUPTI does not time the tasks, or its
+  // plan lost an iteration's kernel records before (Prepared::events).
+  bool events_on_ = true;
+  bool timed_ = false;  // the iteration in progress is timed: gated, monitored
+  bool gated_ = false;  // its work waits behind the gate
+  double launch_start_ = 0;
+  std::unique_ptr<LaunchGate> gate_;
+  std::unique_ptr<GpuMonitor> monitor_;
+  Prepared* monitored_ = nullptr;         // the plan whose timed iterations NVML samples
+  std::vector<std::string> node_peers_;   // bus ids of the other ranks' GPUs on this host
+  std::vector<std::string> setup_notes_;  // what the run records of its setup (run_facts)
   // Between begin() and a finish() that returned: an iteration that never finished may have
   // NCCL kernels waiting for a peer, which only aborting the communicator ends.
   bool in_iteration_ = false;

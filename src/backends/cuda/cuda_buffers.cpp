@@ -9,16 +9,16 @@
 
 namespace fob {
 
-void allocate_device_buffers(const Plan& plan, Prepared& p, const Checker& check) {
+void allocate_device_buffers(const Plan& plan, Prepared& p, const DeviceAllocator& allocator) {
   const int elem = dtype_bytes(plan.dtype);
+  p.free_device = allocator.free;
+  p.free_ctx = allocator.ctx;
   for (const BufferSpec& b : plan.buffers) {
-    void* ptr = nullptr;
-    check.cuda(cudaMalloc(&ptr, std::max<int64_t>(b.rows * b.cols * elem, 1)),
-               "cudaMalloc for a plan buffer");
-    p.device.push_back(ptr);
+    const auto bytes = static_cast<size_t>(std::max<int64_t>(b.rows * b.cols * elem, 1));
+    p.device.push_back(allocator.allocate(allocator.ctx, bytes));
   }
   if (const int64_t stage = stage_elements(plan); stage > 0) {
-    check.cuda(cudaMalloc(&p.stage, stage * elem), "cudaMalloc for collective staging");
+    p.stage = allocator.allocate(allocator.ctx, static_cast<size_t>(stage * elem));
   }
 }
 
@@ -71,6 +71,17 @@ void fill_inputs(const Plan& plan, uint64_t seed, Prepared& p, const Checker& ch
   check.cuda(cudaDeviceSynchronize(), "filling inputs");
 }
 
+void fill_timing(const Plan& plan, uint64_t seed, Prepared& p, const Checker& check) {
+  const int elem = dtype_bytes(plan.dtype);
+  for (const InputRegion& region : plan.inputs) {
+    const InputFill fill = input_fill(plan, region, seed);
+    char* dst = static_cast<char*>(p.device[region.buffer]) + region.row * fill.cols * elem;
+    check.cuda(cuda::fill_timing(plan.dtype, dst, fill, nullptr),
+               "generating timing data on the device");
+  }
+  check.cuda(cudaDeviceSynchronize(), "filling timing data");
+}
+
 void poison_buffers(const Plan& plan, uint64_t seed, Prepared& p, const Checker& check) {
   // All-ones bytes are a NaN in every floating-point type used here.
   for (size_t i = 0; i < p.device.size(); ++i) {
@@ -95,8 +106,10 @@ void release_prepared(Prepared& p) {
   // The graph first: its event-record nodes refer to the events destroyed below.
   if (p.graph) cudaGraphExecDestroy(p.graph);
   p.graph = nullptr;
-  for (void* ptr : p.device) cudaFree(ptr);
-  if (p.stage) cudaFree(p.stage);
+  if (p.free_device) {
+    for (void* ptr : p.device) p.free_device(p.free_ctx, ptr);
+    if (p.stage) p.free_device(p.free_ctx, p.stage);
+  }
   for (void* ptr : p.host) {
     if (ptr) cudaFreeHost(ptr);
   }

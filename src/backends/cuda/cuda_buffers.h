@@ -10,6 +10,7 @@
 
 #include "cuda_util.h"
 #include "fob/plan.h"
+#include "gpu_monitor.h"
 
 namespace fob {
 
@@ -22,15 +23,45 @@ struct Prepared {
   void* host_scratch[2] = {nullptr, nullptr};
   std::vector<cudaEvent_t> done, start, end;
   cudaGraphExec_t graph = nullptr;
-  int eager_runs = 0;      // iterations run before capturing a graph
-  uint64_t nvtx_case = 0;  // the case's NVTX range, from setup() to release()
-  bool overlaps = false;   // plan_overlaps(): its GEMMs leave SMs to communication
+  bool graph_has_events = false;  // the graph records per-task timing events
+  int eager_runs = 0;             // iterations run before capturing a graph
+  uint64_t nvtx_case = 0;         // the case's NVTX range, from setup() to release()
+  // plan_overlaps(), agreed by every rank: its transfers run on the communicator whose CTAs
+  // are capped (nccl_transport.h).
+  bool overlaps = false;
+  // Per task: a GEMM that may run beside a transfer leaves --comm-sms SMs free
+  // (tasks_beside_transfers(), device_plan.h).
+  std::vector<char> beside_transfer;
+  // NCCL's registrations of the buffers, with the communicator they were made on.
+  std::vector<void*> registered;
+  void* registered_with = nullptr;
+  int64_t registered_bytes = 0;
+  // CUPTI lost an iteration's records: this plan's iterations record per-task timing events
+  // from then on (and a captured graph is captured again with them).
+  bool events = false;
+  int retried = 0;  // iterations run again because no timer took them
+  // The most operations one eager iteration queues on one stream (queued_operations()).
+  int queued_ops = 0;
+  GpuWindow gpu;  // NVML's samples over its timed iterations
+  // How device memory was allocated, so release_prepared() frees it the same way.
+  void (*free_device)(void* ctx, void* ptr) = nullptr;
+  void* free_ctx = nullptr;
 };
 
-// The plan's device buffers and collective scratch, with cudaMalloc: never managed memory.
-void allocate_device_buffers(const Plan& plan, Prepared& p, const Checker& check);
+// Device memory for a plan: `allocate(ctx, bytes)` and its matching `free_device`.
+struct DeviceAllocator {
+  void* (*allocate)(void* ctx, size_t bytes) = nullptr;
+  void (*free)(void* ctx, void* ptr) = nullptr;
+  void* ctx = nullptr;
+};
+
+// The plan's device buffers and collective scratch (never managed memory).
+void allocate_device_buffers(const Plan& plan, Prepared& p, const DeviceAllocator& allocator);
 // The plan's input regions, generated from `seed` on the device in its dtype (no host copy).
 void fill_inputs(const Plan& plan, uint64_t seed, Prepared& p, const Checker& check);
+// The plan's input regions overwritten with timing data (timing_element in input_hash.h), on
+// the device.
+void fill_timing(const Plan& plan, uint64_t seed, Prepared& p, const Checker& check);
 // Every device buffer set to NaN, then the inputs written again.
 void poison_buffers(const Plan& plan, uint64_t seed, Prepared& p, const Checker& check);
 std::vector<double> read_buffer(const Plan& plan, const Prepared& p, int buffer,

@@ -1,6 +1,7 @@
 // The cuda backend's start-up: which device each rank takes, checked across ranks before
 // anything is allocated, and the SMs the GEMMs leave to communication.
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 
 #include "core/gather.h"
@@ -38,6 +39,36 @@ void CudaBackend::select_and_check_device(bool one_gpu_per_rank) {
   // before anything is allocated.
   std::vector<std::string> ids = gather_strings(options_.comm, hostname() + "/" + bus_id_);
   std::vector<std::string> errors = gather_strings(options_.comm, error);
+  // The GPUs of this host's other ranks, for NVML's NVLink report (run_facts).
+  const std::string me = hostname() + "/";
+  for (int r = 0; r < static_cast<int>(ids.size()); ++r) {
+    if (r != rank_ && ids[r].rfind(me, 0) == 0 && ids[r] != me + bus_id_) {
+      node_peers_.push_back(ids[r].substr(me.size()));
+    }
+  }
+  // NCCL finds NVLink between GPUs it is shown (NVIDIA/nccl#1066: "NCCL needs to see all GPUs
+  // on the same node for all NVLink detection to work properly"); ranks that each see fewer
+  // GPUs than the node runs ranks may fall back to PCIe without a word.
+  int local_size = 1;
+  {
+    MPI_Comm node;
+    MPI_Comm_split_type(options_.comm, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node);
+    MPI_Comm_size(node, &local_size);
+    MPI_Comm_free(&node);
+  }
+  if (one_gpu_per_rank && local_size > count && count > 0) {
+    setup_notes_.push_back("gpu_visibility=" + std::to_string(local_size) +
+                           " NCCL ranks on this node, " + std::to_string(count) +
+                           " GPU(s) visible to each");
+    if (local_rank == 0) {
+      std::fprintf(stderr,
+                   "[fobench] warning: %s runs %d NCCL ranks but each sees %d GPU(s) "
+                   "(CUDA_VISIBLE_DEVICES or the job's GPU binding): NCCL may not detect "
+                   "NVLink between them and fall back to PCIe (NVIDIA/nccl#1066); give every "
+                   "rank all of the node's GPUs (srun --gpus-per-node=N --gpu-bind=none)\n",
+                   hostname().c_str(), local_size, count);
+    }
+  }
   std::string verdict;
   if (rank_ == 0) {
     for (const std::string& e : errors) {

@@ -246,7 +246,45 @@ cudaError_t launch_fill(void* dst, const InputFill& f, const InputEncoding& enco
   return cudaGetLastError();
 }
 
+// Timing data (timing_element, input_hash.h): a grid-stride loop over the region's elements.
+template <typename T>
+__global__ void fill_timing_kernel(T* out, InputFill f) {
+  const int64_t count = f.rows * f.cols;
+  const int64_t stride = static_cast<int64_t>(blockDim.x) * gridDim.x;
+  for (int64_t e = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; e < count;
+       e += stride) {
+    const int64_t i = e / f.cols, j = e % f.cols;
+    out[e] = static_cast<T>(
+        timing_element(f.tensor_hash, f.global_row + i, f.global_col + j, f.timing_sigma));
+  }
+}
+
+template <typename T>
+cudaError_t launch_fill_timing(void* dst, const InputFill& f, cudaStream_t stream) {
+  if (f.rows <= 0 || f.cols <= 0) return cudaSuccess;
+  if (f.zeros) return cudaMemsetAsync(dst, 0, f.rows * f.cols * sizeof(T), stream);
+  constexpr int kThreads = 256;
+  const int64_t wanted = (f.rows * f.cols + kThreads - 1) / kThreads;
+  const int blocks = static_cast<int>(wanted < 4096 ? wanted : 4096);
+  FOB_LAUNCH(fill_timing_kernel<T>, blocks, kThreads, 0, stream)(static_cast<T*>(dst), f);
+  return cudaGetLastError();
+}
+
 }  // namespace
+
+cudaError_t fill_timing(DType dtype, void* dst, const InputFill& fill, cudaStream_t stream) {
+  switch (dtype) {
+    case DType::fp32:
+      return launch_fill_timing<float>(dst, fill, stream);
+    case DType::fp64:
+      return launch_fill_timing<double>(dst, fill, stream);
+    case DType::bf16:
+      return launch_fill_timing<__nv_bfloat16>(dst, fill, stream);
+    case DType::fp16:
+      return launch_fill_timing<__half>(dst, fill, stream);
+  }
+  return cudaErrorInvalidValue;
+}
 
 cudaError_t fill_input(void* dst, int elem_bytes, const InputFill& fill,
                        const InputEncoding& encoding, cudaStream_t stream) {

@@ -51,4 +51,7 @@ cudaError_t softmax_finish(DType dtype, void* out, int64_t rows, int64_t ld_out,
 cudaError_t fill_input(void* dst, int elem_bytes, const InputFill& fill,
                        const InputEncoding& encoding, cudaStream_t stream);
 
+// Writes the region's timing data (timing_element, input_hash.h) in `dtype` at `dst`.
+cudaError_t fill_timing(DType dtype, void* dst, const InputFill& fill, cudaStream_t stream);
+
 }  // namespace fob::cuda

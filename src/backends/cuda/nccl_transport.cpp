@@ -1,14 +1,39 @@
 #include "nccl_transport.h"
 
+#include <algorithm>
 #include <cstdlib>
+#include <map>
+#include <string>
+#include <vector>
 
 #include "kernels.h"
 
 namespace fob {
 
+namespace {
+
+NcclLogCapture& nccl_log(int rank) {
+  // NCCL reads its log settings once per process, at the first call that logs: one capture
+  // serves every backend the process makes, and outlives them.
+  static NcclLogCapture capture(rank);
+  return capture;
+}
+
+std::string peers_text(const std::map<int, std::vector<std::string>>& peers) {
+  std::string out;
+  for (const auto& [peer, transports] : peers) {
+    out += (out.empty() ? "" : "; ") + std::to_string(peer) + ":";
+    for (size_t i = 0; i < transports.size(); ++i) out += (i ? "," : " ") + transports[i];
+  }
+  return out;
+}
+
+}  // namespace
+
 NcclTransport::NcclTransport(MPI_Comm comm, int rank, int world, int comm_sms, bool loopback,
                              size_t mem_pitch, const Checker& check)
-    : check_(check), loopback_(loopback), mem_pitch_(mem_pitch) {
+    : check_(check), rank_(rank), loopback_(loopback), mem_pitch_(mem_pitch) {
+  NcclLogCapture& log = nccl_log(rank);
   // Rank 0's result travels with the id, so a failure there cannot leave the others waiting.
   ncclUniqueId id;
   int status = rank == 0 ? static_cast<int>(ncclGetUniqueId(&id)) : 0;
@@ -16,37 +41,141 @@ NcclTransport::NcclTransport(MPI_Comm comm, int rank, int world, int comm_sms, b
   check_.nccl(static_cast<ncclResult_t>(status), "ncclGetUniqueId on rank 0");
   MPI_Bcast(&id, sizeof id, MPI_BYTE, 0, comm);
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-  if (comm_sms > 0 && !std::getenv("NCCL_MAX_CTAS")) config.maxCTAs = comm_sms;
-  check_.nccl(ncclCommInitRankConfig(&nccl_, world, id, rank, &config), "ncclCommInitRankConfig");
+  check_.nccl(ncclCommInitRankConfig(&reference_.comm, world, id, rank, &config),
+              "ncclCommInitRankConfig");
+  reference_.facts = parse_nccl_init(log.take());
+  const char* env_cap = std::getenv("NCCL_MAX_CTAS");
+  reference_.cap =
+      env_cap && *env_cap ? std::string("NCCL_MAX_CTAS=") + env_cap : "NCCL's default CTA limit";
+  if (comm_sms > 0 && !(env_cap && *env_cap)) {
+    // A duplicate (every rank colour 0, key its rank) with its own config: maxCTAs only, every
+    // other field NCCL's default, no resources shared with the reference communicator.
+    ncclConfig_t capped = NCCL_CONFIG_INITIALIZER;
+    capped.maxCTAs = comm_sms;
+    capped.splitShare = 0;
+    check_.nccl(ncclCommSplit(reference_.comm, 0, rank, &capped_.comm, &capped),
+                "ncclCommSplit (the communicator of overlapping plans)");
+    capped_.facts = parse_nccl_init(log.take());
+    capped_.cap = "maxCTAs " + std::to_string(comm_sms) + " (--comm-sms)";
+    split_ = true;
+  }
 }
 
 NcclTransport::~NcclTransport() {
-  if (nccl_) ncclCommDestroy(nccl_);
+  if (split_ && capped_.comm) ncclCommDestroy(capped_.comm);
+  if (reference_.comm) ncclCommDestroy(reference_.comm);
 }
 
-void NcclTransport::enqueue(const Task& t, cudaStream_t stream) {
-  if (t.kind == TaskKind::collective) {
-    collective(t, stream);
-  } else {
-    exchange(t, stream);
+NcclTransport::Communicator& NcclTransport::communicator(const Prepared& p) {
+  return p.overlaps && split_ ? capped_ : reference_;
+}
+const NcclTransport::Communicator& NcclTransport::communicator(const Prepared& p) const {
+  return p.overlaps && split_ ? capped_ : reference_;
+}
+
+// ncclMemAlloc's memory (cuMem, mapped for every peer) is what NCCL 2.28 can register for
+// zero-copy transfers; cudaMalloc's is not, unless NCCL_LEGACY_CUDA_REGISTER=1 (src/transport/
+// p2p.cc, ipcRegisterBuffer).
+void* NcclTransport::allocate(size_t bytes) {
+  void* ptr = nullptr;
+  check_.nccl(ncclMemAlloc(&ptr, bytes), "ncclMemAlloc for a plan buffer");
+  return ptr;
+}
+
+void NcclTransport::free(void* ptr) {
+  if (ptr) ncclMemFree(ptr);
+}
+
+// Every buffer, on every rank, with the communicator the plan uses: NCCL requires both sides of
+// a transfer registered (NCCL User Guide, "User Buffer Registration").
+void NcclTransport::prepare(const Plan& plan, Prepared& p) {
+  Communicator& c = communicator(p);
+  const int elem = dtype_bytes(plan.dtype);
+  for (size_t i = 0; i < p.device.size(); ++i) {
+    const size_t bytes =
+        static_cast<size_t>(std::max<int64_t>(plan.buffers[i].rows * plan.buffers[i].cols, 1)) *
+        elem;
+    void* handle = nullptr;
+    check_.nccl(ncclCommRegister(c.comm, p.device[i], bytes, &handle), "ncclCommRegister");
+    p.registered.push_back(handle);
+    p.registered_bytes += static_cast<int64_t>(bytes);
   }
+  p.registered_with = c.comm;
+}
+
+void NcclTransport::unprepare(Prepared& p) {
+  for (void* handle : p.registered) {
+    if (handle) ncclCommDeregister(static_cast<ncclComm_t>(p.registered_with), handle);
+  }
+  p.registered.clear();
+}
+
+void NcclTransport::begin(const PlanBuffers& buffers) {
+  at_ = buffers;
+  current_ = &communicator(buffers.prepared());
+  nccl_ = current_->comm;
+}
+
+// The connections NCCL made in this iteration (it connects a peer at its first use) belong to
+// the communicator the iteration used.
+void NcclTransport::iteration_done() {
+  const std::vector<std::string> lines = nccl_log(rank_).take();
+  if (lines.empty()) return;
+  const int rank = loopback_ ? 0 : rank_;
+  for (bool p2p : {true, false}) {
+    auto& into = p2p ? current_->p2p : current_->collective;
+    for (auto& [peer, transports] : parse_nccl_transports(lines, rank, p2p)) {
+      std::vector<std::string>& seen = into[peer];
+      for (const std::string& t : transports) {
+        if (std::find(seen.begin(), seen.end(), t) == seen.end()) seen.push_back(t);
+      }
+    }
+  }
+}
+
+std::vector<std::string> NcclTransport::case_facts(const Prepared& p) const {
+  const Communicator& c = communicator(p);
+  auto number = [](int n) { return n < 0 ? std::string("not reported") : std::to_string(n); };
+  std::vector<std::string> facts = {
+      std::string("nccl_communicator=") + (&c == &capped_ ? "capped" : "reference"),
+      "nccl_cta_limit=" + c.cap,
+      "nccl_coll_channels=" + number(c.facts.coll_channels),
+      "nccl_p2p_channels=" + number(c.facts.p2p_channels),
+      "nccl_p2p_channels_per_peer=" + number(c.facts.p2p_channels_per_peer),
+      "nccl_nvls_channels=" + number(c.facts.nvls_channels),
+      "nccl_ring_path=" + (c.facts.ring_intra.empty()
+                               ? std::string("not reported")
+                               : c.facts.ring_intra + "/" + c.facts.ring_inter),
+      "nccl_local_ranks=" + number(c.facts.local_ranks),
+      "nccl_p2p_transports=" + peers_text(c.p2p),
+      "nccl_collective_transports=" + peers_text(c.collective),
+      "nccl_registered=" + std::to_string(p.registered.size()) + " buffers, " +
+          std::to_string(p.registered_bytes) + " bytes (ncclMemAlloc, ncclCommRegister)"};
+  return facts;
+}
+
+std::vector<std::string> NcclTransport::run_facts() const {
+  const std::string& why = nccl_log(rank_).unavailable();
+  return {"nccl_log=" +
+          (why.empty() ? std::string("read (NCCL_DEBUG=INFO to a private file)") : why)};
 }
 
 std::optional<Transport::AsyncError> NcclTransport::async_error() {
-  if (!nccl_) return std::nullopt;
-  ncclResult_t async = ncclSuccess;
-  ncclCommGetAsyncError(nccl_, &async);
-  if (async == ncclSuccess) return std::nullopt;
-  return AsyncError{"NCCL error while", ncclGetErrorString(async)};
+  for (ncclComm_t comm : {reference_.comm, split_ ? capped_.comm : nullptr}) {
+    if (!comm) continue;
+    ncclResult_t async = ncclSuccess;
+    ncclCommGetAsyncError(comm, &async);
+    if (async != ncclSuccess) return AsyncError{"NCCL error while", ncclGetErrorString(async)};
+  }
+  return std::nullopt;
 }
 
-// Aborting the communicator is what unblocks NCCL kernels waiting for a peer that will never
+// Aborting the communicators is what unblocks NCCL kernels waiting for a peer that will never
 // come; a hung rank then exits instead of holding its GPU.
 void NcclTransport::abort() {
-  if (nccl_) {
-    ncclCommAbort(nccl_);
-    nccl_ = nullptr;
-  }
+  if (split_ && capped_.comm) ncclCommAbort(capped_.comm);
+  if (reference_.comm) ncclCommAbort(reference_.comm);
+  capped_.comm = reference_.comm = nccl_ = nullptr;
 }
 
 // The halves a task has (sends() and receives()): a side without a peer is never posted.
@@ -80,7 +209,6 @@ void NcclTransport::all_gather(const Task& t, cudaStream_t stream) {
   const int64_t block = at_.count(t.c);
   const int64_t stride = t.dst_stride_rows;
   const int rank = at_.plan().rank, world = at_.plan().world;
-  void* stage = at_.prepared().stage;
   if (loopback_) {
     // The 1-rank all-gather places this rank's block; the others are what every other rank
     // would send, which in loopback is this rank's own block (the shards are equal).
@@ -103,13 +231,18 @@ void NcclTransport::all_gather(const Task& t, cudaStream_t stream) {
                 "ncclAllGather");
     return;
   }
-  // A slicing chunk: the blocks are a stride apart. NCCL's all-gather (its ring) into
-  // contiguous scratch, then one strided copy puts every block in place.
-  const size_t width = static_cast<size_t>(block) * at_.elem();
-  check_.nccl(ncclAllGather(at_.device_at(t.a), stage, block, type, nccl_, stream),
-              "ncclAllGather");
-  copy_blocks(at_.device_at(t.c), static_cast<size_t>(stride * at_.cols(t.c.buffer)) * at_.elem(),
-              stage, width, width, world, stream, "placing gathered blocks");
+  // Blocks a stride apart (a chunk of a buffer kept in token order): NCCL's all-gather writes
+  // one contiguous range, so the chunk moves as point-to-point in one group, this rank's block
+  // to every other rank and each rank's block received in its place. Every rank sends the N-1
+  // blocks a ring all-gather sends, and nothing is staged or copied afterwards.
+  check_.nccl(ncclGroupStart(), "ncclGroupStart");
+  for (int j = 0; j < world; ++j) {
+    if (j == rank) continue;
+    check_.nccl(ncclSend(at_.device_at(t.a), block, type, j, nccl_, stream), "ncclSend");
+    check_.nccl(ncclRecv(at_.device_at(t.c, j * stride), block, type, j, nccl_, stream),
+                "ncclRecv");
+  }
+  check_.nccl(ncclGroupEnd(), "ncclGroupEnd");
 }
 
 // Rank j's contribution to block j... lies at a.row + j * src_stride_rows; the sum of this

@@ -4,31 +4,58 @@
 // (BackendOptions::loopback) the communicator has one rank, this process: the collective call
 // covers its own block and every other rank's block moves by a send to itself and a receive in
 // the same group, which NCCL allows.
+//
+// Two communicators over the same ranks (docs/DESIGN.md, "Fairness"): the reference one with
+// NCCL's own CTA limits, on which plans that never run a transfer beside a GEMM (comm_only,
+// baseline) move their data, and one split from it with maxCTAs = --comm-sms, on which the
+// overlapping plans move theirs while their GEMMs leave those SMs free. Plan buffers come from
+// ncclMemAlloc and are registered (ncclCommRegister) with the communicator the plan uses, so
+// that eager iterations and captured graphs alike send without NCCL's staging copy.
 #pragma once
 
 #include <mpi.h>
 #include <nccl.h>
 
+#include <memory>
+
 #include "cuda_util.h"
+#include "fob/nccl_log.h"
+#include "nccl_log_capture.h"
 #include "transport.h"
 
 namespace fob {
 
 class NcclTransport : public Transport {
  public:
-  // Collective over `comm`: makes the communicator, its kernels on no more CTAs (one per SM)
-  // than `comm_sms` where that is > 0. `mem_pitch` is the largest pitch cudaMemcpy2DAsync takes.
+  // Collective over `comm`: makes both communicators; with `comm_sms` 0 they are one, uncapped.
+  // `mem_pitch` is the largest pitch cudaMemcpy2DAsync takes.
   NcclTransport(MPI_Comm comm, int rank, int world, int comm_sms, bool loopback, size_t mem_pitch,
                 const Checker& check);
   ~NcclTransport() override;
 
   std::string name() const override { return "nccl"; }
-  void begin(const PlanBuffers& buffers) override { at_ = buffers; }
+  void* allocate(size_t bytes) override;
+  void free(void* ptr) override;
+  void prepare(const Plan& plan, Prepared& p) override;
+  void unprepare(Prepared& p) override;
+  void begin(const PlanBuffers& buffers) override;
   void enqueue(const Task& t, cudaStream_t stream) override;
+  void iteration_done() override;
+  std::vector<std::string> case_facts(const Prepared& p) const override;
+  std::vector<std::string> run_facts() const override;
   std::optional<AsyncError> async_error() override;
   void abort() override;
 
  private:
+  struct Communicator {
+    ncclComm_t comm = nullptr;
+    NcclCommFacts facts;
+    std::string cap;  // what limits its CTAs, in words
+    // Transports per peer as NCCL reported them when it connected (lazily, at first use).
+    std::map<int, std::vector<std::string>> p2p, collective;
+  };
+  Communicator& communicator(const Prepared& p);
+  const Communicator& communicator(const Prepared& p) const;
   void exchange(const Task& t, cudaStream_t stream);
   void collective(const Task& t, cudaStream_t stream);
   void all_gather(const Task& t, cudaStream_t stream);
@@ -40,9 +67,14 @@ class NcclTransport : public Transport {
                    int count, cudaStream_t stream, const char* what);
 
   Checker check_;
+  int rank_ = 0;
   bool loopback_ = false;
   size_t mem_pitch_ = 0;
-  ncclComm_t nccl_ = nullptr;
+  Communicator reference_, capped_;
+  bool split_ = false;  // capped_ is a communicator of its own
+  Communicator* current_ = &reference_;
+  ncclComm_t nccl_ = nullptr;      // the current plan's communicator
+  bool connections_read_ = false;  // this plan's first iteration's connection lines are read
   PlanBuffers at_;
 };
 

@@ -28,6 +28,12 @@ StagedMpiTransport::~StagedMpiTransport() {
   if (copy_) cudaStreamDestroy(copy_);
 }
 
+void* StagedMpiTransport::allocate(size_t bytes) {
+  void* ptr = nullptr;
+  check_.cuda(cudaMalloc(&ptr, bytes), "cudaMalloc for a plan buffer");
+  return ptr;
+}
+
 void StagedMpiTransport::prepare(const Plan& plan, Prepared& p) {
   const int elem = dtype_bytes(plan.dtype);
   p.host.assign(plan.buffers.size(), nullptr);

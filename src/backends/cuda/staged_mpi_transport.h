@@ -38,6 +38,8 @@ class StagedMpiTransport : public Transport {
   // The host thread waits for GPU work with these events: blocking, not spinning, so that it
   // leaves the CPU to the ranks sharing it.
   unsigned event_flags() const override { return cudaEventBlockingSync; }
+  void* allocate(size_t bytes) override;
+  void free(void* ptr) override { cudaFree(ptr); }
   void prepare(const Plan& plan, Prepared& p) override;
 
   void begin(const PlanBuffers& buffers) override;

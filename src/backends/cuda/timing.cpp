@@ -52,7 +52,7 @@ void CudaBackend::start_cupti() {
 
 // The iteration's origin on CUPTI's clock: a one-byte memset right after the origin event.
 void CudaBackend::mark_origin() {
-  if (!cupti_on_) return;
+  if (!cupti_) return;
   ++iteration_seq_;
   cupti_->push(cupti_id(-1));
   check_.cuda(cudaMemsetAsync(origin_, 0, 1, compute_), "marking the iteration's origin");
@@ -60,7 +60,7 @@ void CudaBackend::mark_origin() {
   check_.cuda(cudaEventRecord(origin_end_, compute_), "bracketing the iteration's origin");
 }
 
-bool CudaBackend::event_times(IterationTimes& times) {
+void CudaBackend::event_times(IterationTimes& times) {
   for (size_t i = 0; i < plan_->tasks.size(); ++i) {
     if (transport_->runs_on_host(plan_->tasks[i])) continue;
     float start_ms = 0, end_ms = 0;
@@ -69,7 +69,46 @@ bool CudaBackend::event_times(IterationTimes& times) {
     times.start[i] = start_ms * 1e-3;
     times.end[i] = end_ms * 1e-3;
   }
-  return true;
+}
+
+// CUPTI's kernel times of the iteration: every task's from its first kernel's (or copy's) start
+// to its last one's end, counted from the origin marker. Returns why they cannot be used, or "".
+std::string CudaBackend::cupti_times(IterationTimes& times) {
+  const size_t n = plan_->tasks.size();
+  // Collected every iteration, so that none leaves records behind for the next.
+  size_t dropped = 0;
+  const std::vector<CuptiTimer::Span> spans = cupti_->collect(cupti_id(-1), n + 1, &dropped);
+  if (dropped > 0) return "CUPTI dropped " + std::to_string(dropped) + " activity records";
+  if (spans[0].records == 0) return "CUPTI recorded no origin marker";
+  // Without events, a task whose calls put no work CUPTI saw on the GPU has no other time.
+  for (size_t i = 0; i < n && !events_on_; ++i) {
+    if (spans[i + 1].records == 0 && !transport_->runs_on_host(plan_->tasks[i])) {
+      return "CUPTI recorded no work of task " + std::to_string(i) + " '" + plan_->tasks[i].label +
+             "'";
+    }
+  }
+  if (events_on_) {
+    times.stream_start = times.start;
+    times.stream_end = times.end;
+  }
+  float lag_ms = 0;
+  check_.cuda(cudaEventElapsedTime(&lag_ms, it0_, origin_end_), "reading the origin's lag");
+  times.origin_lag = lag_ms * 1e-3;
+  const uint64_t origin = spans[0].start;
+  bool host_timed = false;
+  for (size_t i = 0; i < n; ++i) {
+    const CuptiTimer::Span& s = spans[i + 1];
+    host_timed |= transport_->runs_on_host(plan_->tasks[i]);
+    // A task whose calls put no work on the GPU keeps its stream-event bracket.
+    if (s.records == 0 || transport_->runs_on_host(plan_->tasks[i])) continue;
+    times.start[i] = (static_cast<double>(s.start) - static_cast<double>(origin)) * 1e-9;
+    times.end[i] = (static_cast<double>(s.end) - static_cast<double>(origin)) * 1e-9;
+  }
+  // Host-timed transfers count from the events' origin, the kernels from the marker, which
+  // ran up to origin_lag after it: the two agree only that closely.
+  if (host_timed) times.host_alignment += times.origin_lag;
+  times.timer = timer_named(kCuptiTimer);
+  return "";
 }
 
 IterationTimes CudaBackend::read_times() {
@@ -83,47 +122,23 @@ IterationTimes CudaBackend::read_times() {
       times.end[i] = transport_->host_end(static_cast<int>(i));
     }
   }
-  event_times(times);
+  if (events_on_) event_times(times);
   times.host_alignment = transport_->host_alignment();
   if (!cupti_) return finish_times(times);
-  // Collected every iteration, so that none leaves records behind for the next; used when the
-  // iteration was tagged (not the one captured as a graph: it ran the graph only at its end).
-  size_t dropped = 0;
-  const std::vector<CuptiTimer::Span> spans = cupti_->collect(cupti_id(-1), n + 1, &dropped);
-  // An iteration CUPTI did not time (a dropped record, or the one captured as a graph) says
-  // so, and the case records it.
   times.timer = timer_named(kEventTimer);
-  if (cupti_on_) {
-    std::string why;
-    if (dropped > 0) why = "CUPTI dropped " + std::to_string(dropped) + " activity records";
-    if (why.empty() && spans[0].records == 0) why = "CUPTI recorded no origin marker";
-    if (why.empty()) {
-      times.timer = timer_named(kCuptiTimer);
-      times.stream_start = times.start;
-      times.stream_end = times.end;
-      float lag_ms = 0;
-      check_.cuda(cudaEventElapsedTime(&lag_ms, it0_, origin_end_), "reading the origin's lag");
-      times.origin_lag = lag_ms * 1e-3;
-      const uint64_t origin = spans[0].start;
-      bool host_timed = false;
-      for (size_t i = 0; i < n; ++i) {
-        const CuptiTimer::Span& s = spans[i + 1];
-        host_timed |= transport_->runs_on_host(plan_->tasks[i]);
-        // A task whose calls put no work on the GPU keeps its stream-event bracket.
-        if (s.records == 0 || transport_->runs_on_host(plan_->tasks[i])) continue;
-        times.start[i] = (static_cast<double>(s.start) - static_cast<double>(origin)) * 1e-9;
-        times.end[i] = (static_cast<double>(s.end) - static_cast<double>(origin)) * 1e-9;
-      }
-      // Host-timed transfers count from the events' origin, the kernels from the marker, which
-      // ran up to origin_lag after it: the two agree only that closely.
-      if (host_timed) times.host_alignment += times.origin_lag;
-    } else if (timer_note_.empty()) {
-      timer_note_ = why;
-      std::fprintf(stderr,
-                   "[fobench] rank %d: %s: this iteration's task times are CUDA events (stream "
-                   "order)\n",
-                   rank_, why.c_str());
-    }
+  const std::string why = cupti_times(times);
+  if (why.empty()) return finish_times(times);
+  if (timer_note_.empty()) {
+    timer_note_ = why;
+    std::fprintf(stderr, "[fobench] rank %d: %s: %s\n", rank_, why.c_str(),
+                 events_on_ ? "this iteration's task times are CUDA events (stream order)"
+                            : "the iteration runs again with CUDA events recorded");
+  }
+  if (!events_on_) {
+    // No timer took this iteration: it runs again, and the plan records events from now on.
+    times.retry = true;
+    current_->events = true;
+    ++current_->retried;
   }
   return finish_times(times);
 }

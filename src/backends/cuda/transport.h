@@ -33,8 +33,14 @@ class Transport {
   virtual std::string host_timer() const { return ""; }
   // Flags for a plan's dependency and timing events besides the backend's own.
   virtual unsigned event_flags() const { return 0; }
-  // Per-plan memory of the transport's own, freed with the plan (release_prepared).
+  // Device memory for plan buffers (throws, naming the rank, when there is none), and its
+  // release.
+  virtual void* allocate(size_t bytes) = 0;
+  virtual void free(void* ptr) = 0;
+  // Per-plan state of the transport's own (host mirrors, buffer registrations), made once the
+  // plan's buffers are allocated; unprepare() undoes what must be undone before they are freed.
   virtual void prepare(const Plan& /*plan*/, Prepared& /*p*/) {}
+  virtual void unprepare(Prepared& /*p*/) {}
 
   // An iteration of buffers.plan() starts; the buffers stay valid until the next begin().
   virtual void begin(const PlanBuffers& buffers) = 0;
@@ -45,6 +51,12 @@ class Transport {
   virtual double host_alignment() const { return 0; }
   // Queues transfer task `t` on `stream`.
   virtual void enqueue(const Task& t, cudaStream_t stream) = 0;
+  // The iteration begun last finished (outside its timing).
+  virtual void iteration_done() {}
+  // What the results file records of how the transfers ran: "key=value" lines, per case (the
+  // prepared plan's) and per run.
+  virtual std::vector<std::string> case_facts(const Prepared& /*p*/) const { return {}; }
+  virtual std::vector<std::string> run_facts() const { return {}; }
 
   virtual bool runs_on_host(const Task& /*t*/) const { return false; }
   // Queues host-run task `t` behind `wait_for` (valid until the iteration finishes).

@@ -19,7 +19,7 @@ PLANTS = {
                          'check_.cuda(cudaStreamWaitEvent(stream, p.done[dep], 0), "cudaStreamWaitEvent");',
                          'check_.cuda(cudaStreamWaitEvent(stream, p.done[task.id], 0), "planted");'),
     # The B operand's transpose flipped: the shapes still agree on square operands.
-    "swapped_transpose": ("cuda_backend.cpp",
+    "swapped_transpose": ("cuda_tasks.cpp",
                           "const cublasOperation_t op_b = t.transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N;",
                           "const cublasOperation_t op_b = t.transpose_b ? CUBLAS_OP_N : CUBLAS_OP_T;"),
     # A pairwise exchange outside a group: every rank sends first and waits for its peer's

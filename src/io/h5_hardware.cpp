@@ -1,0 +1,51 @@
+// How the hardware ran a case, in the results file (docs/DESIGN.md section 5): the host's launch
+// time of every timed iteration on every rank (`launch_seconds`, which the steps do not hold)
+// and each rank's account of the case (`facts`: communicator, channels, transports,
+// registration, clocks). Both optional: a case without them predates them, or its backend said
+// nothing.
+#include <string>
+#include <vector>
+
+#include "fob/types.h"
+#include "h5_schema.h"
+#include "h5_util.h"
+
+namespace fob::h5io {
+
+void write_case_hardware(hid_t group, const CaseResult& c, const Where& w) {
+  if (!c.facts.empty()) write_attr_str(group, "facts", join_lines(c.facts), w);
+  if (c.launch_seconds.empty()) return;
+  const hsize_t iters = static_cast<hsize_t>(c.iters);
+  const hsize_t ranks = static_cast<hsize_t>(c.ranks());
+  write_growing_dataset(group, "launch_seconds", H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE, {iters, ranks},
+                        c.launch_seconds.data(), w);
+}
+
+void append_case_hardware(hid_t group, const CaseResult& c, int from_iter, const Where& w) {
+  if (!c.facts.empty()) write_attr_str(group, "facts", join_lines(c.facts), w);
+  if (c.launch_seconds.empty()) return;
+  const size_t ranks = static_cast<size_t>(c.ranks());
+  if (!has_link(group, "launch_seconds", w)) {
+    write_case_hardware(group, c, w);
+    return;
+  }
+  append_to_dataset(group, "launch_seconds", H5T_NATIVE_DOUBLE,
+                    static_cast<hsize_t>(c.iters - from_iter),
+                    c.launch_seconds.data() + static_cast<size_t>(from_iter) * ranks, w);
+}
+
+void read_case_hardware(hid_t group, CaseResult& c, const Where& w) {
+  if (has_attr(group, "facts")) {
+    c.facts = split_lines(read_attr_str(group, "facts", Text::lines, w));
+  }
+  if (!has_link(group, "launch_seconds", w)) return;
+  std::vector<hsize_t> dims;
+  H5Id dset = open_dataset(group, "launch_seconds", 2, H5T_FLOAT, sizeof(double), dims, w);
+  expect_dims(dims, {static_cast<hsize_t>(c.iters), static_cast<hsize_t>(c.ranks())},
+              "launch_seconds", w);
+  c.launch_seconds.resize(dims[0] * dims[1]);
+  read_dataset(dset, H5T_NATIVE_DOUBLE, c.launch_seconds.data(), c.launch_seconds.size(),
+               "launch_seconds", w);
+}
+
+}  // namespace fob::h5io
