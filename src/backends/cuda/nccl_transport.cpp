@@ -116,6 +116,14 @@ void NcclTransport::begin(const PlanBuffers& buffers) {
   nccl_ = current_->comm;
 }
 
+void NcclTransport::enqueue(const Task& t, cudaStream_t stream) {
+  if (t.kind == TaskKind::collective) {
+    collective(t, stream);
+  } else {
+    exchange(t, stream);
+  }
+}
+
 // The connections NCCL made in this iteration (it connects a peer at its first use) belong to
 // the communicator the iteration used.
 void NcclTransport::iteration_done() {
