@@ -85,9 +85,18 @@ cublasStatus_t run_gemm(cublasHandle_t handle, fobcublas::Gemm& g, const char* c
     op.footprint.push_back(w);
   }
   // alpha and beta were read now, in host pointer mode (#cublassetpointermode): the caller may
-  // reuse them as soon as the call returns.
+  // reuse them as soon as the call returns. The math mode and SM target are read at the call too,
+  // as a captured GEMM keeps them.
   g.alpha = g.beta = nullptr;
-  op.run = [g] { fobcublas::compute(g); };
+  g.math = handle->math;
+  op.note = "sm_target=" + std::to_string(handle->sm_target) +
+            " compute=" + fobcublas::compute_name(fobcublas::effective_compute(g)) +
+            " reduced_precision_reduction=" + (fobcublas::reduces_in_output_type(g) ? "1" : "0");
+  op.run = [g] {
+    const fobcublas::Operands seen = fobcublas::compute(g);
+    fobmodel::note_running_op(std::string("a_integral=") + (seen.a_integral ? "1" : "0") +
+                              " b_integral=" + (seen.b_integral ? "1" : "0"));
+  };
   // "CUBLAS_STATUS_EXECUTION_FAILED: the function failed to launch on the GPU".
   return fobmodel::enqueue(handle->stream, std::move(op)) == cudaSuccess
              ? CUBLAS_STATUS_SUCCESS
@@ -220,8 +229,10 @@ cublasStatus_t cublasSetMathMode(cublasHandle_t handle, cublasMath_t mode) {
   return CUBLAS_STATUS_SUCCESS;
 }
 
-// #cublassetsmcounttarget: 0 restores the default; CUBLAS_STATUS_INVALID_VALUE "the value of
-// smCountTarget outside of the allowed range", 0 to the device's multiprocessor count.
+// #cublassetsmcounttarget: "When set to 0, the library returns to its default behavior. The
+// input value should not exceed the device's multiprocessor count ... Negative values are not
+// accepted": CUBLAS_STATUS_INVALID_VALUE, "The value of smCountTarget outside of the allowed
+// range". The GEMMs' op notes carry it (sm_target=, 0: all multiprocessors).
 cublasStatus_t cublasSetSmCountTarget(cublasHandle_t handle, int target) {
   if (cublasStatus_t s = check(handle, "cublasSetSmCountTarget"); s != CUBLAS_STATUS_SUCCESS) {
     return s;

@@ -34,6 +34,7 @@ struct Gemm {
   int batch = 1;
   cublasComputeType_t compute = CUBLAS_COMPUTE_32F;
   cublasGemmAlgo_t algo = CUBLAS_GEMM_DEFAULT;
+  int math = CUBLAS_DEFAULT_MATH;  // the handle's cublasSetMathMode value
   // Filled by validate(): the scalars as the scale type gives them.
   double alpha_value = 0, beta_value = 0;
 };
@@ -55,10 +56,32 @@ std::vector<fobmodel::Footprint> footprint(const Gemm& g);
 // members run in any order), so the model reports it. Returns the first pair in *first, *second.
 bool batch_writes_overlap(const Gemm& g, int* first, int* second);
 
+// The compute type the GEMM runs with: computeType, except that a math mode that speeds up
+// "single precision routines" (#cublasmath-t) turns CUBLAS_COMPUTE_32F with fp32 operands and
+// output into its fast type (CUBLAS_TF32_TENSOR_OP_MATH: _FAST_TF32; the deprecated
+// CUBLAS_TENSOR_OP_MATH: _FAST_16F; CUBLAS_FP32_EMULATED_BF16X9_MATH: _EMULATED_16BFX9).
+cublasComputeType_t effective_compute(const Gemm& g);
+// "CUBLAS_COMPUTE_32F_FAST_TF32" without its prefix: "32F_FAST_TF32".
+const char* compute_name(cublasComputeType_t compute);
+// Whether the GEMM reduces in its output type: the handle's math mode lacks
+// CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION and C is bf16 or fp16, narrower than the fp32
+// compute type.
+bool reduces_in_output_type(const Gemm& g);
+
+// What running the GEMM saw of its operands: whether every element of A, and of B, that it read
+// (op(A) is m x k, op(B) k x n, every batch member) is an integer.
+struct Operands {
+  bool a_integral = true;
+  bool b_integral = true;
+};
+
 // C = alpha * op(A) op(B) + beta * C for every batch member, column-major, with BLAS: fp32
 // accumulation for fp32/bf16/fp16 inputs and fp64 for fp64, bf16/fp16 outputs rounded to nearest
-// even. beta == 0 never reads C.
-void compute(const Gemm& g);
+// even. The fast compute types first round every A and B element to what they allow (TF32,
+// fp16, bf16), and a GEMM that reduces in its output type does so in the worst way allowed: two
+// halves of K, each partial sum rounded to C's type, then summed and rounded again. beta == 0
+// never reads C.
+Operands compute(const Gemm& g);
 
 size_t type_bytes(cudaDataType type);
 const char* type_name(cudaDataType type);

@@ -152,6 +152,38 @@ const char* type_name(cudaDataType type) {
   }
 }
 
+const char* compute_name(cublasComputeType_t compute) {
+  switch (compute) {
+    case CUBLAS_COMPUTE_16F:
+      return "16F";
+    case CUBLAS_COMPUTE_16F_PEDANTIC:
+      return "16F_PEDANTIC";
+    case CUBLAS_COMPUTE_32F:
+      return "32F";
+    case CUBLAS_COMPUTE_32F_PEDANTIC:
+      return "32F_PEDANTIC";
+    case CUBLAS_COMPUTE_32F_FAST_16F:
+      return "32F_FAST_16F";
+    case CUBLAS_COMPUTE_32F_FAST_16BF:
+      return "32F_FAST_16BF";
+    case CUBLAS_COMPUTE_32F_FAST_TF32:
+      return "32F_FAST_TF32";
+    case CUBLAS_COMPUTE_32F_EMULATED_16BFX9:
+      return "32F_EMULATED_16BFX9";
+    case CUBLAS_COMPUTE_64F:
+      return "64F";
+    case CUBLAS_COMPUTE_64F_PEDANTIC:
+      return "64F_PEDANTIC";
+    case CUBLAS_COMPUTE_64F_EMULATED_FIXEDPOINT:
+      return "64F_EMULATED_FIXEDPOINT";
+    case CUBLAS_COMPUTE_32I:
+      return "32I";
+    case CUBLAS_COMPUTE_32I_PEDANTIC:
+      return "32I_PEDANTIC";
+  }
+  return "?";
+}
+
 cublasStatus_t validate(Gemm& g, std::string* why) {
   // #cublasgemmex and #cublasgemmstridedbatchedex, "Return Value": CUBLAS_STATUS_INVALID_VALUE
   // "if m < 0 or n < 0 or k < 0" (and batchCount < 0 for the strided-batched form).

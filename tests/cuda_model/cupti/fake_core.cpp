@@ -13,6 +13,7 @@ CuptiHooks installed;
 std::atomic<uint32_t> next_correlation{1};
 uint64_t graph_node = 0;
 std::vector<std::pair<uintptr_t, uintptr_t>> device_ranges;
+thread_local std::string* running_note = nullptr;
 
 struct ThreadCall {
   int depth = 0;
@@ -48,16 +49,30 @@ void add_device_range(const void* base, size_t bytes) {
 
 cudaError_t enqueue(cudaStream_t stream, Op op) {
   op.correlation = current_correlation();
+  size_t index = 0;
   {
     std::lock_guard lock(fake_mutex);
-    fake::enqueued().push_back({stream, op.name, op.activity, op.footprint, op.correlation});
+    index = fake::enqueued().size();
+    fake::enqueued().push_back({stream, op.name, op.activity, op.footprint, op.correlation, ""});
   }
   const uint64_t start = clock_ns();
+  running_note = &op.note;
   if (op.run) op.run();
+  running_note = nullptr;
+  {
+    std::lock_guard lock(fake_mutex);
+    fake::enqueued()[index].note = op.note;
+  }
   if (op.activity != Activity::none && installed.activity) {
     installed.activity(op, 7, graph_node, start, clock_ns());
   }
   return cudaSuccess;
+}
+
+void note_running_op(const std::string& fact) {
+  if (running_note == nullptr) return;
+  if (!running_note->empty()) *running_note += ' ';
+  *running_note += fact;
 }
 
 void violation(const std::string& rule, const std::string& text) {

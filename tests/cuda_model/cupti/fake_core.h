@@ -17,6 +17,7 @@ struct Enqueued {
   Activity activity = Activity::none;
   std::vector<Footprint> footprint;
   uint32_t correlation = 0;
+  std::string note;  // Op::note with what note_running_op() added while it ran
 };
 
 // Every op enqueued so far, in order, and every violation reported ("rule: text").

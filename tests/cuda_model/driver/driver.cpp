@@ -1,6 +1,7 @@
 // libcuda.so.1 of the cuda model: the four driver calls the cuda module makes itself
-// (src/backends/cuda/module.cpp asks the driver why no GPU can be used). The runtime model does
-// not go through a driver, so there is nothing else to answer. Signatures from the real cuda.h.
+// (src/backends/cuda/module.cpp asks the driver why no GPU can be used); the stream memory
+// operations are memops.cpp. The runtime model does not go through a driver otherwise.
+// Signatures from the real cuda.h.
 #include <cuda.h>
 
 namespace {
@@ -17,6 +18,14 @@ constexpr Named kErrors[] = {
     {CUDA_ERROR_INVALID_VALUE, "CUDA_ERROR_INVALID_VALUE", "invalid argument"},
     {CUDA_ERROR_NOT_INITIALIZED, "CUDA_ERROR_NOT_INITIALIZED", "initialization error"},
     {CUDA_ERROR_NO_DEVICE, "CUDA_ERROR_NO_DEVICE", "no CUDA-capable device is detected"},
+    {CUDA_ERROR_INVALID_HANDLE, "CUDA_ERROR_INVALID_HANDLE", "invalid resource handle"},
+    {CUDA_ERROR_NOT_SUPPORTED, "CUDA_ERROR_NOT_SUPPORTED", "operation not supported"},
+    {CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED",
+     "operation not permitted when stream is capturing"},
+    {CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED",
+     "operation failed due to a previous error during capture"},
+    {CUDA_ERROR_STREAM_CAPTURE_IMPLICIT, "CUDA_ERROR_STREAM_CAPTURE_IMPLICIT",
+     "operation would make the legacy stream depend on a capturing blocking stream"},
 };
 
 const Named* find(CUresult code) {

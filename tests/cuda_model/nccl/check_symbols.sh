@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The NCCL model exports exactly the NCCL API the cuda module imports (and ncclCommInitRank),
-# under the real soname, so that the model build of the module loads it in place of NCCL.
+# The NCCL model exports exactly the NCCL API it models (what the cuda module imports, and
+# ncclCommInitRank), under the real soname, so that the model build of the module loads it in
+# place of NCCL.
 #   check_symbols.sh LIBNCCL [LIBFOB_CUDA]
 set -euo pipefail
 lib=$1
@@ -12,9 +13,10 @@ if [[ $soname != libnccl.so.2 ]]; then
   fail=1
 fi
 exported=$(nm -D --defined-only "$lib" | awk '{print $3}' | sed 's/@.*//' | sort -u)
-expected="ncclAllGather ncclCommAbort ncclCommDestroy ncclCommGetAsyncError ncclCommInitRank
-ncclCommInitRankConfig ncclGetErrorString ncclGetUniqueId ncclGetVersion ncclGroupEnd
-ncclGroupStart ncclRecv ncclReduceScatter ncclSend fobmodel_identity"
+expected="ncclAllGather ncclCommAbort ncclCommDeregister ncclCommDestroy ncclCommGetAsyncError
+ncclCommInitRank ncclCommInitRankConfig ncclCommRegister ncclCommSplit ncclGetErrorString
+ncclGetUniqueId ncclGetVersion ncclGroupEnd ncclGroupStart ncclMemAlloc ncclMemFree ncclRecv
+ncclReduceScatter ncclSend fobmodel_identity"
 for s in $expected; do
   grep -qx "$s" <<<"$exported" || { echo "missing export: $s"; fail=1; }
 done

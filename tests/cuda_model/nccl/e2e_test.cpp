@@ -7,13 +7,17 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <string>
 #include <vector>
+
+#include "e2e_util.h"
 
 namespace {
 
 // Rank `rank` of 2: exchanges 1000 floats with the other rank, in a group or (deadlocking)
-// send-then-receive outside one. Returns the process's exit code.
-int rank_main(const ncclUniqueId& id, int rank, bool grouped) {
+// send-then-receive outside one; with `split`, over a child of the communicator whose keys swap
+// the ranks. Returns the process's exit code.
+int rank_main(const ncclUniqueId& id, int rank, bool grouped, bool split = false) {
   const size_t n = 1000;
   float *out = nullptr, *in = nullptr;
   cudaStream_t s = nullptr;
@@ -28,7 +32,13 @@ int rank_main(const ncclUniqueId& id, int rank, bool grouped) {
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.maxCTAs = 16;
   if (ncclCommInitRankConfig(&comm, 2, id, rank, &config) != ncclSuccess) return 11;
-  const int peer = 1 - rank;
+  ncclComm_t parent = nullptr;
+  if (split) {
+    parent = comm;
+    if (ncclCommSplit(parent, 0, 1 - rank, &comm, nullptr) != ncclSuccess) return 17;
+  }
+  // The child's keys swap the ranks: this process is its rank 1 - rank, the other one its `rank`.
+  const int peer = 1 - (split ? 1 - rank : rank);
   if (grouped) ncclGroupStart();
   if (ncclSend(out, n, ncclFloat32, peer, comm, s) != ncclSuccess) return 12;
   if (ncclRecv(in, n, ncclFloat32, peer, comm, s) != ncclSuccess) return 13;
@@ -38,18 +48,19 @@ int rank_main(const ncclUniqueId& id, int rank, bool grouped) {
   ncclResult_t async = ncclInProgress;
   ncclCommGetAsyncError(comm, &async);
   ncclCommDestroy(comm);
-  return host[n - 1] == static_cast<float>(peer + 1) && async == ncclSuccess ? 0 : 16;
+  if (parent != nullptr) ncclCommDestroy(parent);
+  return host[n - 1] == static_cast<float>(2 - rank) && async == ncclSuccess ? 0 : 16;
 }
 
-std::vector<int> run_two(bool grouped) {
+std::vector<int> run_two(bool grouped, bool split = false) {
   ncclUniqueId id;
-  EXPECT_EQ(ncclGetUniqueId(&id), ncclSuccess);
+  EXPECT_TRUE(fobnccl_e2e::fresh_id(&id));
   std::vector<pid_t> pids;
   for (int r = 0; r < 2; ++r) {
     const pid_t pid = fork();
     if (pid == 0) {
       setenv("FOB_MODEL_DEADLOCK_S", "2", 1);
-      _exit(rank_main(id, r, grouped));
+      _exit(rank_main(id, r, grouped, split));
     }
     pids.push_back(pid);
   }
@@ -67,6 +78,10 @@ TEST(NcclModelOnRuntime, AGroupedExchangeBetweenTwoProcessesDeliversTheData) {
   EXPECT_EQ(run_two(true), (std::vector<int>{0, 0}));
 }
 
+TEST(NcclModelOnRuntime, TheSameExchangeOverACommunicatorSplitFromTheFirst) {
+  EXPECT_EQ(run_two(true, true), (std::vector<int>{0, 0}));
+}
+
 TEST(NcclModelOnRuntime, TheSameCallsOutsideAGroupAreADeadlockReportedByTheRuntime) {
   const std::vector<int> codes = run_two(false);
   EXPECT_TRUE(codes[0] == 86 || codes[1] == 86) << codes[0] << " " << codes[1];
@@ -74,23 +89,35 @@ TEST(NcclModelOnRuntime, TheSameCallsOutsideAGroupAreADeadlockReportedByTheRunti
   EXPECT_NE(codes[1], 0);
 }
 
-TEST(NcclModelOnRuntime, ConfigAndArgumentsAreCheckedAsNcclChecksThem) {
+// In a process of its own: this test process makes ids and forks, and initialises nothing that
+// a rank would inherit (NCCL reads its environment once per process).
+int config_and_arguments() {
   int version = 0;
-  EXPECT_EQ(ncclGetVersion(&version), ncclSuccess);
-  EXPECT_EQ(version, NCCL_VERSION_CODE);
+  if (ncclGetVersion(&version) != ncclSuccess || version != NCCL_VERSION_CODE) return 10;
   ncclUniqueId id;
-  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess);
+  if (ncclGetUniqueId(&id) != ncclSuccess) return 11;
   ncclConfig_t bad{};
   ncclComm_t comm = nullptr;
-  EXPECT_EQ(ncclCommInitRankConfig(&comm, 1, id, 0, &bad), ncclInvalidArgument);
-  ASSERT_EQ(ncclCommInitRank(&comm, 1, id, 0), ncclSuccess);
+  if (ncclCommInitRankConfig(&comm, 1, id, 0, &bad) != ncclInvalidArgument) return 12;
+  if (ncclCommInitRank(&comm, 1, id, 0) != ncclSuccess) return 13;
   float* buf = nullptr;
-  ASSERT_EQ(cudaMalloc(&buf, 64), cudaSuccess);
-  EXPECT_EQ(ncclSend(buf, 4, ncclFloat32, 1, comm, nullptr), ncclInvalidArgument);
-  EXPECT_EQ(ncclGroupEnd(), ncclInvalidUsage);
-  EXPECT_STREQ(ncclGetErrorString(ncclRemoteError),
-               "remote process exited or there was a network error");
-  EXPECT_EQ(ncclCommAbort(comm), ncclSuccess);
+  if (cudaMalloc(&buf, 64) != cudaSuccess) return 14;
+  if (ncclSend(buf, 4, ncclFloat32, 1, comm, nullptr) != ncclInvalidArgument) return 15;
+  if (ncclGroupEnd() != ncclInvalidUsage) return 16;
+  if (std::string(ncclGetErrorString(ncclRemoteError)) !=
+      "remote process exited or there was a network error") {
+    return 17;
+  }
+  return ncclCommAbort(comm) == ncclSuccess ? 0 : 18;
+}
+
+TEST(NcclModelOnRuntime, ConfigAndArgumentsAreCheckedAsNcclChecksThem) {
+  const pid_t pid = fork();
+  if (pid == 0) _exit(config_and_arguments());
+  int status = 0;
+  waitpid(pid, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 0);
 }
 
 }  // namespace

@@ -31,7 +31,7 @@
 namespace fobnccl {
 namespace {
 
-constexpr int kP2p = 0, kColl = 1;
+constexpr int kP2p = 0, kColl = 1, kBoot = 2;     // the channel sets (segment.h)
 constexpr uint64_t kPublishAfterNs = 10'000'000;  // a stall shorter than this is just a wait
 constexpr uint64_t kCheckEveryNs = 100'000'000;
 
@@ -78,11 +78,26 @@ struct Progress {
   std::vector<uint64_t> coll_index;                 // per call: its collective number
   std::string failure;
   Result failed = kSuccess;
+  // Collectives go over this channel set, numbered by this counter: the operations' (kColl) or
+  // the bootstrap's (kBoot, whose waits are not published for the deadlock search: a rank can be
+  // blocked in both at once, and the bootstrap's own limit is join_s).
+  int coll_set = kColl;
+  uint64_t* coll_count = nullptr;
+  std::string boot_call;  // the API call a bootstrap allgather serves, for reports
 
-  Progress(Comm& c, const std::vector<Call>& cs) : comm(c), seg(*c.seg_), calls(cs) {}
+  // How long the group has made no progress, and what was done about it.
+  struct Watch {
+    uint64_t last_progress = 0, next_check = 0;
+    bool published = false, reported = false;
+  };
+
+  Progress(Comm& c, const std::vector<Call>& cs)
+      : comm(c), seg(*c.seg_), calls(cs), coll_count(&c.colls_) {}
   void build();
   void build_collective(size_t i);
   Result go();
+  bool watch_operation(Watch& w, uint64_t now);
+  bool watch_bootstrap(Watch& w, uint64_t now);
   bool step(Item& it);
   bool post(Item& it);
   bool match(Item& it);
@@ -123,7 +138,7 @@ void Progress::build_collective(size_t i) {
   const uint64_t bytes = c.count * elem_size(c.dtype);
   const auto* send = static_cast<const unsigned char*>(c.send);
   auto* recv = static_cast<unsigned char*>(c.recv);
-  coll_index[i] = ++comm.colls_;
+  coll_index[i] = ++*coll_count;
   if (c.kind == Kind::reduce_scatter) {
     scratch[i].resize(bytes * n);
     if (bytes) std::memcpy(scratch[i].data() + me * bytes, send + me * bytes, bytes);
@@ -135,8 +150,8 @@ void Progress::build_collective(size_t i) {
     const unsigned char* out = c.kind == Kind::reduce_scatter ? send + p * bytes : send;
     unsigned char* in =
         c.kind == Kind::reduce_scatter ? scratch[i].data() + p * bytes : recv + p * bytes;
-    items.push_back({kColl, me, p, p, kSendSide, i, const_cast<unsigned char*>(out), bytes});
-    items.push_back({kColl, p, me, p, kRecvSide, i, in, bytes});
+    items.push_back({coll_set, me, p, p, kSendSide, i, const_cast<unsigned char*>(out), bytes});
+    items.push_back({coll_set, p, me, p, kRecvSide, i, in, bytes});
   }
 }
 
@@ -150,6 +165,7 @@ std::string Progress::call_text(const Item& it, uint64_t k) const {
            n + ")";
   }
   const std::string idx = std::to_string(coll_index[it.call]);
+  if (it.set == kBoot) return who + boot_call + " (bootstrap allgather #" + idx + ")";
   if (c.kind == Kind::all_gather) return who + "ncclAllGather #" + idx + " (sendcount " + n + ")";
   return who + "ncclReduceScatter #" + idx + " (recvcount " + n + ", " + op_name(c.op) + ")";
 }
@@ -247,7 +263,7 @@ std::string Progress::blocked_text(uint64_t* waits_for) const {
     } else if (it.state == 1) {
       const std::string k = std::to_string(it.k + 1), me = std::to_string(comm.rank_);
       text += std::string(" ") + it.mine.call + ", waiting for " + peer +
-              (it.set == kColl        ? " to make the same collective;"
+              (it.set != kP2p         ? " to make the same collective;"
                : it.side == kSendSide ? " to post its ncclRecv #" + k + " from rank " + me + ";"
                                       : " to post its ncclSend #" + k + " to rank " + me + ";");
     } else {
@@ -294,11 +310,54 @@ void Progress::finish() {
   }
 }
 
+// An operation's group: after kPublishAfterNs without progress it publishes what it is blocked in;
+// past FOB_MODEL_DEADLOCK_S it looks for a cycle through it (once a check interval) and for peers
+// gone. True: stop waiting.
+bool Progress::watch_operation(Watch& w, uint64_t now) {
+  RankSlot& slot = seg.slot(comm.rank_);
+  if (!w.published && now - w.last_progress >= kPublishAfterNs) {
+    uint64_t waits_for = 0;
+    const std::string text = blocked_text(&waits_for);
+    publish_blocked(slot, waits_for, text, w.last_progress);
+    w.published = true;
+  }
+  const auto threshold = static_cast<uint64_t>(comm.settings_.deadlock_s * 1e9);
+  if (!w.published || now - w.last_progress < threshold || now < w.next_check) return false;
+  w.next_check = now + kCheckEveryNs;
+  const std::vector<int> cycle = find_cycle(seg, comm.rank_, now, threshold);
+  if (!cycle.empty() && !w.reported) {
+    w.reported = true;
+    comm.report("deadlock", describe_cycle(seg, cycle));
+  }
+  return peers_gone();
+}
+
+// A bootstrap allgather: every rank makes the same API call (ncclCommSplit, a communicator's
+// init), so a rank that does not within join_s never will, as ncclCommInitRank's join rules it.
+bool Progress::watch_bootstrap(Watch& w, uint64_t now) {
+  if (now < w.next_check) return false;
+  w.next_check = now + kCheckEveryNs;
+  if (peers_gone()) return true;
+  if (now - w.last_progress < static_cast<uint64_t>(comm.settings_.join_s * 1e9)) return false;
+  uint64_t waits_for = 0;
+  blocked_text(&waits_for);
+  std::string missing;
+  for (int p = 0; p < comm.nranks_; ++p) {
+    if (waits_for >> p & 1) missing += (missing.empty() ? "" : ", ") + std::to_string(p);
+  }
+  failure = boot_call + ": rank " + std::to_string(comm.rank_) + " waited " +
+            std::to_string(static_cast<int>(comm.settings_.join_s)) + " s for rank(s) " + missing +
+            " to make the same call (every rank of the communicator must)";
+  failed = kSystemError;
+  comm.report("deadlock", failure);
+  return true;
+}
+
 Result Progress::go() {
   build();
   RankSlot& slot = seg.slot(comm.rank_);
-  uint64_t last_progress = now_ns(), next_check = 0;
-  bool published = false, reported = false;
+  Watch w;
+  w.last_progress = now_ns();
   int backoff_us = 0;
   while (failed == kSuccess) {
     bool progressed = false, done = true;
@@ -310,31 +369,16 @@ Result Progress::go() {
     if (failed != kSuccess || done || comm.aborted_.load()) break;
     const uint64_t now = now_ns();
     if (progressed) {
-      last_progress = now;
-      if (published) clear_blocked(slot);
-      published = false;
+      w.last_progress = now;
+      if (w.published) clear_blocked(slot);
+      w.published = false;
       backoff_us = 0;
       continue;
     }
-    if (!published && now - last_progress >= kPublishAfterNs) {
-      uint64_t waits_for = 0;
-      const std::string text = blocked_text(&waits_for);
-      publish_blocked(slot, waits_for, text, last_progress);
-      published = true;
-    }
-    const auto threshold = static_cast<uint64_t>(comm.settings_.deadlock_s * 1e9);
-    if (published && now - last_progress >= threshold && now >= next_check) {
-      next_check = now + kCheckEveryNs;
-      const std::vector<int> cycle = find_cycle(seg, comm.rank_, now, threshold);
-      if (!cycle.empty() && !reported) {
-        reported = true;
-        comm.report("deadlock", describe_cycle(seg, cycle));
-      }
-      if (peers_gone()) break;
-    }
+    if (coll_set == kBoot ? watch_bootstrap(w, now) : watch_operation(w, now)) break;
     sleep_backoff(&backoff_us);
   }
-  if (published) clear_blocked(slot);
+  if (w.published) clear_blocked(slot);
   if (failed != kSuccess) {
     if (failed == kInvalidUsage) comm.report("nccl", failure);
     comm.fail(failed, failure);
@@ -353,6 +397,18 @@ Result Comm::run(const std::vector<Call>& calls) {
   const Result r = progress.go();
   active_.fetch_sub(1);
   return r;
+}
+
+Result Comm::bootstrap_allgather(const void* mine, size_t bytes, void* all,
+                                 const std::string& call) {
+  std::lock_guard<std::mutex> lock(boot_mu_);
+  if (aborted_.load() || destroyed_.load()) return kInvalidUsage;
+  const std::vector<Call> calls{make_call(Kind::all_gather, mine, all, bytes, DType::u8)};
+  Progress progress(*this, calls);
+  progress.coll_set = kBoot;
+  progress.coll_count = &boots_;
+  progress.boot_call = call;
+  return progress.go();
 }
 
 }  // namespace fobnccl

@@ -104,6 +104,12 @@ class Comm {
   // together; returns early with an error after a mismatch, a peer gone, or abort().
   Result run(const std::vector<Call>& calls);
 
+  // A host-side allgather among the ranks, as NCCL's bootstrap network does it for its own calls
+  // (ncclCommSplit's colors and keys, a communicator's peer information): rank r's `bytes` bytes
+  // land at r * bytes in `all`. It has channels of its own, so it neither waits for nor takes a
+  // turn from the operations on streams; `call` names the API call in reports.
+  Result bootstrap_allgather(const void* mine, size_t bytes, void* all, const std::string& call);
+
   // ncclCommAbort: every run() in progress returns, later ones do nothing, and the peers that
   // wait for this rank get kRemoteError instead of waiting forever.
   void abort();
@@ -127,10 +133,12 @@ class Comm {
   std::atomic<bool> aborted_{false}, destroyed_{false};
   std::atomic<int> async_{kSuccess};
   std::atomic<int> active_{0};
-  std::mutex mu_;  // serializes run()s: NCCL runs a communicator's operations in order
+  std::mutex mu_;       // serializes run()s: NCCL runs a communicator's operations in order
+  std::mutex boot_mu_;  // serializes bootstrap_allgather()s
   mutable std::mutex text_mu_;
   std::string async_text_;
   uint64_t colls_ = 0;  // collectives run so far: the sequence number that names them
+  uint64_t boots_ = 0;  // bootstrap allgathers so far
 };
 
 }  // namespace fobnccl

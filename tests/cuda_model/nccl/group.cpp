@@ -8,7 +8,9 @@
 // group's calls per thread and, at the outermost ncclGroupEnd, puts one op per (communicator,
 // stream) on its stream: the op runs every call of the group together (engine.cpp). A call
 // outside a group is an op of its own, launched as NCCL launches its kernel (cuLaunchKernelEx,
-// which is what CUPTI records of it).
+// which is what CUPTI records of it). Launching first logs the connections the calls need
+// (connect.cpp) and gives the op its note (the communicator, its channels, the bytes sent,
+// whether every buffer was registered).
 #include <cupti_driver_cbid.h>
 
 #include <map>
@@ -100,9 +102,11 @@ bool counted(cudaStream_t stream) {
 ncclResult_t launch(ncclComm_t comm, cudaStream_t stream, std::vector<Call> calls) {
   fobmodel::ApiCall api(fobmodel::Domain::driver, CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx,
                         "cuLaunchKernelEx");
+  connect(*comm, calls);
   fobmodel::Op op;
   op.name = kernel_name(calls);
   op.activity = fobmodel::Activity::kernel;
+  op.note = op_note(*comm, calls);
   for (const Call& c : calls) add_footprint(c, comm->engine->nranks(), &op.footprint);
   // A replayed graph runs the op again: it matches afresh each time, as NCCL's captured kernels
   // do, and needs the communicator to live ("NCCL User Guide, Using NCCL with CUDA Graphs").

@@ -1,6 +1,7 @@
 // The NCCL model's C API: what the cuda module imports from libnccl.so.2, with nccl.h's exact
-// signatures. Arguments are checked as NCCL checks them (ncclInvalidArgument, with the reason on
-// stderr as NCCL_DEBUG=WARN prints it); the calls themselves go to group.cpp and the engine.
+// signatures. Arguments are checked as NCCL checks them (ncclInvalidArgument, with the reason in a
+// WARN line, debug.h); the calls themselves go to group.cpp and the engine. Making communicators
+// is init.cpp and split.cpp; registration and ncclMemAlloc register.cpp.
 #include <chrono>
 #include <cstddef>
 #include <cstdio>
@@ -10,6 +11,7 @@
 #include <thread>
 
 #include "api.h"
+#include "debug.h"
 #include "fobmodel/model.h"
 
 static_assert(sizeof(ncclUniqueId) == fobnccl::kIdBytes, "nccl.h's id size");
@@ -22,41 +24,6 @@ static_assert(static_cast<int>(fobnccl::kRemoteError) == static_cast<int>(ncclRe
 
 namespace fobnccl {
 namespace {
-
-std::mutex g_comms_mu;
-std::set<ncclComm_t> g_live, g_dead;  // dead handles stay allocated, so a stale one is known
-
-Settings model_settings() {
-  Settings s = settings_from_env();
-  s.report = [](const std::string& rule, const std::string& text) {
-    fobmodel::violation(rule, text);
-  };
-  return s;
-}
-
-// NCCL's ncclConfig_t checks (parseCommConfig): the initializer's magic, blocking 0 or 1, CTA
-// bounds positive and ordered. "Config initializer must be assigned to initialize config
-// structure when it is created. Not initialized config will result in NCCL error." (nccl.h)
-ncclResult_t check_config(const ncclConfig_t* c, bool* blocking) {
-  *blocking = true;
-  if (!c) return ncclSuccess;
-  if (c->magic != 0xcafebeef || c->size < offsetof(ncclConfig_t, netName)) {
-    return warn(ncclInvalidArgument,
-                "ncclConfig_t argument not initialized via NCCL_CONFIG_INITIALIZER");
-  }
-  if (c->blocking != NCCL_CONFIG_UNDEF_INT && c->blocking != 0 && c->blocking != 1) {
-    return warn(ncclInvalidArgument,
-                "Invalid config blocking attribute value " + std::to_string(c->blocking));
-  }
-  if ((c->minCTAs != NCCL_CONFIG_UNDEF_INT && c->minCTAs <= 0) ||
-      (c->maxCTAs != NCCL_CONFIG_UNDEF_INT && c->maxCTAs <= 0) || c->minCTAs > c->maxCTAs) {
-    return warn(ncclInvalidArgument, "Invalid config min/max channels attribute value " +
-                                         std::to_string(c->minCTAs) + "/" +
-                                         std::to_string(c->maxCTAs));
-  }
-  *blocking = c->blocking != 0;
-  return ncclSuccess;
-}
 
 // The checks NCCL makes of every call's arguments (ArgsCheck): a valid type and operator, a
 // peer within the communicator, buffers for a non-empty call.
@@ -86,29 +53,85 @@ ncclResult_t check_call(ncclComm_t comm, const Call& c, const char* fn) {
 
 ncclResult_t call(ncclComm_t comm, cudaStream_t stream, const Call& c, const char* fn) {
   ncclResult_t r = check_call(comm, c, fn);
+  if (r == ncclSuccess) require_registered(*comm, c, fn);
   if (r == ncclSuccess) r = submit(comm, stream, c);
   if (r != ncclSuccess) note_group_error(r);
   return r;
 }
 
-}  // namespace
-
-ncclResult_t warn(ncclResult_t r, const std::string& text) {
-  std::fprintf(stderr, "[cuda model nccl] WARN %s\n", text.c_str());
-  return r;
+// "obtain a unique hash using the first commId" (init.cc:1567): NCCL's getHash of the id's 128
+// bytes (eatHash and digestHash, src/include/bitops.h:437-478), the commId its Init lines print.
+uint64_t id_hash(const Id& id) {
+  uint64_t acc[2] = {1, 1};
+  acc[0] ^= sizeof id.bytes;
+  for (size_t at = 0; at < sizeof id.bytes; at += sizeof(uint64_t)) {
+    acc[0] += acc[1];
+    acc[1] ^= acc[0];
+    acc[0] ^= acc[0] >> 31;
+    acc[0] *= 0x9de62bbc8cef3ce3ull;
+    acc[1] ^= acc[1] >> 32;
+    acc[1] *= 0x485cd6311b599e79ull;
+    uint64_t chunk = 0;
+    std::memcpy(&chunk, id.bytes + at, sizeof chunk);
+    acc[0] += chunk;
+  }
+  uint64_t h = acc[0];
+  h ^= h >> 31;
+  h *= 0xbac3bd562846de6bull;
+  h += acc[1];
+  h ^= h >> 32;
+  h *= 0x995a187a14e7b445ull;
+  return h;
 }
 
-ncclResult_t check_comm(ncclComm_t comm, const char* fn) {
-  if (!comm) return warn(ncclInvalidArgument, std::string(fn) + ": comm is NULL");
-  std::lock_guard<std::mutex> lock(g_comms_mu);
-  if (g_live.count(comm)) return ncclSuccess;
-  if (g_dead.count(comm)) {
-    fobmodel::violation("nccl", std::string(fn) +
-                                    " on a communicator already destroyed or "
-                                    "aborted (NCCL API, ncclCommDestroy and "
-                                    "ncclCommAbort free it)");
+// showVersion (init.cc:604-610), once, from the first init: VERSION where NCCL_DEBUG is VERSION
+// or WARN (and only on rank 0), an INFO line on every rank from INFO up.
+void show_version(int rank) {
+  static std::once_flag once;
+  const log::Level level = log::level();
+  if (level <= log::kWarn && (level == log::kNone || rank != 0)) return;
+  std::call_once(once, [level] {
+    const std::string text = "NCCL version " + std::to_string(NCCL_MAJOR) + "." +
+                             std::to_string(NCCL_MINOR) + "." + std::to_string(NCCL_PATCH) +
+                             "+cuda" + std::to_string(CUDART_VERSION / 1000) + "." +
+                             std::to_string(CUDART_VERSION % 1000 / 10);
+    if (level == log::kVersion || level == log::kWarn) {
+      log::version("%s", text.c_str());
+    } else {
+      log::info(log::kAll, "%s", text.c_str());
+    }
+  });
+}
+
+// ncclCommInitRank and ncclCommInitRankConfig, each under its own name (the "%s" of NCCL's Init
+// lines is the API function, init.cc:1574).
+ncclResult_t init_rank(ncclComm_t* comm, int nranks, const ncclUniqueId& commId, int rank,
+                       const ncclConfig_t* config, const char* func) {
+  show_version(rank);
+  if (!comm) return warn(ncclInvalidArgument, std::string(func) + " : newcomm argument is NULL");
+  *comm = nullptr;
+  if (nranks < 1 || rank < 0 || rank >= nranks) {
+    return warn(ncclInvalidArgument,
+                "Invalid rank requested : " + std::to_string(rank) + "/" + std::to_string(nranks));
   }
-  return warn(ncclInvalidArgument, std::string(fn) + ": not a live communicator");
+  CommConfig resolved;
+  if (const ncclResult_t r = parse_config(config, &resolved); r != ncclSuccess) return r;
+  if (group_depth() > 0) {
+    return warn(ncclInvalidUsage, "the model does not take ncclCommInitRank in a group");
+  }
+  Id id;
+  std::memcpy(id.bytes, commId.internal, sizeof id.bytes);
+  Origin origin;
+  origin.func = func;
+  origin.comm_id = id_hash(id);
+  return create_comm(comm, id, nranks, rank, resolved, origin);
+}
+
+}  // namespace
+
+ncclResult_t warn(ncclResult_t r, const std::string& text, std::source_location where) {
+  log::warn(text, where);
+  return r;
 }
 
 }  // namespace fobnccl
@@ -155,7 +178,10 @@ ncclResult_t ncclGetVersion(int* version) {
   return ncclSuccess;
 }
 
+// NCCL's ncclGetUniqueId initialises NCCL (ncclInit, whose bootstrap logs), which reads
+// NCCL_DEBUG, NCCL_DEBUG_SUBSYS and NCCL_DEBUG_FILE for good: set after it, they are ignored.
 ncclResult_t ncclGetUniqueId(ncclUniqueId* uniqueId) {
+  fobnccl::log::level();
   if (!uniqueId) return fobnccl::warn(ncclInvalidArgument, "ncclGetUniqueId: uniqueId is NULL");
   fobnccl::Id id;
   std::string why;
@@ -172,31 +198,11 @@ ncclResult_t ncclGetUniqueId(ncclUniqueId* uniqueId) {
 // Creating a communicator with options): the model does, once.
 ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank,
                                     ncclConfig_t* config) {
-  if (!comm) return fobnccl::warn(ncclInvalidArgument, "ncclCommInitRankConfig: comm is NULL");
-  bool blocking = true;
-  if (const ncclResult_t r = fobnccl::check_config(config, &blocking); r != ncclSuccess) return r;
-  if (fobnccl::group_depth() > 0) {
-    return fobnccl::warn(ncclInvalidUsage, "the model does not take ncclCommInitRank in a group");
-  }
-  fobnccl::Id id;
-  std::memcpy(id.bytes, commId.internal, sizeof id.bytes);
-  fobnccl::Result result = fobnccl::kSuccess;
-  std::string why;
-  auto engine = fobnccl::Comm::join(id, nranks, rank, fobnccl::model_settings(), &result, &why);
-  if (!engine) return fobnccl::warn(static_cast<ncclResult_t>(result), why);
-  auto* c = new ncclComm();
-  c->engine = std::move(engine);
-  c->init_pending.store(!blocking);
-  {
-    std::lock_guard<std::mutex> lock(fobnccl::g_comms_mu);
-    fobnccl::g_live.insert(c);
-  }
-  *comm = c;
-  return blocking ? ncclSuccess : ncclInProgress;
+  return fobnccl::init_rank(comm, nranks, commId, rank, config, "ncclCommInitRankConfig");
 }
 
 ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank) {
-  return ncclCommInitRankConfig(comm, nranks, commId, rank, nullptr);
+  return fobnccl::init_rank(comm, nranks, commId, rank, nullptr, "ncclCommInitRank");
 }
 
 // "Queries the progress and potential errors of asynchronous NCCL operations ... If an error
@@ -218,12 +224,14 @@ ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) {
 
 namespace {
 
-// Moves a handle to the dead set; false if it was not live.
-bool retire(ncclComm_t comm) {
-  std::lock_guard<std::mutex> lock(fobnccl::g_comms_mu);
-  if (!fobnccl::g_live.erase(comm)) return false;
-  fobnccl::g_dead.insert(comm);
-  return true;
+// "comm %p rank %d nranks %d cudaDev %d busId %lx - %s COMPLETE" (init.cc:333), after the
+// registrations still there are cleaned up.
+void log_teardown(ncclComm_t comm, const char* what) {
+  fobnccl::cleanup_registrations(*comm);
+  fobnccl::log::info(fobnccl::log::kInit,
+                     "comm %p rank %d nranks %d cudaDev %d busId %lx - %s COMPLETE",
+                     static_cast<void*>(comm), comm->engine->rank(), comm->engine->nranks(),
+                     comm->cuda_dev, static_cast<long>(comm->bus_id), what);
 }
 
 }  // namespace
@@ -249,8 +257,9 @@ ncclResult_t ncclCommDestroy(ncclComm_t comm) {
                                         std::to_string(comm->queued.load()) +
                                         " operation(s) on its streams that do not finish");
   }
-  retire(comm);
+  fobnccl::retire(comm);
   comm->engine->destroy();
+  log_teardown(comm, "Destroy");
   return ncclSuccess;
 }
 
@@ -262,8 +271,9 @@ ncclResult_t ncclCommAbort(ncclComm_t comm) {
   if (const ncclResult_t r = fobnccl::check_comm(comm, "ncclCommAbort"); r != ncclSuccess) {
     return r;
   }
-  retire(comm);
+  fobnccl::retire(comm);
   comm->engine->abort();
+  log_teardown(comm, "Abort");
   return ncclSuccess;
 }
 

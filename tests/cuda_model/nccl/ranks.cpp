@@ -16,12 +16,12 @@ namespace fobnccl::test {
 namespace {
 
 [[noreturn]] void child(const Id& id, int n, int rank, const std::function<int(Comm&)>& body,
-                        double deadlock_s, const std::string& err_path) {
+                        double deadlock_s, double join_s, const std::string& err_path) {
   const int fd = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
   if (fd >= 0) dup2(fd, 2);
   Settings s;
   s.deadlock_s = deadlock_s;
-  s.join_s = 20;
+  s.join_s = join_s;
   s.report = [](const std::string& rule, const std::string& text) {
     std::fprintf(stderr, "[cuda model] %s: %s\n", rule.c_str(), text.c_str());
     std::fflush(stderr);
@@ -41,7 +41,8 @@ namespace {
 
 }  // namespace
 
-Outcome run_ranks(int n, const std::function<int(Comm&)>& body, double deadlock_s, double limit_s) {
+Outcome run_ranks(int n, const std::function<int(Comm&)>& body, double deadlock_s, double limit_s,
+                  double join_s) {
   Outcome out;
   Id id;
   std::string why;
@@ -56,7 +57,7 @@ Outcome run_ranks(int n, const std::function<int(Comm&)>& body, double deadlock_
   for (int r = 0; r < n; ++r) {
     const std::string err_path = dir + "/rank" + std::to_string(r);
     const pid_t pid = fork();
-    if (pid == 0) child(id, n, r, body, deadlock_s, err_path);
+    if (pid == 0) child(id, n, r, body, deadlock_s, join_s, err_path);
     pids.push_back(pid);
   }
   out.codes.assign(n, -1);

@@ -18,9 +18,9 @@ struct Outcome {
 // A rule reported in a rank prints as the model does and exits 86 (FOB_MODEL_FATAL=1).
 constexpr int kViolationExit = 86;
 
-// Runs body(comm) in each rank; its return value is the rank's exit code. deadlock_s: the
-// engine's detection setting; limit_s: when the ranks still running are killed.
+// Runs body(comm) in each rank; its return value is the rank's exit code. deadlock_s and join_s:
+// the engine's settings; limit_s: when the ranks still running are killed.
 Outcome run_ranks(int n, const std::function<int(Comm&)>& body, double deadlock_s = 2,
-                  double limit_s = 60);
+                  double limit_s = 60, double join_s = 20);
 
 }  // namespace fobnccl::test

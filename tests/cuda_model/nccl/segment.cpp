@@ -26,7 +26,7 @@ size_t header_bytes() {
   return align_up(sizeof(Header), 4096);
 }
 size_t channels_bytes(int n) {
-  return align_up(2 * n * n * sizeof(Channel), 4096);
+  return align_up(kSets * n * n * sizeof(Channel), 4096);
 }
 
 // Ids this process made, unlinked at exit if no rank got to join (and unlink) them. Only the
@@ -125,7 +125,7 @@ size_t ring_bytes_for(int nranks) {
 }
 
 size_t segment_bytes(int nranks, size_t ring) {
-  return header_bytes() + channels_bytes(nranks) + 2 * nranks * nranks * ring;
+  return header_bytes() + channels_bytes(nranks) + kSets * nranks * nranks * ring;
 }
 
 Segment::~Segment() {

@@ -1,7 +1,7 @@
 // The rendezvous file's layout, shared by every rank of a communicator through MAP_SHARED: a
 // header, one slot per rank (who joined, what it is blocked in), and for every ordered pair of
-// ranks two channels (point-to-point and collective), each a queue of call descriptors and a
-// byte ring that carries the data.
+// ranks kSets channels (point-to-point, collective, bootstrap), each a queue of call descriptors
+// and a byte ring that carries the data.
 #pragma once
 
 #include <atomic>
@@ -15,6 +15,8 @@
 namespace fobnccl {
 
 constexpr int kMaxRanks = 64;
+// Channel sets: point-to-point, the operations' collectives, and the bootstrap's collectives.
+constexpr int kSets = 3;
 constexpr int kDescs = 4;  // a side posts call k+1 only when call k is done, so 2 would do
 constexpr size_t kCallText = 96;
 constexpr size_t kBlockedText = 1024;
@@ -73,7 +75,7 @@ struct Segment {
 
   Header* header() const { return reinterpret_cast<Header*>(base); }
   RankSlot& slot(int r) const { return header()->ranks[r]; }
-  // set 0: point-to-point, 1: collectives.
+  // set 0: point-to-point, 1: collectives, 2: bootstrap collectives.
   Channel& channel(int set, int src, int dst) const;
   unsigned char* ring_of(int set, int src, int dst) const;
 };

@@ -50,8 +50,23 @@ const std::vector<int>& visible() {
 
 thread_local int thread_device = 0;
 
+// Physical GPU p sits on PCI bus 0x18 + 0x10 p: distinct, and stable whatever CUDA shows.
+int physical_bus(int physical) {
+  return 0x18 + 0x10 * physical;
+}
+
 int bus_of(int device) {
-  return 0x18 + 0x10 * visible()[static_cast<size_t>(device)];
+  return physical_bus(visible()[static_cast<size_t>(device)]);
+}
+
+Topology read_topology() {
+  const char* text = std::getenv("FOB_MODEL_TOPOLOGY");
+  const std::string name = text ? text : "nvlink";
+  if (name == "nvlink" || name.empty()) return Topology::nvlink;
+  if (name == "pcie") return Topology::pcie;
+  if (name == "isolated") return Topology::isolated;
+  violation("setup", "FOB_MODEL_TOPOLOGY=" + name + " is none of nvlink, pcie, isolated");
+  return Topology::nvlink;
 }
 
 }  // namespace
@@ -113,6 +128,32 @@ const char* error_name(cudaError_t error) {
 }
 
 }  // namespace fobmodel::detail
+
+namespace fobmodel {
+
+int physical_device_count() {
+  return detail::physical_devices();
+}
+
+std::string physical_bus_id(int physical) {
+  char text[16];
+  std::snprintf(text, sizeof text, "0000:%02X:00.0", detail::physical_bus(physical));
+  return text;
+}
+
+int physical_device_of(int ordinal) {
+  const std::vector<int>& devices = detail::visible();
+  return ordinal >= 0 && static_cast<size_t>(ordinal) < devices.size()
+             ? devices[static_cast<size_t>(ordinal)]
+             : -1;
+}
+
+Topology topology() {
+  static const Topology read = detail::read_topology();
+  return read;
+}
+
+}  // namespace fobmodel
 
 using namespace fobmodel::detail;
 using fobmodel::record_error;

@@ -58,6 +58,7 @@ size_t add_node(Capture& capture, Stream& stream, Op op, cudaEvent_t records) {
   Node node;
   op.correlation = current_correlation();
   op.task = current_task();
+  op.range = current_range();
   node.op = std::move(op);
   node.deps = stream.frontier;
   node.lane = capture.lanes.at(&stream);
@@ -297,6 +298,7 @@ cudaError_t cudaGraphLaunch(cudaGraphExec_t graphExec, cudaStream_t handle) {
   start.name = "cudaGraphLaunch";
   const CompletionPtr started = enqueue_locked(*stream, std::move(start), {});
   const VectorClock launch_clock = stream->clock;
+  const uint64_t launched_ns = fobmodel::clock_ns();
   std::vector<CompletionPtr> done;
   std::vector<VectorClock> clocks;
   for (const Node& node : graphExec->nodes) {
@@ -314,6 +316,7 @@ cudaError_t cudaGraphLaunch(cudaGraphExec_t graphExec, cudaStream_t handle) {
     queued->agent = lane.agent;
     queued->stream_id = stream->id;
     queued->graph_node = node.id;
+    queued->enqueue_ns = launched_ns;
     queued->identity = std::make_shared<OpIdentity>(OpIdentity{
         node.op.name, node.op.task, stream->label + " (" + lane.label + ")", next_sequence()});
     done.push_back(queued->done);

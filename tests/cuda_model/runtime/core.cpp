@@ -144,6 +144,11 @@ void nvtx_end(uint64_t id) {
 std::string current_task() {
   ThreadState& state = thread_state();
   if (!state.pushed.empty()) return state.pushed.back();
+  return current_range();
+}
+
+std::string current_range() {
+  ThreadState& state = thread_state();
   std::lock_guard lock(ranges_mutex);
   while (!state.started.empty() && !open_ranges.contains(state.started.back())) {
     state.started.pop_back();

@@ -72,8 +72,12 @@ struct QueuedOp {
   uint32_t agent = 0;
   uint32_t stream_id = 0;
   uint64_t graph_node = 0;
+  uint64_t enqueue_ns = 0;  // clock_ns() when it was queued (a replay: when the graph launched)
   std::shared_ptr<const OpIdentity> identity;
 };
+
+// The op log (op_log.cpp): one line per op that ran, when FOB_MODEL_OP_LOG names a file.
+void log_op(const QueuedOp& op, uint64_t start_ns, uint64_t end_ns);
 
 // The race detector (race.cpp): checks one access of a running op against the accesses before it.
 void check_access(const QueuedOp& op, uintptr_t begin, uintptr_t end, bool write);

@@ -282,6 +282,14 @@ Memory memory_of(const void* pointer, int* device) {
   return m.pinned.contains(p) ? Memory::pinned_host : Memory::other;
 }
 
+const void* live_allocation(const void* pointer, size_t bytes) {
+  size_t size = 0;
+  const void* base = detail::allocation_of(pointer, &size);
+  if (base == nullptr) return nullptr;
+  const uintptr_t offset = reinterpret_cast<uintptr_t>(pointer) - reinterpret_cast<uintptr_t>(base);
+  return bytes <= size - offset ? base : nullptr;
+}
+
 }  // namespace fobmodel
 
 using fobmodel::detail::current_device;
@@ -296,6 +304,36 @@ cudaError_t cudaMalloc(void** devPtr, size_t size) {
 cudaError_t cudaMallocHost(void** ptr, size_t size) {
   FOB_RUNTIME_CALL(cudaMallocHost, v3020);
   return fobmodel::record_error(fobmodel::detail::allocate(ptr, size, -1));
+}
+
+// cudaHostAlloc: "cudaHostAllocDefault: This flag's value is defined to be 0 and causes
+// cudaHostAlloc() to emulate cudaMallocHost()"; Portable, Mapped and WriteCombined "are
+// orthogonal to one another". Any other bit is not a flag: cudaErrorInvalidValue. The memory
+// is pinned, from the pinned arena, freed with cudaFreeHost ("Memory allocated by this function
+// must be freed with cudaFreeHost()").
+cudaError_t cudaHostAlloc(void** pHost, size_t size, unsigned int flags) {
+  FOB_RUNTIME_CALL(cudaHostAlloc, v3020);
+  constexpr unsigned kFlags =
+      cudaHostAllocPortable | cudaHostAllocMapped | cudaHostAllocWriteCombined;
+  if ((flags & ~kFlags) != 0) return fobmodel::record_error(cudaErrorInvalidValue);
+  return fobmodel::record_error(fobmodel::detail::allocate(pHost, size, -1));
+}
+
+// cudaHostGetDevicePointer: "flags provides for future releases. For now, it must be set to 0";
+// the pointer must be in "the mapped, pinned host buffer allocated by cudaHostAlloc()" (any
+// pinned allocation: with unified addressing every one is mapped). "If all devices visible to
+// the application have a non-zero value for the device attribute
+// [cudaDevAttrCanUseHostPointerForRegisteredMem], the device pointer returned ... will match
+// the original pointer pHost": every model device has it.
+cudaError_t cudaHostGetDevicePointer(void** pDevice, void* pHost, unsigned int flags) {
+  FOB_RUNTIME_CALL(cudaHostGetDevicePointer, v3020);
+  if (pDevice == nullptr || flags != 0) return fobmodel::record_error(cudaErrorInvalidValue);
+  if (fobmodel::memory_of(pHost) != fobmodel::Memory::pinned_host ||
+      fobmodel::live_allocation(pHost, 1) == nullptr) {
+    return fobmodel::record_error(cudaErrorInvalidValue);
+  }
+  *pDevice = pHost;
+  return cudaSuccess;
 }
 
 cudaError_t cudaFree(void* devPtr) {

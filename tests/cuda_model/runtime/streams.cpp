@@ -25,7 +25,21 @@ const CuptiHooks& cupti() {
   return hooks();
 }
 
-void run_op(QueuedOp& queued) {
+// The op this thread is running (note_running_op, running_op), and how many ops run now on each
+// physical device's streams (device_running, for NVML's idle reason).
+thread_local QueuedOp* running = nullptr;
+constexpr int kMaxPhysical = 64;
+std::atomic<int> running_on[kMaxPhysical];
+
+std::atomic<int>* running_counter(int device) {
+  const int physical = physical_device_of(device);
+  return physical >= 0 && physical < kMaxPhysical ? &running_on[physical] : nullptr;
+}
+
+void run_op(QueuedOp& queued, int device) {
+  std::atomic<int>* counter = running_counter(device);
+  if (counter) counter->fetch_add(1);
+  running = &queued;
   const uint64_t start = clock_ns();
   for (const Footprint& footprint : queued.op.footprint) check_footprint(queued, footprint);
   if (queued.op.run) {
@@ -34,9 +48,12 @@ void run_op(QueuedOp& queued) {
     set_traced_op(nullptr);
   }
   const uint64_t end = clock_ns();
+  running = nullptr;
+  if (counter) counter->fetch_sub(1);
   if (queued.op.activity != Activity::none && cupti().activity) {
     cupti().activity(queued.op, queued.stream_id, queued.graph_node, start, end);
   }
+  log_op(queued, start, end);
   queued.done->finish(start, end);
 }
 
@@ -91,7 +108,7 @@ void Stream::work() {
       queue_.pop_front();
     }
     for (const CompletionPtr& before : op->after) before->wait();
-    run_op(*op);
+    run_op(*op, device);
   }
 }
 
@@ -136,6 +153,7 @@ CompletionPtr enqueue_locked(Stream& stream, Op op, std::vector<CompletionPtr> a
   auto queued = std::make_unique<QueuedOp>();
   op.correlation = current_correlation();
   op.task = current_task();
+  op.range = current_range();
   stream.clock.join(host_clock());
   // The legacy default stream waits for all work on the device's blocking streams, and work on
   // a blocking stream waits for the legacy stream (CUDA Runtime API, "Stream synchronization
@@ -153,6 +171,7 @@ CompletionPtr enqueue_locked(Stream& stream, Op op, std::vector<CompletionPtr> a
     if (legacy->last) after.push_back(legacy->last);
   }
   stream.clock.tick(stream.agent);
+  queued->enqueue_ns = clock_ns();
   queued->identity =
       std::make_shared<OpIdentity>(OpIdentity{op.name, op.task, stream.label, next_sequence()});
   queued->op = std::move(op);
@@ -187,6 +206,26 @@ cudaError_t check_bounds(const Op& op) {
 }  // namespace fobmodel::detail
 
 namespace fobmodel {
+
+void note_running_op(const std::string& fact) {
+  detail::QueuedOp* op = detail::running;
+  if (op == nullptr) return;
+  if (!op->op.note.empty()) op->op.note += ' ';
+  op->op.note += fact;
+}
+
+bool running_op(std::string* stream, std::string* task) {
+  const detail::QueuedOp* op = detail::running;
+  if (op == nullptr) return false;
+  *stream = op->identity->stream;
+  *task = op->identity->task;
+  return true;
+}
+
+bool device_running(int physical) {
+  return physical >= 0 && physical < detail::kMaxPhysical &&
+         detail::running_on[physical].load() > 0;
+}
 
 cudaError_t enqueue(cudaStream_t stream, Op op) {
   using namespace detail;

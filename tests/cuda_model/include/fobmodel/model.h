@@ -52,6 +52,11 @@ struct Op {
   // Filled by enqueue(): the API call that made it and the NVTX range (plan task) it is in.
   uint32_t correlation = 0;
   std::string task;
+  // The start/end range open on the enqueuing thread (the cuda backend's case), for the op log.
+  std::string range;
+  // Facts the library states about the op ("key=value" words), for the op log
+  // (FOB_MODEL_OP_LOG, README.md); note_running_op() adds the ones only its run can know.
+  std::string note;
 };
 
 // Checks the footprint (a range outside every live allocation is the rule "memcheck": reported,
@@ -61,6 +66,14 @@ struct Op {
 // capturing. The race detector sees it in program order: the vector clock of its stream at
 // enqueue.
 cudaError_t enqueue(cudaStream_t stream, Op op);
+
+// Appends " fact" to the note of the op running on the calling thread (a stream's or graph
+// lane's worker): what only running it shows, such as whether the operands it read were
+// integers. Does nothing on another thread.
+void note_running_op(const std::string& fact);
+// The op running on the calling thread as the race detector names it: its stream ("3", "legacy
+// default of device 0", "5 (graph lane 1)") and its task. False on a thread that runs no op.
+bool running_op(std::string* stream, std::string* task);
 
 // A rule the program broke (a race, an access out of bounds, a deadlock, an illegal call during
 // capture): written to stderr as "[cuda model] RULE: text", counted, and, with
@@ -104,6 +117,25 @@ uint32_t current_correlation();
 // host arena (cudaMallocHost), or elsewhere (pageable host memory, or a wild pointer).
 enum class Memory { device, pinned_host, other };
 Memory memory_of(const void* pointer, int* device = nullptr);
+// The base of the live allocation (device or pinned host) that holds all of [pointer, pointer +
+// bytes); null when none does.
+const void* live_allocation(const void* pointer, size_t bytes);
+
+// The machine the model pretends to be, beyond what CUDA shows. FOB_MODEL_DEVICES physical GPUs,
+// each with its PCI bus id ("0000:18:00.0"). CUDA_VISIBLE_DEVICES hides and renumbers them for
+// CUDA only: it is a CUDA environment variable, and "The NVML index may not correlate with other
+// APIs, such as the CUDA device index" (nvml.h, nvmlDeviceGetHandleByIndex_v2).
+int physical_device_count();
+std::string physical_bus_id(int physical);
+// The physical index of CUDA ordinal `ordinal` (-1 if it is not a visible ordinal).
+int physical_device_of(int ordinal);
+// Whether an op of this process is running on a stream of that physical device now.
+bool device_running(int physical);
+// FOB_MODEL_TOPOLOGY: how the GPUs are linked. nvlink (the default): NVLink between every pair;
+// pcie: through the PCIe host bridge; isolated: NVLink exists but each rank sees only its own
+// GPU, as under per-task cgroups (NVIDIA/nccl#1066). Another value is the rule "setup".
+enum class Topology { nvlink, pcie, isolated };
+Topology topology();
 
 // The runtime's per-thread error state: records a failed call's error for cudaGetLastError /
 // cudaPeekAtLastError (what every runtime API call does) and returns it. cudaSuccess is ignored.
@@ -117,6 +149,9 @@ void nvtx_pop();
 uint64_t nvtx_start(const char* name);
 void nvtx_end(uint64_t id);
 std::string current_task();
+// The last start/end range the calling thread opened that is still open, "" if none: what
+// current_task() falls back to, whatever the thread has pushed.
+std::string current_range();
 
 // Nanoseconds on the model's GPU clock: CLOCK_MONOTONIC_RAW, the same for every stream thread,
 // from which cudaEventElapsedTime and CUPTI's timestamps are both taken.
