@@ -29,6 +29,10 @@ class ForwardingBackend : public Backend {
     inner_.launch(task, wait_for);
   }
   IterationTimes finish(double timeout_s) override { return inner_.finish(timeout_s); }
+  std::vector<std::string> case_facts(const Plan& plan) override { return inner_.case_facts(plan); }
+  std::vector<std::string> run_facts() override { return inner_.run_facts(); }
+  int64_t bytes_needed(const Plan& plan) const override { return inner_.bytes_needed(plan); }
+  int64_t bytes_free() const override { return inner_.bytes_free(); }
 
  protected:
   Backend& inner_;

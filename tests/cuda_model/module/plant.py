@@ -59,6 +59,27 @@ PLANTS = {
                         """                                     CUPTI_ACTIVITY_KIND_RUNTIME,
                                      CUPTI_ACTIVITY_KIND_DRIVER,
 """, ""),
+    # The references' collectives capped like the overlapping strategies' transfers.
+    "capped_reference": ("nccl_transport.cpp",
+                         """  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  check_.nccl(ncclCommInitRankConfig(""",
+                         """  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  if (comm_sms > 0) config.maxCTAs = comm_sms;  // planted: the reference capped too
+  check_.nccl(ncclCommInitRankConfig("""),
+    # Plan buffers left unregistered: NCCL stages them through its own buffers.
+    "unregistered": ("nccl_transport.cpp",
+                     'check_.nccl(ncclCommRegister(c.comm, p.device[i], bytes, &handle), "ncclCommRegister");',
+                     "(void)bytes;  // planted: not registered"),
+    # Timed iterations start as they are launched: the host's launching in the step.
+    "ungated": ("cuda_backend.cpp", "  gated_ = timed && gate_", "  gated_ = false && gate_"),
+    # Timed iterations on the verified integers.
+    "integer_timing": ("cuda_backend.cpp",
+                       "  fill_timing(plan, options_.seed, prepared(plan), check_);",
+                       "  (void)plan;  // planted: the verified data timed"),
+    # Every GEMM leaves the comm SMs free, baseline's and compute_only's too.
+    "sm_target_everywhere": ("cuda_tasks.cpp",
+                             "set_sm_target(current_->beside_transfer[t.id] && comm_sms_ > 0",
+                             "set_sm_target(comm_sms_ > 0"),
 }
 
 

@@ -69,5 +69,21 @@ case $plant in
     grep -q '^# timer: cuda events (stream order)' "$scratch/report.csv" ||
       fail "the file does not say its times are events: $(grep '^# timer' "$scratch/report.csv")"
     ;;
+  capped_reference | unregistered | ungated | integer_timing | sm_target_everywhere)
+    # What docs/DESIGN.md section 10 promises, checked by fairness.sh: it must fail, naming
+    # the broken promise.
+    declare -A want=(
+      [capped_reference]="comm_only's collectives ran on max_ctas \['16'\]"
+      [unregistered]='\[cuda model\] nccl-unregistered'
+      [ungated]='gated iterations, expected'
+      [integer_timing]='read the verified integers'
+      [sm_target_everywhere]="compute_only's GEMMs had SM targets")
+    start=$SECONDS
+    rc=0
+    timeout -k 5 300 bash "$(dirname "$0")/fairness.sh" >"$log" 2>&1 || rc=$?
+    took=$((SECONDS - start))
+    [[ $rc != 0 ]] || fail "fairness.sh passed"
+    expect_report "${want[$plant]}"
+    ;;
   *) fail "no such plant" ;;
 esac
