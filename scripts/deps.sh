@@ -9,8 +9,9 @@
 #   actually usable — commands, a C++20 compiler, headers in the standard include directories,
 #   CPATH and CMAKE_PREFIX_PATH — and names every missing piece with its Debian package and its
 #   usual module name, then exits 1.
-# CUDA is optional and never required here; as root with a CUDA toolkit it also fetches the CUDA
-# wheels of the bundle_stub_driver test (fob_gpu_wheels). FOB_SKIP_DEPS=1 skips every check;
+# CUDA is optional and never required here; as root with a CUDA toolkit it also installs NVML's
+# header where the toolkit lacks it (fob_nvml_header) and fetches the CUDA wheels of the
+# bundle_stub_driver test (fob_gpu_wheels). FOB_SKIP_DEPS=1 skips every check;
 # FOB_DEPS_OPTIONAL=0 leaves out the optional packages and the wheels (scripts/demo.sh: the
 # demo needs none of them, and Chromium or clang would only make its first run slower).
 if [[ "${BASH_SOURCE[0]}" != "$0" ]]; then
@@ -227,10 +228,37 @@ fob_gpu_wheels() {
     echo "deps: note: the CUDA wheels of the bundle_stub_driver test were not fetched" >&2
 }
 
+# NVML's header, which the cuda backend is compiled against (it loads the library, the
+# driver's, at run time): the CUDA toolkit's where it has one, else NVIDIA's PyPI wheel
+# nvidia-nvml-dev, installed as root under /opt/nvidia-nvml-dev where CMakeLists.txt looks for
+# it. Only where a CUDA toolkit is installed; elsewhere the cuda backend is not built anyway.
+FOB_NVML_WHEEL="nvidia-nvml-dev==13.0.87"
+fob_nvml_header() {
+  [[ "${FOB_SKIP_DEPS:-0}" != 1 ]] || return 0
+  local cuda=${CUDA_HOME:-/usr/local/cuda}
+  [[ -x "$cuda/bin/nvcc" ]] || return 0
+  [[ ! -f "$cuda/include/nvml.h" && ! -f /opt/nvidia-nvml-dev/nvidia/cu13/include/nvml.h ]] ||
+    return 0
+  [[ -z "${NVML_HOME:-}" || ! -f "$NVML_HOME/include/nvml.h" ]] || return 0
+  if [[ "$(id -u)" == 0 ]]; then
+    local py
+    for py in python3 /usr/bin/python3; do
+      if "$py" -m pip install --quiet --no-deps --target /opt/nvidia-nvml-dev "$FOB_NVML_WHEEL" \
+        >/dev/null 2>&1; then
+        return 0
+      fi
+    done
+  fi
+  echo "deps: note: the cuda backend needs NVML's nvml.h, which the CUDA toolkit at $cuda lacks:" \
+    "pip install --target DIR $FOB_NVML_WHEEL and set NVML_HOME=DIR/nvidia/cu13 (or load a" \
+    "full CUDA toolkit module); without it the cuda backend is not built" >&2
+}
+
 # Sourced: return the status without ending the caller's shell. Run: exit with it.
 if [[ "${BASH_SOURCE[0]}" != "$0" ]]; then
   fob_deps_main
   return $?
 fi
 fob_deps_main
+fob_nvml_header
 fob_gpu_wheels

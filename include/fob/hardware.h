@@ -27,4 +27,9 @@ std::string throttle_doubt(const CaseResult& c);
 // when NCCL ran over NVLink, each node held one rank, or nothing was recorded.
 std::string nvlink_verdict(const ResultFile& file);
 
+struct TableDocument;
+// `fobench report --hardware`: one row per fact, the run's (case "-") and each case's, with the
+// NVLink verdict and every throttled case as notes.
+TableDocument hardware_document(const ResultFile& file);
+
 }  // namespace fob

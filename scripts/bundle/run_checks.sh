@@ -149,6 +149,27 @@ AWK
   return "$rc"
 }
 
+# hardware_facts: what the hardware said of each NCCL run (fobench report --hardware), rank 0's
+# account of its first case and of the run, for the summary.
+hardware_facts() {
+  local h5 keys='nccl_log|nvml|cpu_binding|gpu_visibility|nccl_communicator|nccl_cta_limit'
+  keys+='|nccl_coll_channels|nccl_p2p_channels|nccl_ring_path|nccl_registered|launch_gate'
+  keys+='|task_timing|execution|math|gpu_sm_clock_mhz|gpu_power_max_w|gpu_throttled'
+  for h5 in "$CHECKS"/smoke_nccl_*.h5 "$CHECKS"/mlp_nccl_*.h5; do
+    [[ -f "$h5" ]] || continue
+    echo "$(basename "$h5"):"
+    timeout -k 2 "$T_REPORT" "$FOBENCH" report "$h5" --hardware --format csv |
+      awk -F, -v keys="^($keys)\$" '!/^#/ && $3 == 0 && $4 ~ keys && !seen[$4]++ {
+        v = $5; for (i = 6; i <= NF; i++) v = v "," $i; print "  " $4 " = " v }' || return
+  done
+}
+
+# fairness_lines: each Fairness check's verdict, from its step's log.
+fairness_lines() {
+  grep -E '^\[ +(OK|FAILED|SKIPPED) +\] Fairness\.' "$CHECKS/fairness.log" 2>/dev/null |
+    sed -E 's/ \([0-9]+ ms\)$//; s/^/  /' || true
+}
+
 if [[ ${1:-} == --step ]]; then
   : "${CHECKS:?--step runs inside run_checks.sh only}"
   shift
@@ -305,6 +326,20 @@ write_summary() {
     echo
     echo "steps (checks/<step>.log in checks.tgz; bound = the step's time limit):"
     cat "$STEPS"
+    if [[ -f "$CHECKS/fairness.log" ]]; then
+      echo
+      echo "fairness (tests/gpu Fairness.*, docs/DESIGN.md \"Fairness\"):"
+      fairness_lines
+    fi
+    local said="" line
+    if [[ -f "$CHECKS/hardware.log" ]]; then
+      said=$(grep -v '^[$+] \|^exit status' "$CHECKS/hardware.log" | head -n 60 || true)
+    fi
+    if [[ -n "$said" ]]; then
+      echo
+      echo "what the hardware said (fobench report --hardware, rank 0):"
+      while IFS= read -r line; do echo "  $line"; done <<<"$said"
+    fi
     if [[ -f "$CHECKS/check_results.log" ]]; then
       echo
       echo "results files:"
@@ -628,7 +663,13 @@ mlp() {  # mlp NAME [fobench options]
     --transport nccl "$@" --no-verify --force -o "$CHECKS/$name.h5"
 }
 
+# What every strategy gets alike (docs/DESIGN.md, "Fairness"): the reference collectives on an
+# uncapped communicator and the overlapping ones capped, every buffer registered, timed
+# iterations held until their last launch, GEMMs given fewer SMs only beside a transfer, timed
+# data unlike the verified data; each check by name in the summary.
 if [[ " ${WORKLOADS[*]} " == *" mlp "* ]]; then gpu_tests mlp; fi
+gpu_step fairness "$T_GPU_TEST" --nccl -- "$MPIRUN" -np 1 "${MPI_FLAGS[@]}" \
+  "$ROOT/bin/fob_gpu_tests" --transport=nccl --gtest_filter='Fairness.*'
 smoke smoke_nccl_np1_fp32 1 nccl fp32
 smoke smoke_nccl_np1_bf16 1 nccl bf16
 smoke smoke_mpi_np2_fp32 2 mpi fp32 -x CUDA_VISIBLE_DEVICES=0
@@ -643,5 +684,6 @@ done
 
 # --- 7: a report of every results file, and a check of each -----------------------------------
 STEP_RESERVE=$((RESERVE / 2)) step reports "$((T_REPORT * 6))" -- --step reports_md
+STEP_RESERVE=$((RESERVE / 2)) step hardware "$((T_REPORT * 6))" -- --step hardware_facts
 STEP_RESERVE=5 step check_results "$((T_REPORT * 6))" -- --step check_results "${RESULTS[@]}"
 finish

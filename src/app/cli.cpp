@@ -103,6 +103,10 @@ CLI::App* add_report(CLI::App& app, fob::ReportArgs& report) {
                   "(default every one)");
   cmd->add_option("--breakdown", report.breakdown,
                   "write stacked bars (SVG): T_comp, slicing penalty, exposed comm vs T_lb");
+  cmd->add_flag("--hardware", report.hardware,
+                "print how the hardware ran the run and each case (NCCL's communicators, "
+                "channels and transports, registration, the launch gate, clocks) instead of the "
+                "speedup table");
   cmd->add_option("--speedup", report.speedup,
                   "write speedup vs baseline along the sweep's x-axis (SVG)");
   cmd->add_option("--x", report.x_field,

@@ -7,12 +7,14 @@
 #include <sstream>
 
 #include "commands.h"
+#include "fob/hardware.h"
 #include "fob/metrics.h"
 #include "fob/output_file.h"
 #include "fob/pictures.h"
 #include "fob/report.h"
 #include "fob/result_files.h"
 #include "fob/results.h"
+#include "fob/table.h"
 #include "fob/trace.h"
 #include "fob/trust.h"
 
@@ -94,6 +96,10 @@ int report_command(const ReportArgs& args) {
     }
     if (!args.speedup.empty()) {
       write_file(args.speedup, [&](std::ostream& o) { write_speedup_svg(o, file, args.x_field); });
+    }
+    if (args.hardware) {
+      write_table(std::cout, hardware_document(file), format);
+      return kExitOk;
     }
     write_report(std::cout, file, format, group_by);
     const std::string noise = noise_warning(summarize(file));

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "fob/nccl_log.h"
+#include "fob/table.h"
 
 namespace fob {
 
@@ -82,6 +83,32 @@ std::string nvlink_verdict(const ResultFile& file) {
         "(give every rank all of its node's GPUs: NVIDIA/nccl#1066)";
   }
   return text;
+}
+
+TableDocument hardware_document(const ResultFile& file) {
+  TableDocument doc;
+  doc.title = "fobench report --hardware";
+  doc.facts.push_back({"backend", Cell::of(file.system.backend)});
+  doc.facts.push_back({"transport", Cell::of(file.system.transport)});
+  Table table{"How the hardware ran each case",
+              {Column{"case"}, Column{"strategy"}, Column{"rank", "", CellType::integer},
+               Column{"key"}, Column{"value"}},
+              {},
+              {}};
+  auto add = [&](const std::string& id, const std::string& strategy, const HardwareFact& f) {
+    table.rows.push_back({Cell::of(id), Cell::of(strategy), Cell::of_int(f.rank), Cell::of(f.key),
+                          Cell::of(f.value)});
+  };
+  for (const HardwareFact& f : parse_facts(system_lines(file.system))) add("-", "(run)", f);
+  for (const CaseResult& c : file.cases) {
+    for (const HardwareFact& f : parse_facts(c.facts)) add(c.id, c.strategy, f);
+    if (const std::string t = throttle_doubt(c); !t.empty()) table.notes.push_back(c.id + ": " + t);
+  }
+  if (const std::string v = nvlink_verdict(file); !v.empty()) table.notes.push_back(v);
+  if (table.rows.empty())
+    table.notes.push_back("The file records no hardware facts (its backend said none).");
+  doc.tables.push_back(std::move(table));
+  return doc;
 }
 
 }  // namespace fob

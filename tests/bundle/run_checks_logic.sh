@@ -54,6 +54,7 @@ fake fob_gpu_tests 't=${1#--transport=} w=${2#--workload=}
 if [[ ${FAKE_HANG:-} == "$w" ]]; then trap "" TERM && sleep 1000; fi
 '"$cumem"'
 if [[ ${FAKE_77:-} == "$t:$w" ]]; then echo "no GPU on this machine: skipping"; exit 77; fi
+if [[ $w == --gtest_filter=* ]]; then echo "[       OK ] Fairness.EveryBufferIsRegistered (3 ms)"; fi
 echo "[  PASSED  ] 50 tests."'
 fake fob_gemm_slices_cuda 'for a; do case $a in --benchmark_out=*) out=${a#*=} ;; esac; done
 echo "{\"benchmarks\": [{\"name\": \"BM_gemm/1\"}]}" >"$out"'
@@ -117,7 +118,7 @@ checks "$out"
 [[ $(cat "$scratch/victim") == victim ]] || fail "a planted link was written through"
 only_outputs "$out"
 recorded "$out"
-[[ $(tail -n1 "$out/summary.txt") == "result: all 26 steps passed" ]] ||
+[[ $(tail -n1 "$out/summary.txt") == "result: all 28 steps passed" ]] ||
   fail "last line: $(tail -n1 "$out/summary.txt")"
 grep -q 'OMPI_MCA_btl_vader_single_copy_mechanism=none' "$out/summary.txt" ||
   fail "Open MPI's single copy is not off"
@@ -127,6 +128,8 @@ for f in summary.txt version.log gpu_mpi_np2_ulysses.log smoke_mpi_np2_bf16.h5 m
   [[ -f "$scratch/checks/$f" ]] || fail "checks.tgz lacks checks/$f"
 done
 cmp -s "$scratch/checks/summary.txt" "$out/summary.txt" || fail "two different summaries"
+grep -qE '^  \[ +OK +\] Fairness\.EveryBufferIsRegistered$' "$out/summary.txt" ||
+  fail "the summary does not name each fairness check"
 grep -q 'smoke_nccl_np1_fp32.h5: ok (backend cuda.*all verified' "$out/summary.txt" ||
   fail "the results check is not in the summary"
 ok "all pass: exit 0, OUTDIR holds checks.tgz and summary.txt only, links replaced, not followed"
@@ -145,7 +148,7 @@ grep -qE '^  (smoke_nccl_np1_bf16|mlp_nccl_np1_graphs|gpu_nccl_np1_gemm_ar) +ok'
   fail "later NCCL steps did not run without cuMem"
 grep -qE '^  gpu_mpi_np2_attn +FAILED +exit 77 .*although nvidia-smi lists 1 GPU' \
   "$out/summary.txt" || fail "exit 77 beside a listed GPU is not a failure"
-[[ $(tail -n1 "$out/summary.txt") == "result: 1 of 26 steps FAILED" ]] ||
+[[ $(tail -n1 "$out/summary.txt") == "result: 1 of 28 steps FAILED" ]] ||
   fail "last line: $(tail -n1 "$out/summary.txt")"
 ok "a NCCL step refused cuMem passes again without it, the later ones run without; 77 beside a GPU fails"
 
