@@ -64,4 +64,31 @@ std::vector<std::string> gather_strings(MPI_Comm comm, const std::string& mine) 
   return out;
 }
 
+std::vector<std::string> allgather_strings(MPI_Comm comm, const std::string& mine) {
+  int world = 1;
+  MPI_Comm_size(comm, &world);
+  std::vector<std::string> out = gather_strings(comm, mine);
+  std::vector<int64_t> lengths(static_cast<size_t>(world));
+  std::string joined;
+  for (size_t r = 0; r < out.size(); ++r) {
+    lengths[r] = static_cast<int64_t>(out[r].size());
+    joined += out[r];
+  }
+  MPI_Bcast(lengths.data(), world, MPI_INT64_T, 0, comm);
+  int64_t total = 0;
+  for (const int64_t n : lengths) total += n;
+  joined.resize(static_cast<size_t>(total));
+  for (int64_t offset = 0; offset < total; offset += INT_MAX) {
+    const int n = static_cast<int>(std::min<int64_t>(total - offset, INT_MAX));
+    MPI_Bcast(joined.data() + offset, n, MPI_CHAR, 0, comm);
+  }
+  out.assign(static_cast<size_t>(world), {});
+  size_t at = 0;
+  for (size_t r = 0; r < out.size(); ++r) {
+    out[r] = joined.substr(at, static_cast<size_t>(lengths[r]));
+    at += static_cast<size_t>(lengths[r]);
+  }
+  return out;
+}
+
 }  // namespace fob

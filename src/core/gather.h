@@ -1,4 +1,4 @@
-// Gathering variable-sized data from every rank to rank 0.
+// Gathering variable-sized data from every rank to rank 0 (or to every rank).
 #pragma once
 
 #include <mpi.h>
@@ -15,6 +15,9 @@ std::vector<std::vector<char>> gather_bytes(MPI_Comm comm, const std::vector<cha
 
 // Each rank's string, on rank 0 (empty elsewhere).
 std::vector<std::string> gather_strings(MPI_Comm comm, const std::string& mine);
+
+// Each rank's string, on every rank.
+std::vector<std::string> allgather_strings(MPI_Comm comm, const std::string& mine);
 
 // The most bytes one rank sends in one round of gather_bytes among `world` ranks.
 int64_t gather_piece_bytes(int world);

@@ -37,7 +37,7 @@ void CudaBackend::select_and_check_device(bool one_gpu_per_rank) {
   }
   // Every rank learns whether any rank failed, and whether two NCCL ranks share a GPU,
   // before anything is allocated.
-  std::vector<std::string> ids = gather_strings(options_.comm, hostname() + "/" + bus_id_);
+  std::vector<std::string> ids = allgather_strings(options_.comm, hostname() + "/" + bus_id_);
   std::vector<std::string> errors = gather_strings(options_.comm, error);
   // The GPUs of this host's other ranks, for NVML's NVLink report (run_facts).
   const std::string me = hostname() + "/";

@@ -160,12 +160,16 @@ def check_data_and_targets(procs, sm_count, comm_sms):
 
 
 def check_hardware(csv_path):
-    facts = defaultdict(dict)
+    by_rank = defaultdict(dict)
     with open(csv_path) as f:
         for row in csv.reader(line for line in f if not line.startswith("#")):
-            if row and row[0] != "case" and row[2] == "0":
-                facts[row[1]][row[3]] = ",".join(row[4:])
-    base, flash, run = facts["baseline"], facts["flash"], facts["(run)"]
+            if row and row[0] != "case":
+                by_rank[(row[1], row[2])][row[3]] = ",".join(row[4:])
+    base, flash, run = by_rank[("baseline", "0")], by_rank[("flash", "0")], by_rank[("(run)", "0")]
+    # Each rank names the other's GPU (the model's two GPUs reach each other over NVLink).
+    links = [by_rank[("(run)", r)].get("gpu_nvlink_to", "") for r in ("0", "1")]
+    if not all(link.endswith(": yes") for link in links) or links[0] == links[1]:
+        fail(f"each rank should name the other's GPU as reached over NVLink: {links}")
     want = {"nccl_coll_channels": None, "nccl_ring_path": "NVL/PIX", "math": "exact",
             "nccl_communicator": None, "gpu_sm_clock_mhz": None, "gpu_throttled": "no"}
     for key, value in want.items():
