@@ -57,14 +57,16 @@ const std::vector<std::string>& attr_names() {
       "mpi_version", "blas",     "timer",       "timer_requested", "notes",       "simulated",
       "env",         "workload", "strategy",    "batch",           "seq",         "hidden",
       "ffn",         "heads",    "dtype",       "world",           "warmup",      "stored_ranks",
-      "iters",       "verified", "max_abs_err", "auto_slices",     "timers"};
+      "iters",       "verified", "max_abs_err", "auto_slices",     "timers",      "facts",
+      "hardware"};
   return names;
 }
 
 const std::vector<std::string>& link_names() {
   static const std::vector<std::string> names = {
-      "system", "cases",       "summary",      "0000",       "0001",     "0002",           "tasks",
-      "deps",   "round_iters", "step_seconds", "task_start", "task_end", "iteration_timer"};
+      "system",          "cases",         "summary",     "0000",         "0001",       "0002",
+      "tasks",           "deps",          "round_iters", "step_seconds", "task_start", "task_end",
+      "iteration_timer", "launch_seconds"};
   return names;
 }
 
@@ -159,6 +161,35 @@ hid_t random_type(Rng& rng, hid_t original) {
   }
 }
 
+// Whether `type`'s stored form holds pointers (variable-length data or strings, anywhere in a
+// compound or array): random bytes there are addresses HDF5 would follow.
+bool holds_pointers(hid_t type) {
+  switch (H5Tget_class(type)) {
+    case H5T_VLEN:
+      return true;
+    case H5T_STRING:
+      return H5Tis_variable_str(type) != 0;
+    case H5T_ARRAY: {
+      const hid_t base = H5Tget_super(type);
+      const bool held = base < 0 || holds_pointers(base);
+      if (base >= 0) H5Tclose(base);
+      return held;
+    }
+    case H5T_COMPOUND: {
+      const int members = H5Tget_nmembers(type);
+      bool held = members < 0;
+      for (int i = 0; i < members && !held; ++i) {
+        const hid_t member = H5Tget_member_type(type, static_cast<unsigned>(i));
+        held = member < 0 || holds_pointers(member);
+        if (member >= 0) H5Tclose(member);
+      }
+      return held;
+    }
+    default:
+      return false;
+  }
+}
+
 // Values of `type` for `count` elements, written as HDF5 takes them: numbers converted from
 // interesting ones, strings from random text, anything else as random bytes.
 void write_values(Rng& rng, hid_t type, size_t count,
@@ -184,7 +215,7 @@ void write_values(Rng& rng, hid_t type, size_t count,
     return;
   }
   const size_t size = H5Tget_size(type);
-  if (size == 0 || count > kMaxWrite / size) return;
+  if (size == 0 || count > kMaxWrite / size || holds_pointers(type)) return;
   std::vector<char> bytes(count * size);
   if (kind == H5T_STRING) {
     for (size_t i = 0; i < count; ++i) {
@@ -305,7 +336,9 @@ void replace_dataset(Rng& rng, hid_t file, const Objects& objects) {
                                                       chunked ? max_dims.data() : nullptr);
   H5Ldelete(file, path.c_str(), H5P_DEFAULT);
   const hid_t dset = H5Dcreate2(file, path.c_str(), type, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
-  if (dset >= 0 && written) {
+  // Writing through a virtual dataset whose source is itself (a relinked /cases) recurses in
+  // HDF5 until the stack ends.
+  if (dset >= 0 && written && H5Pget_layout(dcpl) != H5D_VIRTUAL) {
     write_values(rng, type, static_cast<size_t>(count), [&](hid_t mem, const void* buf) {
       return H5Dwrite(dset, mem, H5S_ALL, H5S_ALL, H5P_DEFAULT, buf);
     });
@@ -344,8 +377,8 @@ void poke_values(Rng& rng, hid_t dset, hid_t type, hid_t space) {
   if (is_virtual(dset)) return;
   const hssize_t count = H5Sget_simple_extent_npoints(space);
   const size_t size = H5Tget_size(type);
-  if (count <= 0 || size == 0 || H5Tdetect_class(type, H5T_VLEN) != 0 ||
-      H5Tis_variable_str(type) != 0 || static_cast<size_t>(count) > kMaxWrite / size) {
+  if (count <= 0 || size == 0 || holds_pointers(type) ||
+      static_cast<size_t>(count) > kMaxWrite / size) {
     return;
   }
   std::vector<uint8_t> bytes(static_cast<size_t>(count) * size);
@@ -365,8 +398,17 @@ void resize_dataset(Rng& rng, hid_t dset, hid_t space) {
   const size_t at = rng.below(dims.size());
   const hsize_t to = rng.pick(
       std::vector<hsize_t>{0, 1, dims[at] + 1, 10'000'000, hsize_t{1} << 31, hsize_t{1} << 40});
-  // Shrinking makes HDF5 visit every chunk position cut off: only where there are few.
-  if (to >= dims[at] || H5Sget_simple_extent_npoints(space) <= hssize_t{1} << 16) {
+  // Shrinking makes HDF5 visit every chunk position cut off: only where there are few. A dim
+  // of 0 makes the element count 0 whatever the others, so the positions count each dim as
+  // at least 1 (HDF5 1.10.8 spent minutes in H5D__chunk_prune_by_extent on [2^40, 0]).
+  constexpr hsize_t kMaxPositions = hsize_t{1} << 16;
+  hsize_t positions = 1;
+  for (const hsize_t d : dims) {
+    positions = std::max<hsize_t>(d, 1) > kMaxPositions / positions
+                    ? kMaxPositions + 1
+                    : positions * std::max<hsize_t>(d, 1);
+  }
+  if (to >= dims[at] || positions <= kMaxPositions) {
     dims[at] = to;
     H5Dset_extent(dset, dims.data());
   }
