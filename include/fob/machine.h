@@ -14,9 +14,20 @@
 //       gemm_efficiency:                          # optional; [m, n, k, fraction of peak in (0, 1]]
 //         - [512, 512, 512, 0.3]
 //         - [8192, 8192, 8192, 0.75]
+//       gemm_tiles:                               # optional, needs `gpu`, not with
+//       gemm_efficiency:
+//         - [128, 256, 0.8]                       # [tile m, tile n, fraction of an SM's peak]
+//       gemm_k_overhead: 64                       # optional, >= 0: k a tile pays besides its k
+//   gpu: {sms: 132, comm_sms: 16, max_split_k: 8} # optional: the wave model's SMs (below)
 //   links:                                        # link classes, names unique
 //     - {name: nvlink, latency_us: 3, gbytes_per_s: 450}   # 1e9 bytes/s per rank and direction
-//     - {name: ib, latency_us: 5, gbytes_per_s: 50}
+//     - name: ib                                  # optional `achieved`: NCCL's measured rates
+//       latency_us: 5
+//       gbytes_per_s: 50
+//       achieved:                                 # per op: [size in bytes, 1e9 bytes/s], rising
+//         all_gather: [[1048576, 20], [268435456, 45]]     # sizes; busbw as nccl-tests prints it
+//         send_recv: [[1048576, 25], [268435456, 48]]      # (ops: all_gather, reduce_scatter,
+//                                                          #  all_to_all, send_recv)
 //   topology: {ranks_per_node: 8, intra_node: nvlink, inter_node: ib}   # names from links
 //   contention: 1.05                              # optional, >= 1; default 1 (GEMMs only), or
 //   contention: {gemm: 1.05, transfer: 1.2, comm_start_us: 40}   # every key optional
@@ -30,6 +41,26 @@
 // and largest efficiency everywhere, and constant beyond the table's edges. A message from rank
 // a to rank b takes latency + bytes / gbytes_per_s of intra_node when a / ranks_per_node ==
 // b / ranks_per_node, else of inter_node.
+//
+// The wave model (a dtype with gemm_tiles, on a machine with `gpu`): a GEMM runs as a kernel of
+// tm x tn output tiles would, one tile per SM at a time, so a thin slice that fills few SMs, or
+// a tile count just past a multiple of the SMs, costs what it costs on the GPU rather than what
+// interpolation suggests. For each tile of the list and each split of k into s parts (s a
+// power of 2 up to max_split_k, only while the split tiles fit in one wave): tiles =
+// ceil(m/tm) * ceil(n/tn) * batch * s, waves = ceil(tiles / SMs), time = waves * 2 * tm * tn *
+// (k/s + gemm_k_overhead) / (peak / sms * tile efficiency), plus, when s > 1, writing and
+// reading s fp32 partial results of m x n at the memory bandwidth; the GEMM takes the fastest
+// choice (as cuBLAS's heuristics aim to), and never less than the roofline's memory side. SMs
+// is `sms`, or sms - comm_sms for a GEMM of an overlapping plan that may run beside a transfer
+// (tasks_beside_transfers, as the cuda backend sets cublasSetSmCountTarget).
+//
+// Achieved rates: a collective over a link class with an `achieved` table for its op runs each
+// ring step at the table's bus bandwidth for the collective's size (nccl-tests' size: the
+// gathered output of an all-gather, the input of a reduce-scatter or all-to-all) and no step
+// latency, so alone it takes size * (N-1)/N / busbw, nccl-tests' time; a message over a class
+// with a send_recv table flows at that table's rate for its bytes, without latency.
+// Interpolation is linear in (log size, log rate); below the first size the time stays the
+// first size's (latency-bound), above the last the rate stays the last's.
 #pragma once
 
 #include <array>
@@ -50,23 +81,58 @@ struct GemmPoint {
   double efficiency = 1;
 };
 
+// One CTA tile a GEMM kernel may use and the fraction of an SM's peak it achieves.
+struct GemmTile {
+  int64_t m = 0, n = 0;
+  double efficiency = 1;
+};
+
 // One dtype's GEMM and element-wise speed.
 struct ComputeModel {
   double peak_flops = 0;                   // flop/s of one device (rank)
   double memory_bytes_per_s = 0;           // the roofline's memory side, and add/copy/softmax speed
   std::vector<GemmPoint> gemm_efficiency;  // interpolated between points; empty: 1 everywhere
+  std::vector<GemmTile> gemm_tiles;        // the wave model's tiles (needs Machine::gpu)
+  double gemm_k_overhead = 0;              // k a tile pays besides its share of k
 };
+
+// The SMs of one device, for the wave model.
+struct GpuModel {
+  int sms = 0;          // 0: no GPU section (the wave model is off)
+  int comm_sms = 0;     // SMs an overlapping plan's GEMMs beside transfers leave to NCCL
+  int max_split_k = 1;  // the largest split of k a GEMM may use (a power of 2)
+};
+
+// A measured rate at one size (nccl-tests' size column and its busbw, or a message's bytes and
+// its rate).
+struct RatePoint {
+  int64_t bytes = 0;
+  double bytes_per_s = 0;
+};
+
+// The ops an `achieved` table may name: the collectives, and CollectiveOp::none's slot for
+// point-to-point messages ("send_recv").
+inline constexpr int kAchievedOps = 4;
 
 struct LinkClass {
   std::string name;  // "nvlink", "pcie", "ib", "shm", ...
   double latency_s = 0;
   double bytes_per_s = 0;  // per rank and direction
+  // Per op (achieved_index), measured rates by size; empty: latency + bytes / bytes_per_s.
+  std::array<std::vector<RatePoint>, kAchievedOps> achieved;
 };
+
+// The slot of `op` in LinkClass::achieved (CollectiveOp::none: point-to-point) and its name.
+int achieved_index(CollectiveOp op);
+const char* achieved_name(int index);
+// The rate a table gives at `bytes` (interpolation as described above).
+double achieved_rate(const std::vector<RatePoint>& table, int64_t bytes);
 
 struct Machine {
   std::string name;
   std::string source;  // where the numbers come from, printed with every simulated table
   std::map<DType, ComputeModel> compute;
+  GpuModel gpu;
   std::vector<LinkClass> links;
   // Topology: ranks fill nodes in order, ranks_per_node each; ranks on one node talk over
   // intra_node, ranks on different nodes over inter_node (LinkClass names).
@@ -101,7 +167,9 @@ class MachineCost : public CostModel {
  public:
   explicit MachineCost(const Machine& machine);  // InputError if a needed piece is missing
   double compute_seconds(const Task& t, DType dtype, int rank) const override;
+  double compute_seconds_beside_comm(const Task& t, DType dtype, int rank) const override;
   double transfer_seconds(int64_t bytes, int from_rank, int to_rank) const override;
+  LinkRate link_rate(CollectiveOp op, int64_t size, int from_rank, int to_rank) const override;
   double latency_seconds(int from_rank, int to_rank) const override;
   double bytes_per_second(int from_rank, int to_rank) const override;
   int link_class(int from_rank, int to_rank) const override;
@@ -117,6 +185,8 @@ class MachineCost : public CostModel {
   void require(DType dtype) const;
   // The interpolated efficiency table of `dtype` at one GEMM shape (1 without a table).
   double gemm_efficiency(DType dtype, int64_t m, int64_t n, int64_t k) const;
+  // The wave model's time for one GEMM on `sms` SMs (the dtype has gemm_tiles).
+  double gemm_wave_seconds(DType dtype, const Task& t, int sms) const;
 
  private:
   // One dtype's table in log space: (log m, log n, log k, efficiency) and the per-dimension
@@ -126,6 +196,7 @@ class MachineCost : public CostModel {
     std::array<double, 3> lo{}, hi{};
   };
   const LinkClass& link(int from_rank, int to_rank) const;
+  double gemm_seconds(const Task& t, DType dtype, int sms) const;
   Machine machine_;
   int intra_ = -1, inter_ = -1;  // indices into machine_.links
   std::map<DType, Table> tables_;

@@ -17,11 +17,22 @@ namespace fob {
 // The most ranks a case may have, in simulation as on the command line (--world).
 inline constexpr int kMaxWorld = 1 << 16;
 
+// The latency a transfer pays once and the rate it then flows at, alone on its link.
+struct LinkRate {
+  double latency_s = 0;
+  double bytes_per_s = 0;
+};
+
 class CostModel {
  public:
   virtual ~CostModel() = default;
   // Seconds for a gemm, add, copy or softmax task on `rank`.
   virtual double compute_seconds(const Task& t, DType dtype, int rank) const = 0;
+  // The same for a task of an overlapping plan that may run beside a transfer
+  // (tasks_beside_transfers): on a GPU it runs on the SMs the transfers leave it.
+  virtual double compute_seconds_beside_comm(const Task& t, DType dtype, int rank) const {
+    return compute_seconds(t, dtype, rank);
+  }
   // Seconds for one point-to-point message of `bytes` from one rank to another, alone on its
   // link: latency_seconds + bytes / bytes_per_second.
   virtual double transfer_seconds(int64_t bytes, int from_rank, int to_rank) const = 0;
@@ -30,6 +41,15 @@ class CostModel {
   // bandwidth, and those arriving at one rank over one class share its ingress bandwidth.
   virtual double latency_seconds(int from_rank, int to_rank) const = 0;
   virtual double bytes_per_second(int from_rank, int to_rank) const = 0;
+  // A transfer's latency and rate between two ranks: of a point-to-point message of `size`
+  // bytes (op CollectiveOp::none), or of one link of a collective `op` of nccl-tests' `size`
+  // (the gathered output of an all-gather, the input of a reduce-scatter or all-to-all), whose
+  // every ring step pays the latency and moves its block at the rate. By default the link's
+  // latency and rate, whatever the op and size.
+  virtual LinkRate link_rate(CollectiveOp /*op*/, int64_t /*size*/, int from_rank,
+                             int to_rank) const {
+    return {latency_seconds(from_rank, to_rank), bytes_per_second(from_rank, to_rank)};
+  }
   // The link class joining two ranks (e.g. 0 nvlink, 1 ib): what "the same link" means above.
   virtual int link_class(int /*from_rank*/, int /*to_rank*/) const { return 0; }
   // How much slower a compute task runs while its rank has a transfer in flight. The simulator

@@ -276,9 +276,10 @@ void compute_residuals(const std::map<GemmKey, double>& gemm_median,
     }
   }
   for (const auto& [key, t] : elem_median) {
-    const ComputeModel& cm = machine.compute.count(key.dtype) != 0
-                                 ? machine.compute.at(key.dtype)
-                                 : ComputeModel{0, median(all_rates), {}};
+    ComputeModel fallback;
+    fallback.memory_bytes_per_s = median(all_rates);
+    const ComputeModel& cm =
+        machine.compute.count(key.dtype) != 0 ? machine.compute.at(key.dtype) : fallback;
     rep.residuals.push_back({std::string(to_string(key.kind)) + " " + std::to_string(key.m) + "x" +
                                  std::to_string(key.n) + " " + to_string(key.dtype),
                              t, elem_bytes(key) / cm.memory_bytes_per_s});

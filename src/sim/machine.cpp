@@ -21,9 +21,12 @@ constexpr double kTera = 1e12;
 constexpr double kGiga = 1e9;
 constexpr double kMicro = 1e-6;
 
-const char* const kTopKeys = "name, source, compute, links, topology, contention, launch_us";
-const char* const kComputeKeys = "peak_tflops, memory_gbytes_per_s, gemm_efficiency";
-const char* const kLinkKeys = "name, latency_us, gbytes_per_s";
+const char* const kTopKeys = "name, source, compute, gpu, links, topology, contention, launch_us";
+const char* const kComputeKeys =
+    "peak_tflops, memory_gbytes_per_s, gemm_efficiency, gemm_tiles, gemm_k_overhead";
+const char* const kGpuKeys = "sms, comm_sms, max_split_k";
+const char* const kLinkKeys = "name, latency_us, gbytes_per_s, achieved";
+const char* const kAchievedKeys = "send_recv, all_gather, reduce_scatter, all_to_all";
 const char* const kTopologyKeys = "ranks_per_node, intra_node, inter_node";
 const char* const kContentionKeys = "gemm, transfer, comm_start_us";
 const char* const kLaunchKeys = "compute, comm";
@@ -108,6 +111,40 @@ class Reader {
   std::string file_;
 };
 
+// The wave model's tiles of one dtype: [tile m, tile n, efficiency] rows.
+void read_tiles(const Reader& r, const YAML::Node& node, const std::string& where,
+                ComputeModel& c) {
+  if (const YAML::Node k = node["gemm_k_overhead"]) {
+    c.gemm_k_overhead = r.non_negative(k, where + ".gemm_k_overhead");
+  }
+  const YAML::Node table = node["gemm_tiles"];
+  if (!table) return;
+  const std::string key = where + ".gemm_tiles";
+  if (node["gemm_efficiency"]) {
+    r.fail(table, key, "give gemm_tiles (the wave model) or gemm_efficiency, not both");
+  }
+  if (!table.IsSequence() || table.size() == 0) {
+    r.fail(table, key, "must be a list of [tile m, tile n, efficiency], e.g. [[128, 256, 0.8]]");
+  }
+  for (std::size_t i = 0; i < table.size(); ++i) {
+    const YAML::Node row = table[i];
+    const std::string at = key + "[" + std::to_string(i) + "]";
+    if (!row.IsSequence() || row.size() != 3) {
+      r.fail(row, at, "must be [tile m, tile n, efficiency], e.g. [128, 256, 0.8]");
+    }
+    GemmTile tile;
+    tile.m = r.scalar<int64_t>(row[0], at + ".m", "an integer");
+    tile.n = r.scalar<int64_t>(row[1], at + ".n", "an integer");
+    if (tile.m < 1 || tile.n < 1) r.fail(row, at, "tile dimensions must be >= 1");
+    tile.efficiency = r.number(row[2], at + ".efficiency");
+    if (!(tile.efficiency > 0 && tile.efficiency <= 1)) {
+      r.fail(row[2], at + ".efficiency",
+             "'" + Reader::text(row[2]) + "' must be in (0, 1] (a fraction of an SM's peak)");
+    }
+    c.gemm_tiles.push_back(tile);
+  }
+}
+
 ComputeModel read_compute(const Reader& r, const YAML::Node& node, const std::string& where) {
   r.check_map(node, where, kComputeKeys, {"peak_tflops", "memory_gbytes_per_s"});
   ComputeModel c;
@@ -149,6 +186,7 @@ ComputeModel read_compute(const Reader& r, const YAML::Node& node, const std::st
       c.gemm_efficiency.push_back(p);
     }
   }
+  read_tiles(r, node, where, c);
   return c;
 }
 
@@ -207,6 +245,38 @@ void read_compute_section(const Reader& r, const YAML::Node& compute, Machine& m
   }
 }
 
+// A link's measured rates: per op, [size, 1e9 bytes/s] rows with rising sizes.
+void read_achieved(const Reader& r, const YAML::Node& node, const std::string& where,
+                   LinkClass& c) {
+  r.check_map(node, where, kAchievedKeys, {});
+  for (int op = 0; op < kAchievedOps; ++op) {
+    const YAML::Node table = node[achieved_name(op)];
+    if (!table) continue;
+    const std::string key = where + "." + achieved_name(op);
+    if (!table.IsSequence() || table.size() == 0) {
+      r.fail(table, key, "must be a list of [size in bytes, gbytes_per_s], e.g. [[1048576, 20]]");
+    }
+    std::vector<RatePoint>& points = c.achieved[static_cast<size_t>(op)];
+    for (std::size_t i = 0; i < table.size(); ++i) {
+      const YAML::Node row = table[i];
+      const std::string at = key + "[" + std::to_string(i) + "]";
+      if (!row.IsSequence() || row.size() != 2) {
+        r.fail(row, at, "must be [size in bytes, gbytes_per_s], e.g. [1048576, 20]");
+      }
+      RatePoint p;
+      p.bytes = r.scalar<int64_t>(row[0], at + ".size", "an integer");
+      if (p.bytes < 1 || (!points.empty() && p.bytes <= points.back().bytes)) {
+        r.fail(row[0], at + ".size",
+               "'" + Reader::text(row[0]) +
+                   "' must be >= 1 and above the "
+                   "size of the row before it");
+      }
+      p.bytes_per_s = r.positive(row[1], at + ".gbytes_per_s") * kGiga;
+      points.push_back(p);
+    }
+  }
+}
+
 // The link classes; returns their names as a list for messages.
 std::string read_links(const Reader& r, const YAML::Node& links, Machine& m) {
   if (!links.IsSequence() || links.size() == 0) {
@@ -225,6 +295,7 @@ std::string read_links(const Reader& r, const YAML::Node& links, Machine& m) {
     }
     c.latency_s = r.non_negative(l["latency_us"], at + ".latency_us") * kMicro;
     c.bytes_per_s = r.positive(l["gbytes_per_s"], at + ".gbytes_per_s") * kGiga;
+    if (l["achieved"]) read_achieved(r, l["achieved"], at + ".achieved", c);
     m.links.push_back(c);
     link_names += (link_names.empty() ? "" : ", ") + c.name;
   }
@@ -279,6 +350,37 @@ void read_interference(const Reader& r, const YAML::Node& root, Machine& m) {
   }
 }
 
+// The optional gpu section, which a dtype's gemm_tiles needs.
+void read_gpu(const Reader& r, const YAML::Node& root, Machine& m) {
+  const YAML::Node g = root["gpu"];
+  if (g) {
+    r.check_map(g, "gpu", kGpuKeys, {"sms"});
+    m.gpu.sms = r.scalar<int>(g["sms"], "gpu.sms", "an integer");
+    if (m.gpu.sms < 1) r.fail(g["sms"], "gpu.sms", "'" + Reader::text(g["sms"]) + "' must be >= 1");
+    if (g["comm_sms"]) {
+      m.gpu.comm_sms = r.scalar<int>(g["comm_sms"], "gpu.comm_sms", "an integer");
+      if (m.gpu.comm_sms < 0 || m.gpu.comm_sms >= m.gpu.sms) {
+        r.fail(g["comm_sms"], "gpu.comm_sms",
+               "'" + Reader::text(g["comm_sms"]) + "' must be in [0, sms - 1]");
+      }
+    }
+    if (g["max_split_k"]) {
+      m.gpu.max_split_k = r.scalar<int>(g["max_split_k"], "gpu.max_split_k", "an integer");
+      const int s = m.gpu.max_split_k;
+      if (s < 1 || s > 64 || (s & (s - 1)) != 0) {
+        r.fail(g["max_split_k"], "gpu.max_split_k",
+               "'" + Reader::text(g["max_split_k"]) + "' must be a power of 2 from 1 to 64");
+      }
+    }
+  }
+  for (const auto& [dtype, c] : m.compute) {
+    if (!c.gemm_tiles.empty() && !g) {
+      r.fail(root["compute"], std::string("compute.") + to_string(dtype) + ".gemm_tiles",
+             "the wave model needs a gpu section, e.g. gpu: {sms: 132, comm_sms: 16}");
+    }
+  }
+}
+
 }  // namespace
 
 Machine parse_machine(const std::string& yaml_text, const std::string& source) {
@@ -298,6 +400,7 @@ Machine parse_machine(const std::string& yaml_text, const std::string& source) {
   if (m.name.empty()) r.fail(root["name"], "name", "must not be empty");
   m.source = r.scalar<std::string>(root["source"], "source", "a string");
   read_compute_section(r, root["compute"], m);
+  read_gpu(r, root, m);
   const std::string link_names = read_links(r, root["links"], m);
   read_topology(r, root["topology"], link_names, m);
   read_interference(r, root, m);
@@ -306,6 +409,24 @@ Machine parse_machine(const std::string& yaml_text, const std::string& source) {
 
 Machine load_machine(const std::string& path) {
   return parse_machine(read_regular_file(path, "machine file"), path);
+}
+
+static void save_link(std::ostream& out, const LinkClass& l) {
+  out << "  - {name: " << quoted(l.name) << ", latency_us: " << num(l.latency_s / kMicro)
+      << ", gbytes_per_s: " << num(l.bytes_per_s / kGiga);
+  bool any = false;
+  for (int op = 0; op < kAchievedOps; ++op) {
+    const std::vector<RatePoint>& points = l.achieved[static_cast<size_t>(op)];
+    if (points.empty()) continue;
+    out << (any ? ", " : ", achieved: {") << achieved_name(op) << ": [";
+    for (size_t i = 0; i < points.size(); ++i) {
+      out << (i ? ", " : "") << "[" << points[i].bytes << ", " << num(points[i].bytes_per_s / kGiga)
+          << "]";
+    }
+    out << "]";
+    any = true;
+  }
+  out << (any ? "}}\n" : "}\n");
 }
 
 void save_machine(std::ostream& out, const Machine& machine) {
@@ -329,12 +450,20 @@ void save_machine(std::ostream& out, const Machine& machine) {
             << "]\n";
       }
     }
+    if (!c.gemm_tiles.empty()) {
+      out << "    gemm_tiles:  # [tile m, tile n, fraction of an SM's peak]\n";
+      for (const GemmTile& t : c.gemm_tiles) {
+        out << "      - [" << t.m << ", " << t.n << ", " << num(t.efficiency) << "]\n";
+      }
+      out << "    gemm_k_overhead: " << num(c.gemm_k_overhead) << "\n";
+    }
+  }
+  if (machine.gpu.sms > 0) {
+    out << "gpu: {sms: " << machine.gpu.sms << ", comm_sms: " << machine.gpu.comm_sms
+        << ", max_split_k: " << machine.gpu.max_split_k << "}\n";
   }
   out << "links:\n";
-  for (const LinkClass& l : machine.links) {
-    out << "  - {name: " << quoted(l.name) << ", latency_us: " << num(l.latency_s / kMicro)
-        << ", gbytes_per_s: " << num(l.bytes_per_s / kGiga) << "}\n";
-  }
+  for (const LinkClass& l : machine.links) save_link(out, l);
   out << "topology: {ranks_per_node: " << machine.ranks_per_node
       << ", intra_node: " << quoted(machine.intra_node)
       << ", inter_node: " << quoted(machine.inter_node) << "}\n";

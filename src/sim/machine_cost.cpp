@@ -93,23 +93,36 @@ double MachineCost::gemm_efficiency(DType dtype, int64_t m, int64_t n, int64_t k
   return sum / weights;
 }
 
-double MachineCost::compute_seconds(const Task& t, DType dtype, int /*rank*/) const {
-  require(dtype);
+// Roofline per batch entry: the slower of the flops (at the wave model's time on `sms` SMs, or
+// at the efficiency table's fraction of peak) and the operands' and result's bytes at the
+// memory bandwidth.
+double MachineCost::gemm_seconds(const Task& t, DType dtype, int sms) const {
   const ComputeModel& c = machine_.compute.at(dtype);
   const double elem = dtype_bytes(dtype);
   const double m = static_cast<double>(t.m), n = static_cast<double>(t.n);
-  if (t.kind == TaskKind::gemm) {
-    // Roofline per batch entry: the slower of the flops at the table's efficiency and the
-    // operands' and result's bytes at the memory bandwidth.
-    const double kk = static_cast<double>(t.k);
-    const double batch = std::max(t.batch, 1);
-    const double flops = t.flops / batch;
-    const double bytes = (m * kk + kk * n + m * n) * elem;
-    const double eff = gemm_efficiency(dtype, t.m, t.n, t.k);
-    return batch * std::max(flops / (c.peak_flops * eff), bytes / c.memory_bytes_per_s);
+  const double kk = static_cast<double>(t.k);
+  const double batch = std::max(t.batch, 1);
+  const double bytes = (m * kk + kk * n + m * n) * elem;
+  if (!c.gemm_tiles.empty()) {
+    return std::max(gemm_wave_seconds(dtype, t, sms), batch * bytes / c.memory_bytes_per_s);
   }
+  const double flops = t.flops / batch;
+  const double eff = gemm_efficiency(dtype, t.m, t.n, t.k);
+  return batch * std::max(flops / (c.peak_flops * eff), bytes / c.memory_bytes_per_s);
+}
+
+double MachineCost::compute_seconds(const Task& t, DType dtype, int /*rank*/) const {
+  require(dtype);
+  if (t.kind == TaskKind::gemm) return gemm_seconds(t, dtype, machine_.gpu.sms);
   // Element-wise tasks are memory bound (plan.h's memory_elements).
-  return memory_elements(t) * elem / c.memory_bytes_per_s;
+  return memory_elements(t) * dtype_bytes(dtype) / machine_.compute.at(dtype).memory_bytes_per_s;
+}
+
+// A GEMM beside a transfer of an overlapping plan has the SMs NCCL leaves it.
+double MachineCost::compute_seconds_beside_comm(const Task& t, DType dtype, int rank) const {
+  if (t.kind != TaskKind::gemm || machine_.gpu.sms == 0) return compute_seconds(t, dtype, rank);
+  require(dtype);
+  return gemm_seconds(t, dtype, machine_.gpu.sms - machine_.gpu.comm_sms);
 }
 
 const LinkClass& MachineCost::link(int from_rank, int to_rank) const {

@@ -47,6 +47,7 @@ class Simulation {
   void pair_transfers();
   void check_collectives();
   void check_finished() const;
+  void mark_beside_comm();
 
   // simulator.cpp: tasks.
   void start_compute(TaskRef ref);
@@ -66,7 +67,7 @@ class Simulation {
   Flow& flow(int id) { return flows_[static_cast<size_t>(id)]; }
   void start_message(TaskRef from, TaskRef to);
   void post_collective(TaskRef ref);
-  std::vector<CollectiveLink> links_for(int shift);
+  std::vector<CollectiveLink> links_for(int shift, CollectiveOp op, int64_t size);
   void next_step(int id);
   template <typename Fn>
   void for_each_port(int id, Fn&& fn);

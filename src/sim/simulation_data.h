@@ -68,6 +68,7 @@ struct TaskState {
   int halves = 0;       // point-to-point halves not yet delivered
   int collective = -1;  // the k of the rank's k-th collective, or -1
   bool posted = false, ended = false;
+  bool beside_comm = false;  // a compute task of an overlapping plan that may run beside a transfer
   double start = 0, end = 0;
   TaskRef send_to, recv_from;  // the matching halves on the peers
 };
@@ -104,9 +105,11 @@ struct CollectiveLink {
 // the running entry's links only, so a pairwise all-to-all shares an inter-node port only
 // during the steps that cross nodes.
 struct Flow {
-  TaskRef from, to;                 // message: sender and receiver halves (simulated ranks)
-  double bytes_per_second = 0;      // message: its link's, between the ranks it joins
-  int collective = -1;              // the collective's index k, or -1 for a message
+  TaskRef from, to;                      // message: sender and receiver halves (simulated ranks)
+  double bytes_per_second = 0;           // message: its link's, between the ranks it joins
+  int collective = -1;                   // the collective's index k, or -1 for a message
+  CollectiveOp op = CollectiveOp::none;  // collective: its op, and nccl-tests' size of it
+  int64_t size = 0;
   int out_port = -1, in_port = -1;  // message: on the sender and on the receiver
   bool flowing = false, scheduled = false;
   double remaining = 0, rate = 0, period = 0, since = 0;

@@ -26,15 +26,16 @@ void Simulation::start_message(TaskRef from, TaskRef to) {
   const int to_rank = task(from).send_peer;
   const int cls = cost_.link_class(from.rank, to_rank);
   const int id = static_cast<int>(flows_.size());
+  const LinkRate rate = cost_.link_rate(CollectiveOp::none, task(from).bytes, from.rank, to_rank);
   Flow f;
   f.from = from;
   f.to = to;
-  f.bytes_per_second = cost_.bytes_per_second(from.rank, to_rank);
+  f.bytes_per_second = rate.bytes_per_s;
   f.out_port = port(from.rank, cls);
   f.in_port = port(to.rank, cls);
   f.remaining = static_cast<double>(task(from).bytes);
   flows_.push_back(std::move(f));
-  const double latency = cost_.latency_seconds(from.rank, to_rank);
+  const double latency = rate.latency_s;
   if (latency > 0) {
     push(now_ + latency, EventKind::flow_start, TaskRef{}, id);
   } else {
@@ -63,7 +64,10 @@ void Simulation::post_collective(TaskRef ref) {
       // Task::bytes counts what this rank sends over all steps.
       f.blocks[r] = static_cast<double>(t.bytes / std::max<int64_t>(steps, 1));
     }
-    f.links = links_for(f.steps.front().shift);
+    // nccl-tests' size: world blocks, of which a rank sends world - 1.
+    f.op = op;
+    f.size = static_cast<int64_t>(f.blocks[0]) * world_;
+    f.links = links_for(f.steps.front().shift, op, f.size);
   }
   flows_.push_back(std::move(f));
   begin_flow(id);
@@ -72,7 +76,7 @@ void Simulation::post_collective(TaskRef ref) {
 // The links of a collective step in which every rank r sends to r + shift, each over the class
 // the cost model gives that pair; one per simulated rank, received by the simulated rank that
 // stands for r + shift.
-std::vector<CollectiveLink> Simulation::links_for(int shift) {
+std::vector<CollectiveLink> Simulation::links_for(int shift, CollectiveOp op, int64_t size) {
   std::vector<CollectiveLink> links(static_cast<size_t>(held_));
   for (int r = 0; r < held_; ++r) {
     const int to = (r + shift) % world_;
@@ -81,8 +85,9 @@ std::vector<CollectiveLink> Simulation::links_for(int shift) {
     l.to = held(to);
     l.out_port = port(r, cls);
     l.in_port = port(l.to, cls);
-    l.latency = cost_.latency_seconds(r, to);
-    l.bytes_per_second = cost_.bytes_per_second(r, to);
+    const LinkRate rate = cost_.link_rate(op, size, r, to);
+    l.latency = rate.latency_s;
+    l.bytes_per_second = rate.bytes_per_s;
   }
   return links;
 }
@@ -93,7 +98,7 @@ std::vector<CollectiveLink> Simulation::links_for(int shift) {
 // their shares undisturbed.
 void Simulation::next_step(int id) {
   Flow& f = flow(id);
-  std::vector<CollectiveLink> next = links_for(f.steps[f.step + 1].shift);
+  std::vector<CollectiveLink> next = links_for(f.steps[f.step + 1].shift, f.op, f.size);
   // Every rank sends on one link and receives on one in each step: compare per rank.
   bool same = true;
   std::vector<int> in_before(f.links.size()), in_after(f.links.size());

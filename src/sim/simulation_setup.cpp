@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "fob/device_plan.h"
 #include "simulation.h"
 
 namespace fob::sim_detail {
@@ -145,6 +146,15 @@ void Simulation::check_finished() const {
         }
       }
     }
+  }
+}
+
+// The compute tasks that may run beside a transfer of an overlapping plan, as the cuda backend
+// finds them for its SM target (device_plan.h).
+void Simulation::mark_beside_comm() {
+  for (size_t r = 0; r < plans_.size(); ++r) {
+    const std::vector<char> beside = tasks_beside_transfers(plans_[r]);
+    for (size_t i = 0; i < beside.size(); ++i) state_[base_[r] + i].beside_comm = beside[i] != 0;
   }
 }
 

@@ -56,6 +56,7 @@ Simulation::Simulation(const std::vector<Plan>& plans, int world, const CostMode
   link_streams();
   pair_transfers();
   check_collectives();
+  mark_beside_comm();
 }
 
 void Simulation::run() {
@@ -105,8 +106,10 @@ void Simulation::run() {
 }
 
 void Simulation::start_compute(TaskRef ref) {
-  double seconds =
-      cost_.compute_seconds(task(ref), plans_[static_cast<size_t>(ref.rank)].dtype, ref.rank);
+  const DType dtype = plans_[static_cast<size_t>(ref.rank)].dtype;
+  double seconds = st(ref).beside_comm
+                       ? cost_.compute_seconds_beside_comm(task(ref), dtype, ref.rank)
+                       : cost_.compute_seconds(task(ref), dtype, ref.rank);
   if (in_flight_[static_cast<size_t>(ref.rank)] > 0) {
     seconds *= cost_.compute_slowdown_while_transferring();
   }

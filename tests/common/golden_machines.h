@@ -15,7 +15,7 @@ namespace fob {
 inline std::vector<Machine> golden_machines() {
   Machine busy;
   busy.name = "golden_busy_node8";
-  busy.links = {{"nvlink", 3e-6, 450e9}, {"ib", 5e-6, 50e9}};
+  busy.links = {{"nvlink", 3e-6, 450e9, {}}, {"ib", 5e-6, 50e9, {}}};
   busy.intra_node = "nvlink";
   busy.inter_node = "ib";
   busy.ranks_per_node = 8;
@@ -23,10 +23,10 @@ inline std::vector<Machine> golden_machines() {
                                         {1024, 1024, 1024, 0.7},
                                         {4096, 4096, 4096, 0.8},
                                         {8192, 512, 8192, 0.6}};
-  busy.compute[DType::fp32] = {67e12, 3.35e12, table};
-  busy.compute[DType::fp64] = {34e12, 3.35e12, table};
-  busy.compute[DType::bf16] = {989e12, 3.35e12, table};
-  busy.compute[DType::fp16] = {989e12, 3.35e12, table};
+  busy.compute[DType::fp32] = {67e12, 3.35e12, table, {}, 0};
+  busy.compute[DType::fp64] = {34e12, 3.35e12, table, {}, 0};
+  busy.compute[DType::bf16] = {989e12, 3.35e12, table, {}, 0};
+  busy.compute[DType::fp16] = {989e12, 3.35e12, table, {}, 0};
   busy.contention = 1.05;
   busy.transfer_contention = 1.2;
   busy.comm_start_delay_s = 2e-6;

@@ -5,6 +5,7 @@
 #include <sstream>
 #include <string>
 
+#include "../common/machine_text.h"
 #include "fob/machine.h"
 
 namespace fob {
@@ -30,30 +31,15 @@ contention: 1.25
 )";
 
 std::string error_of(const std::string& text) {
-  try {
-    parse_machine(text, "m.yaml");
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "(no error)";
+  return machine_error_of(text);
 }
 
 std::string replaced(const std::string& from, const std::string& to) {
-  std::string s = kGood;
-  const auto at = s.find(from);
-  EXPECT_NE(at, std::string::npos) << from;
-  return s.replace(at, from.size(), to);
+  return replaced_in(kGood, from, to);
 }
 
 Task gemm(int64_t m, int64_t n, int64_t k, int batch = 1) {
-  Task t;
-  t.kind = TaskKind::gemm;
-  t.m = m;
-  t.n = n;
-  t.k = k;
-  t.batch = batch;
-  t.flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k) * batch;
-  return t;
+  return gemm_task(m, n, k, batch);
 }
 
 TEST(Machine, ParsesTheFormat) {

@@ -272,8 +272,8 @@ TEST(SimUlysses, PairwiseStepsTakeTheirOwnLinkClass) {
 TEST(SimUlysses, AllToAllOnANodeTopology) {
   Machine m;
   m.name = "test";
-  m.compute[DType::fp32] = ComputeModel{1e15, 1e15, {}};
-  m.links = {{"fast", 1e-6, 400e9}, {"slow", 5e-6, 50e9}};
+  m.compute[DType::fp32] = ComputeModel{1e15, 1e15, {}, {}, 0};
+  m.links = {{"fast", 1e-6, 400e9, {}}, {"slow", 5e-6, 50e9, {}}};
   m.ranks_per_node = 8;
   m.intra_node = "fast";
   m.inter_node = "slow";
