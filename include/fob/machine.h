@@ -18,6 +18,7 @@
 //       gemm_efficiency:
 //         - [128, 256, 0.8]                       # [tile m, tile n, fraction of an SM's peak]
 //       gemm_k_overhead: 64                       # optional, >= 0: k a tile pays besides its k
+//       gemm_memory_efficiency: 0.45              # optional, (0, 1], default 1 (below)
 //   gpu: {sms: 132, comm_sms: 16, max_split_k: 8} # optional: the wave model's SMs (below)
 //   links:                                        # link classes, names unique
 //     - {name: nvlink, latency_us: 3, gbytes_per_s: 450}   # 1e9 bytes/s per rank and direction
@@ -40,7 +41,10 @@
 // the shape into the table's range per dimension: exact at table points, between the smallest
 // and largest efficiency everywhere, and constant beyond the table's edges. A message from rank
 // a to rank b takes latency + bytes / gbytes_per_s of intra_node when a / ranks_per_node ==
-// b / ranks_per_node, else of inter_node.
+// b / ranks_per_node, else of inter_node. gemm_memory_efficiency is the fraction of the memory
+// bandwidth a GEMM's own operand traffic reaches: a thin GEMM (m below the ridge, a few hundred
+// rows on a GPU) streams its weights through few tiles in flight and is bound by that rate, not
+// by the copy rate element-wise kernels reach.
 //
 // The wave model (a dtype with gemm_tiles, on a machine with `gpu`): a GEMM runs as a kernel of
 // tm x tn output tiles would, one tile per SM at a time, so a thin slice that fills few SMs, or
@@ -94,6 +98,7 @@ struct ComputeModel {
   std::vector<GemmPoint> gemm_efficiency;  // interpolated between points; empty: 1 everywhere
   std::vector<GemmTile> gemm_tiles;        // the wave model's tiles (needs Machine::gpu)
   double gemm_k_overhead = 0;              // k a tile pays besides its share of k
+  double gemm_memory_efficiency = 1;       // a GEMM's share of memory_bytes_per_s
 };
 
 // The SMs of one device, for the wave model.

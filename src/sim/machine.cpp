@@ -23,7 +23,8 @@ constexpr double kMicro = 1e-6;
 
 const char* const kTopKeys = "name, source, compute, gpu, links, topology, contention, launch_us";
 const char* const kComputeKeys =
-    "peak_tflops, memory_gbytes_per_s, gemm_efficiency, gemm_tiles, gemm_k_overhead";
+    "peak_tflops, memory_gbytes_per_s, gemm_efficiency, gemm_tiles, gemm_k_overhead, "
+    "gemm_memory_efficiency";
 const char* const kGpuKeys = "sms, comm_sms, max_split_k";
 const char* const kLinkKeys = "name, latency_us, gbytes_per_s, achieved";
 const char* const kAchievedKeys = "send_recv, all_gather, reduce_scatter, all_to_all";
@@ -187,6 +188,13 @@ ComputeModel read_compute(const Reader& r, const YAML::Node& node, const std::st
     }
   }
   read_tiles(r, node, where, c);
+  if (const YAML::Node e = node["gemm_memory_efficiency"]) {
+    c.gemm_memory_efficiency = r.number(e, where + ".gemm_memory_efficiency");
+    if (!(c.gemm_memory_efficiency > 0 && c.gemm_memory_efficiency <= 1)) {
+      r.fail(e, where + ".gemm_memory_efficiency",
+             "'" + Reader::text(e) + "' must be in (0, 1] (a fraction of memory_gbytes_per_s)");
+    }
+  }
   return c;
 }
 
@@ -449,6 +457,9 @@ void save_machine(std::ostream& out, const Machine& machine) {
         out << "      - [" << p.m << ", " << p.n << ", " << p.k << ", " << num(p.efficiency)
             << "]\n";
       }
+    }
+    if (c.gemm_memory_efficiency != 1) {
+      out << "    gemm_memory_efficiency: " << num(c.gemm_memory_efficiency) << "\n";
     }
     if (!c.gemm_tiles.empty()) {
       out << "    gemm_tiles:  # [tile m, tile n, fraction of an SM's peak]\n";

@@ -95,7 +95,7 @@ double MachineCost::gemm_efficiency(DType dtype, int64_t m, int64_t n, int64_t k
 
 // Roofline per batch entry: the slower of the flops (at the wave model's time on `sms` SMs, or
 // at the efficiency table's fraction of peak) and the operands' and result's bytes at the
-// memory bandwidth.
+// GEMM's share of the memory bandwidth.
 double MachineCost::gemm_seconds(const Task& t, DType dtype, int sms) const {
   const ComputeModel& c = machine_.compute.at(dtype);
   const double elem = dtype_bytes(dtype);
@@ -103,12 +103,13 @@ double MachineCost::gemm_seconds(const Task& t, DType dtype, int sms) const {
   const double kk = static_cast<double>(t.k);
   const double batch = std::max(t.batch, 1);
   const double bytes = (m * kk + kk * n + m * n) * elem;
+  const double memory = c.memory_bytes_per_s * c.gemm_memory_efficiency;
   if (!c.gemm_tiles.empty()) {
-    return std::max(gemm_wave_seconds(dtype, t, sms), batch * bytes / c.memory_bytes_per_s);
+    return std::max(gemm_wave_seconds(dtype, t, sms), batch * bytes / memory);
   }
   const double flops = t.flops / batch;
   const double eff = gemm_efficiency(dtype, t.m, t.n, t.k);
-  return batch * std::max(flops / (c.peak_flops * eff), bytes / c.memory_bytes_per_s);
+  return batch * std::max(flops / (c.peak_flops * eff), bytes / memory);
 }
 
 double MachineCost::compute_seconds(const Task& t, DType dtype, int /*rank*/) const {

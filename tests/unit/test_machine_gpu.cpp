@@ -48,6 +48,14 @@ Task gemm(int64_t m, int64_t n, int64_t k, int batch = 1) {
   return gemm_task(m, n, k, batch);
 }
 
+Task add_task() {
+  Task add;
+  add.kind = TaskKind::add;
+  add.m = 64;
+  add.n = 64;
+  return add;
+}
+
 // One full 128 x 128 tile of depth k on one SM of 1e12 flop/s.
 double tile_seconds(int64_t k) {
   return 2.0 * 128 * 128 * static_cast<double>(k) / 1e12;
@@ -72,10 +80,7 @@ TEST(MachineGpu, GemmsBesideTransfersRunOnTheSmsNcclLeaves) {
   EXPECT_DOUBLE_EQ(cost.compute_seconds_beside_comm(gemm(256, 256, 1024), DType::bf16, 0),
                    2 * tile_seconds(1024));
   // Element-wise tasks are memory bound either way.
-  Task add;
-  add.kind = TaskKind::add;
-  add.m = 64;
-  add.n = 64;
+  const Task add = add_task();
   EXPECT_DOUBLE_EQ(cost.compute_seconds_beside_comm(add, DType::bf16, 0),
                    cost.compute_seconds(add, DType::bf16, 0));
 }
@@ -109,6 +114,36 @@ TEST(MachineGpu, KOverheadAndMemoryRoofline) {
       parse_machine(replaced("memory_gbytes_per_s: 1000000", "memory_gbytes_per_s: 1"), "m.yaml"));
   const double bytes = (128.0 * 1024 + 1024.0 * 128 + 128.0 * 128) * 2;
   EXPECT_DOUBLE_EQ(slow.compute_seconds(gemm(128, 128, 1024), DType::bf16, 0), bytes / 1e9);
+}
+
+TEST(MachineGpu, AThinGemmStreamsAtItsShareOfTheMemoryRate) {
+  // At 1 GB/s and a GEMM memory efficiency of 0.25 the operands move at 0.25 GB/s: four times
+  // the copy rate's time; element-wise tasks still move at the full rate.
+  const std::string slow = replaced("memory_gbytes_per_s: 1000000", "memory_gbytes_per_s: 1");
+  const MachineCost full(parse_machine(slow, "m.yaml"));
+  const MachineCost quarter(
+      parse_machine(replaced_in(slow, "gemm_k_overhead: 0\n",
+                                "gemm_k_overhead: 0\n    gemm_memory_efficiency: 0.25\n"),
+                    "m.yaml"));
+  const Task g = gemm(128, 128, 1024);
+  EXPECT_DOUBLE_EQ(quarter.compute_seconds(g, DType::bf16, 0),
+                   4 * full.compute_seconds(g, DType::bf16, 0));
+  const Task add = add_task();
+  EXPECT_DOUBLE_EQ(quarter.compute_seconds(add, DType::bf16, 0),
+                   full.compute_seconds(add, DType::bf16, 0));
+  // A GEMM whose tiles take longer than its bytes is not touched.
+  const MachineCost fast(parse_machine(
+      replaced("gemm_k_overhead: 0\n", "gemm_k_overhead: 0\n    gemm_memory_efficiency: 0.25\n"),
+      "m.yaml"));
+  EXPECT_DOUBLE_EQ(fast.compute_seconds(g, DType::bf16, 0), tile_seconds(1024));
+  EXPECT_NE(error_of(replaced("gemm_k_overhead: 0\n",
+                              "gemm_k_overhead: 0\n    gemm_memory_efficiency: 0\n"))
+                .find("gemm_memory_efficiency: '0' must be in (0, 1]"),
+            std::string::npos);
+  EXPECT_NE(error_of(replaced("gemm_k_overhead: 0\n",
+                              "gemm_k_overhead: 0\n    gemm_memory_efficiency: 1.5\n"))
+                .find("must be in (0, 1]"),
+            std::string::npos);
 }
 
 TEST(MachineGpu, AchievedRatesInterpolateInLogSpace) {
@@ -175,7 +210,9 @@ TEST(MachineGpu, BadInputNamesTheKey) {
 }
 
 TEST(MachineGpu, SaveParseRoundTrip) {
-  const Machine m = parse_machine(kGpu, "m.yaml");
+  const Machine m = parse_machine(
+      replaced("gemm_k_overhead: 0\n", "gemm_k_overhead: 0\n    gemm_memory_efficiency: 0.5\n"),
+      "m.yaml");
   std::ostringstream out;
   save_machine(out, m);
   const Machine back = parse_machine(out.str(), "saved.yaml");
@@ -184,6 +221,7 @@ TEST(MachineGpu, SaveParseRoundTrip) {
   EXPECT_EQ(back.gpu.max_split_k, 1);
   ASSERT_EQ(back.compute.at(DType::bf16).gemm_tiles.size(), 1u);
   EXPECT_EQ(back.compute.at(DType::bf16).gemm_tiles[0].n, 128);
+  EXPECT_DOUBLE_EQ(back.compute.at(DType::bf16).gemm_memory_efficiency, 0.5);
   const auto& ag =
       back.links[0].achieved[static_cast<size_t>(achieved_index(CollectiveOp::all_gather))];
   ASSERT_EQ(ag.size(), 2u);
