@@ -160,6 +160,12 @@ struct Machine {
   double launch_comm_s = 0;
 };
 
+// The wave model's time for one GEMM of `dtype` on `sms` SMs: the fastest tile and split of k,
+// never less than its bytes at the GEMM's share of the memory rate (`c` has gemm_tiles; `gpu`
+// has SMs). What MachineCost prices such a GEMM at, and what calibrate fits against.
+double wave_gemm_seconds(const ComputeModel& c, const GpuModel& gpu, DType dtype, const Task& t,
+                         int sms);
+
 // Reads a machine file. InputError naming the file, line, key and the valid choices.
 Machine load_machine(const std::string& path);
 Machine parse_machine(const std::string& yaml_text, const std::string& source);
@@ -190,8 +196,6 @@ class MachineCost : public CostModel {
   void require(DType dtype) const;
   // The interpolated efficiency table of `dtype` at one GEMM shape (1 without a table).
   double gemm_efficiency(DType dtype, int64_t m, int64_t n, int64_t k) const;
-  // The wave model's time for one GEMM on `sms` SMs (the dtype has gemm_tiles).
-  double gemm_wave_seconds(DType dtype, const Task& t, int sms) const;
 
  private:
   // One dtype's table in log space: (log m, log n, log k, efficiency) and the per-dimension

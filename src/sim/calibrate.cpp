@@ -113,18 +113,25 @@ void fit_interference(const Collected& data, const LinkClass& link, Machine& mac
     const double busy = covered(s.busy, s.window.start, s.window.end);
     if (busy < 0.5 * length) continue;
     double f = 0;
+    // NCCL's achieved rate where the link has one for the op (fit_gpu), else the fitted line.
+    const std::vector<RatePoint>& table = link.achieved[static_cast<size_t>(
+        achieved_index(s.collective ? s.op : CollectiveOp::none))];
+    const double size = s.collective ? s.bytes * s.world : s.bytes;
+    const double latency = table.empty() ? link.latency_s : 0.0;
+    const double rate =
+        table.empty() ? link.bytes_per_s : achieved_rate(table, static_cast<int64_t>(size));
     if (s.collective) {
-      const double step = link.latency_s + s.bytes / link.bytes_per_s;
+      const double step = latency + s.bytes / rate;
       const double alone = s.steps * step;
       const double idle = length - busy;
       if (idle >= alone) continue;
       const double busy_step = busy / (1 - idle / alone) / s.steps;
-      f = (busy_step - link.latency_s) * link.bytes_per_s / s.bytes;
+      f = (busy_step - latency) * rate / s.bytes;
     } else {
-      const double from = s.window.start + link.latency_s;
+      const double from = s.window.start + latency;
       const double flowing = s.window.end - from;
       const double busy_flowing = covered(s.busy, from, s.window.end);
-      const double alone = s.bytes / link.bytes_per_s;
+      const double alone = s.bytes / rate;
       const double idle = flowing - busy_flowing;
       if (flowing <= 0 || idle >= alone || busy_flowing <= 0) continue;
       f = busy_flowing / (alone - idle);
@@ -205,10 +212,19 @@ void fit_gemms(const std::map<GemmKey, double>& gemm_median, Machine& machine,
   // Rates per (dtype, m, n, k), one per batch count.
   std::map<DType, double> peak;
   std::map<std::tuple<DType, int64_t, int64_t, int64_t>, std::vector<double>> rates;
+  std::map<DType, double> beside_peak;
   for (const auto& [key, t] : gemm_median) {
     const double rate = gemm_flops(key) / t;
+    if (key.beside) {
+      // On the SMs NCCL left: the wave model (fit_gpu) prices these, not the table.
+      beside_peak[key.dtype] = std::max(beside_peak[key.dtype], rate);
+      continue;
+    }
     peak[key.dtype] = std::max(peak[key.dtype], rate);
     rates[{key.dtype, key.m, key.n, key.k}].push_back(rate);
+  }
+  for (const auto& [dtype, rate] : beside_peak) {
+    if (peak.count(dtype) == 0) machine.compute[dtype].peak_flops = rate;
   }
   for (const auto& [key, r] : rates) {
     const auto& [dtype, m, n, k] = key;
@@ -257,6 +273,7 @@ void compute_residuals(const std::map<GemmKey, double>& gemm_median,
                        const std::vector<double>& all_rates, const Machine& machine,
                        FitReport& rep) {
   for (const auto& [key, t] : gemm_median) {
+    if (key.beside) continue;  // fit_gpu's residuals
     const ComputeModel& cm = machine.compute.at(key.dtype);
     double eff = 1;
     for (const GemmPoint& p : cm.gemm_efficiency) {
@@ -372,8 +389,8 @@ void note_link_points(const std::vector<LinkPoint>& pts, bool exchanges,
 }
 
 // One link class from the transfers, the machine's topology around it, and its residuals.
-LinkClass fit_machine_link(const Collected& data, const Topology& topo,
-                           const std::vector<ResultFile>& files, Machine& machine, FitReport& rep) {
+void fit_machine_link(const Collected& data, const Topology& topo,
+                      const std::vector<ResultFile>& files, Machine& machine, FitReport& rep) {
   std::vector<std::string>& notes = rep.notes;
   std::string from;
   const std::vector<LinkPoint>& pts = link_points(data, from);
@@ -402,7 +419,6 @@ LinkClass fit_machine_link(const Collected& data, const Topology& topo,
         "slowest link): intra_node = inter_node = " +
         topo.link);
   }
-  return link;
 }
 
 void fit_contention(const Collected& data, Machine& machine, std::vector<std::string>& notes) {
@@ -468,9 +484,10 @@ Machine calibrate(const std::vector<ResultFile>& files, const std::string& name,
   compute_residuals(gemm_median, elem_median, all_rates, machine, rep);
   const Topology topo = topology(files, notes);
   machine.ranks_per_node = std::max(1, topo.ranks_per_node);
-  const LinkClass link = fit_machine_link(data, topo, files, machine, rep);
-  fit_contention(data, machine, notes);
-  fit_interference(data, link, machine, notes);
+  fit_machine_link(data, topo, files, machine, rep);
+  fit_gpu(files, data, gemm_median, machine, rep);
+  if (machine.gpu.sms == 0) fit_contention(data, machine, notes);
+  fit_interference(data, machine.links.front(), machine, notes);
   machine.source = source_text(files, gathered, topo);
   return machine;
 }

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "collective_steps.h"
+#include "fob/device_plan.h"
 #include "fob/strategy.h"
 #include "fob/workload.h"
 
@@ -200,6 +201,8 @@ class InterferenceCollector {
   void collective_window(size_t k, const Task& t, double start, double end, TransferSample& sample,
                          std::vector<size_t>& involved) const {
     sample.collective = true;
+    sample.op = t.op;
+    sample.world = v_.c->world;
     sample.steps = sim_detail::collective_step_count(t.op, v_.c->world);
     int64_t block = 0;
     for (size_t q = 0; q < world_; ++q) {
@@ -285,7 +288,11 @@ class InterferenceCollector {
 class ComputeCollector {
  public:
   ComputeCollector(const CaseView& v, bool reference, bool overlaps, Collected& out)
-      : v_(v), reference_(reference), overlaps_(overlaps), out_(out) {}
+      : v_(v), reference_(reference), overlaps_(overlaps), out_(out) {
+    // The cuda backend runs these GEMMs on the SMs NCCL leaves, transfer or not.
+    if (!overlaps_ || v_.file->system.backend != "cuda") return;
+    for (const Plan& plan : v_.plans) beside_.push_back(tasks_beside_transfers(plan));
+  }
 
   void collect() {
     for (int it = 0; it < v_.iters(); ++it) {
@@ -328,10 +335,15 @@ class ComputeCollector {
       started_under = started_under || (x.start <= iv.start && iv.start < x.end);
     }
     if (t.kind == TaskKind::gemm) {
-      const GemmKey key{v_.dtype, t.m, t.n, t.k, t.batch};
+      const auto& beside = beside_.empty() ? std::vector<char>() : beside_[static_cast<size_t>(r)];
+      const bool reduced =
+          static_cast<size_t>(t.id) < beside.size() && beside[static_cast<size_t>(t.id)] != 0;
+      const GemmKey key{v_.dtype, t.m, t.n, t.k, t.batch, reduced};
       if (!touched) {
         keep_slowest(reference_ ? slowest_gemm_ : slowest_clean_gemm_, it, t.id, key, d);
         (reference_ ? out_.gemm_any_rank.reference : out_.gemm_any_rank.clean)[key].push_back(d);
+      } else if (reduced) {
+        out_.beside_touched.emplace_back(key, d);
       }
       if (overlaps_ && started_under) out_.contended.emplace_back(key, d);
     } else if (!touched) {
@@ -349,6 +361,7 @@ class ComputeCollector {
   Collected& out_;
   Slowest<GemmKey> slowest_gemm_, slowest_clean_gemm_;
   Slowest<ElemKey> slowest_elem_;
+  std::vector<std::vector<char>> beside_;  // per rank and task: on the SMs NCCL leaves
 };
 
 void collect_collectives(const CaseView& v, StrategyRole role, Collected& out) {
@@ -388,7 +401,7 @@ void collect_collectives(const CaseView& v, StrategyRole role, Collected& out) {
       if (std::isfinite(shortest)) per_iter.push_back(shortest);
     }
     if (per_iter.empty()) continue;
-    const LinkPoint p{static_cast<double>(block), relative_location(per_iter) / steps, op};
+    const LinkPoint p{static_cast<double>(block), relative_location(per_iter) / steps, op, c.world};
     (role == StrategyRole::comm_reference ? out.comm_only : out.baseline).push_back(p);
   }
 }

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "fob/calibrate.h"
 #include "fob/machine.h"
 #include "fob/metrics.h"
 #include "fob/plan.h"
@@ -64,7 +65,10 @@ struct GemmKey {
   DType dtype = DType::fp32;
   int64_t m = 0, n = 0, k = 0;
   int batch = 1;
-  auto tie() const { return std::tie(dtype, m, n, k, batch); }
+  // Ran on the SMs NCCL leaves (a cuda run's GEMM of tasks_beside_transfers): its time is not
+  // the shape's on the whole GPU.
+  bool beside = false;
+  auto tie() const { return std::tie(dtype, m, n, k, batch, beside); }
   bool operator<(const GemmKey& o) const { return tie() < o.tie(); }
 };
 
@@ -105,14 +109,17 @@ struct LinkPoint {
   double bytes = 0;                      // one collective step's block, or one exchange's bytes
   double seconds = 0;                    // one step's time
   CollectiveOp op = CollectiveOp::none;  // the collective timed; none for an exchange
+  int world = 0;                         // a collective's ranks
 };
 
 // A transfer of an overlapping strategy, for the transfer slowdown: from when its last end
 // posted it to its end, with the stretches of that window in which a rank it involves computed.
 struct TransferSample {
   bool collective = false;
-  double bytes = 0;  // a message's bytes, or one collective step's block
-  int steps = 1;     // a collective's steps (collective_steps.h)
+  CollectiveOp op = CollectiveOp::none;  // a collective's op
+  int world = 0;                         // a collective's ranks
+  double bytes = 0;                      // a message's bytes, or one collective step's block
+  int steps = 1;                         // a collective's steps (collective_steps.h)
   Interval window;
   std::vector<Interval> busy;  // disjoint, sorted, inside the window
 };
@@ -130,6 +137,8 @@ struct Collected {
   Pools<GemmKey> gemm;
   Pools<ElemKey> elem;
   std::vector<std::pair<GemmKey, double>> contended;  // GEMMs started under a transfer
+  // A cuda run's GEMMs on the SMs NCCL left that a transfer overlapped (one rank's duration).
+  std::vector<std::pair<GemmKey, double>> beside_touched;
   // Every rank's duration of each GEMM no transfer touched: what a contended GEMM, one rank's
   // duration, is compared with (the fitted medians are the slowest rank's).
   Pools<GemmKey> gemm_any_rank;
@@ -146,6 +155,13 @@ double covered(const std::vector<Interval>& busy, double from, double to);
 
 // Adds one case's samples to `out`.
 void collect_case(const CaseView& v, Collected& out);
+
+// On files of the cuda backend whose hardware facts give the SMs: the wave model (the GPU's
+// SMs and comm SMs, each GEMM dtype's tile efficiencies, k overhead, split of k and GEMM memory
+// efficiency, calibrate_gpu.cpp) and NCCL's achieved rate per collective and size. Nothing on
+// other files.
+void fit_gpu(const std::vector<ResultFile>& files, const Collected& data,
+             const std::map<GemmKey, double>& gemm_median, Machine& machine, FitReport& rep);
 
 // `x` with 4 significant digits, for notes.
 std::string fmt(double x);

@@ -98,18 +98,15 @@ double MachineCost::gemm_efficiency(DType dtype, int64_t m, int64_t n, int64_t k
 // GEMM's share of the memory bandwidth.
 double MachineCost::gemm_seconds(const Task& t, DType dtype, int sms) const {
   const ComputeModel& c = machine_.compute.at(dtype);
-  const double elem = dtype_bytes(dtype);
+  if (!c.gemm_tiles.empty()) return wave_gemm_seconds(c, machine_.gpu, dtype, t, sms);
   const double m = static_cast<double>(t.m), n = static_cast<double>(t.n);
   const double kk = static_cast<double>(t.k);
   const double batch = std::max(t.batch, 1);
-  const double bytes = (m * kk + kk * n + m * n) * elem;
-  const double memory = c.memory_bytes_per_s * c.gemm_memory_efficiency;
-  if (!c.gemm_tiles.empty()) {
-    return std::max(gemm_wave_seconds(dtype, t, sms), batch * bytes / memory);
-  }
+  const double bytes = (m * kk + kk * n + m * n) * dtype_bytes(dtype);
   const double flops = t.flops / batch;
   const double eff = gemm_efficiency(dtype, t.m, t.n, t.k);
-  return batch * std::max(flops / (c.peak_flops * eff), bytes / memory);
+  return batch * std::max(flops / (c.peak_flops * eff),
+                          bytes / (c.memory_bytes_per_s * c.gemm_memory_efficiency));
 }
 
 double MachineCost::compute_seconds(const Task& t, DType dtype, int /*rank*/) const {

@@ -57,16 +57,17 @@ double achieved_rate(const std::vector<RatePoint>& table, int64_t bytes) {
   return table.back().bytes_per_s;
 }
 
+namespace {
+
 // The fastest tile and split of k on `sms` SMs (machine.h, "The wave model").
-double MachineCost::gemm_wave_seconds(DType dtype, const Task& t, int sms) const {
-  const ComputeModel& c = machine_.compute.at(dtype);
-  const double sm_flops = c.peak_flops / machine_.gpu.sms;
+double tile_seconds(const ComputeModel& c, const GpuModel& gpu, const Task& t, int sms) {
+  const double sm_flops = c.peak_flops / gpu.sms;
   const int64_t batch = std::max(t.batch, 1);
   const int64_t available = std::max(sms, 1);
   double best = std::numeric_limits<double>::infinity();
   for (const GemmTile& tile : c.gemm_tiles) {
     const int64_t tiles = ceil_div(t.m, tile.m) * ceil_div(t.n, tile.n) * batch;
-    for (int64_t split = 1; split <= machine_.gpu.max_split_k; split *= 2) {
+    for (int64_t split = 1; split <= gpu.max_split_k; split *= 2) {
       if (split > 1 && (tiles * split > available || split > t.k)) break;
       const int64_t waves = ceil_div(tiles * split, available);
       const double k = static_cast<double>(ceil_div(t.k, split)) + c.gemm_k_overhead;
@@ -82,6 +83,17 @@ double MachineCost::gemm_wave_seconds(DType dtype, const Task& t, int sms) const
     }
   }
   return best;
+}
+
+}  // namespace
+
+double wave_gemm_seconds(const ComputeModel& c, const GpuModel& gpu, DType dtype, const Task& t,
+                         int sms) {
+  const double m = static_cast<double>(t.m), n = static_cast<double>(t.n);
+  const double k = static_cast<double>(t.k);
+  const double bytes = (m * k + k * n + m * n) * dtype_bytes(dtype) * std::max(t.batch, 1);
+  return std::max(tile_seconds(c, gpu, t, sms),
+                  bytes / (c.memory_bytes_per_s * c.gemm_memory_efficiency));
 }
 
 LinkRate MachineCost::link_rate(CollectiveOp op, int64_t size, int from_rank, int to_rank) const {

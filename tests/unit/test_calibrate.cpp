@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "../common/measured_case.h"
 #include "fob/calibrate.h"
 #include "fob/sim.h"
 #include "fob/strategy.h"
@@ -21,7 +22,6 @@ constexpr double kMemory = 5e9;
 constexpr double kLatency = 1e-5;
 constexpr double kBandwidth = 1e9;
 constexpr double kSlowdown = 1.15;
-constexpr int kIters = 3;
 
 // A different efficiency for every shape, in [0.4, 0.9].
 double efficiency(int64_t m, int64_t n, int64_t k) {
@@ -70,51 +70,14 @@ Shape shape(int64_t hidden) {
   return s;
 }
 
-// One simulated case, its iteration repeated kIters times; rank 0's tasks in iteration 1 take
-// 1.5 times as long (an outlier the medians must ignore).
 CaseResult measured(Workload workload, const Shape& s, const std::string& strategy, int world,
                     const std::string& id, bool outlier = true,
                     const KnownMachine& machine = KnownMachine()) {
-  CaseSpec spec;
-  spec.workload = workload;
-  spec.shape = s;
-  spec.world = world;
-  spec.strategy = parse_strategy(strategy);
-  std::vector<Plan> plans;
-  for (int r = 0; r < world; ++r) plans.push_back(make_plan(spec, r));
-  CaseResult c = simulate_case(plans, machine, id);
-  const std::vector<double> start = c.task_start, end = c.task_end, step = c.step_seconds;
-  const size_t per_iter = start.size();
-  c.iters = kIters;
-  c.task_start.clear();
-  c.task_end.clear();
-  c.step_seconds.clear();
-  for (int it = 0; it < kIters; ++it) {
-    c.task_start.insert(c.task_start.end(), start.begin(), start.end());
-    c.task_end.insert(c.task_end.end(), end.begin(), end.end());
-    c.step_seconds.insert(c.step_seconds.end(), step.begin(), step.end());
-  }
-  if (outlier && strategy == "compute_only") {
-    for (size_t i = 0; i < static_cast<size_t>(c.max_tasks); ++i) {
-      const size_t j = per_iter + i;  // iteration 1, rank 0
-      c.task_end[j] = c.task_start[j] + 1.5 * (c.task_end[j] - c.task_start[j]);
-    }
-  }
-  return c;
+  return measured_case(workload, s, strategy, world, id, outlier, machine);
 }
 
 ResultFile file_of(std::vector<CaseResult> cases, int world) {
-  ResultFile f;
-  f.run.created_utc = "2025-01-01T00:00:00Z";
-  f.system.backend = "cpu";
-  f.system.transport = "mpi";
-  f.system.world_size = world;
-  f.system.link_emulation = "emulated: 8 Gbit/s, 10 us latency";
-  std::string hosts;
-  for (int r = 0; r < world; ++r) hosts.append(r > 0 ? ",node7" : "node7");
-  f.system.hostnames = hosts;
-  f.cases = std::move(cases);
-  return f;
+  return measured_file(std::move(cases), world);
 }
 
 bool has_note(const FitReport& rep, const std::string& part) {
