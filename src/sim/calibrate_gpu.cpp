@@ -101,7 +101,8 @@ std::vector<double> geometric(double lo, double hi, double step) {
 
 std::vector<double> linear(double lo, double hi, double step) {
   std::vector<double> out;
-  for (double v = lo; v <= hi + 1e-12; v += step) out.push_back(v);
+  const auto n = static_cast<int>(std::floor((hi - lo) / step + 1e-9));
+  for (int i = 0; i <= n; ++i) out.push_back(std::min(hi, lo + i * step));
   return out;
 }
 
@@ -152,6 +153,54 @@ std::vector<Sample> samples_of(DType dtype, const std::map<GemmKey, double>& gem
   return out;
 }
 
+// Whether tile `i` is a fastest tile (ties count) of some compute-bound sample: only then is its
+// efficiency measured.
+bool measured_tile(const Fit& f, size_t i, DType dtype, const std::vector<Sample>& samples) {
+  for (const Sample& s : samples) {
+    const double with_all = wave_gemm_seconds(f.c, f.gpu, dtype, s.task, s.sms);
+    Fit alone = f;
+    alone.c.gemm_tiles = {f.c.gemm_tiles[i]};
+    alone.c.gemm_memory_efficiency = 1e9;  // the tiles' time alone
+    const double tiles = wave_gemm_seconds(alone.c, f.gpu, dtype, s.task, s.sms);
+    alone.c.gemm_tiles.clear();
+    const bool bound_by_tiles = tiles >= with_all * (1 - 1e-9);
+    bool fastest = bound_by_tiles;
+    for (size_t j = 0; j < f.c.gemm_tiles.size() && fastest; ++j) {
+      if (j == i) continue;
+      alone.c.gemm_tiles = {f.c.gemm_tiles[j]};
+      fastest = wave_gemm_seconds(alone.c, f.gpu, dtype, s.task, s.sms) >= tiles * (1 - 1e-9);
+    }
+    if (fastest) return true;
+  }
+  return false;
+}
+
+// A tile no sample measured goes back to its starting ratio of the largest tile's efficiency,
+// or as near it as leaves every measured shape's price unchanged (no sample may then take it).
+// Returns the tiles' names, measured or not.
+std::string restore_unmeasured(Fit& f, DType dtype, const std::vector<Sample>& samples) {
+  std::string measured, not_measured;
+  const double base = error_of(f, dtype, samples);
+  for (size_t i = 0; i < f.c.gemm_tiles.size(); ++i) {
+    GemmTile& t = f.c.gemm_tiles[i];
+    const std::string name = std::to_string(t.m) + "x" + std::to_string(t.n);
+    if (measured_tile(f, i, dtype, samples)) {
+      measured += (measured.empty() ? "" : ", ") + name;
+      continue;
+    }
+    not_measured += (not_measured.empty() ? "" : ", ") + name;
+    const double fitted = t.efficiency;
+    for (t.efficiency = std::min(1.0, kTiles[i].ratio * f.c.gemm_tiles[0].efficiency);
+         t.efficiency > fitted; t.efficiency -= 0.025) {
+      if (error_of(f, dtype, samples) <= base * (1 + 1e-9) + 1e-18) break;
+    }
+    t.efficiency = std::max(t.efficiency, fitted);
+  }
+  return "measured by the shapes: " + (measured.empty() ? std::string("none") : measured) +
+         "; not measured (their starting ratio, or what keeps the measured prices): " +
+         (not_measured.empty() ? std::string("none") : not_measured);
+}
+
 std::string tile_text(const std::vector<GemmTile>& tiles) {
   std::string out;
   for (const GemmTile& t : tiles) {
@@ -187,6 +236,7 @@ int fit_dtype(DType dtype, const std::vector<Sample>& samples, const GpuFacts& g
       if (f.error < best.error) best = f;
     }
   }
+  const std::string tiles = restore_unmeasured(best, dtype, samples);
   cm = best.c;
   const double rms = std::sqrt(best.error / static_cast<double>(samples.size()));
   rep.notes.push_back(
@@ -195,8 +245,7 @@ int fit_dtype(DType dtype, const std::vector<Sample>& samples, const GpuFacts& g
       ", tiles [" + tile_text(cm.gemm_tiles) + "], gemm_k_overhead " + fmt(cm.gemm_k_overhead) +
       ", max_split_k " + std::to_string(best.gpu.max_split_k) + ", gemm_memory_efficiency " +
       fmt(cm.gemm_memory_efficiency) + " (least squares of log errors; rms " + fmt(rms * 100) +
-      "%); a tile no measured shape chose is not measured: its efficiency is where the search "
-      "left it, and prices only the shapes that would take it");
+      "%); tiles " + tiles);
   for (const Sample& s : samples) {
     rep.residuals.push_back({"gemm " + std::to_string(s.task.m) + "x" + std::to_string(s.task.n) +
                                  "x" + std::to_string(s.task.k) + " " + to_string(dtype) + " on " +

@@ -126,6 +126,7 @@ TEST(CalibrateGpu, RecoversTheWaveModelAndNcclRates) {
   }
   EXPECT_TRUE(has_note(rep, "gpu: sms 16, comm_sms 4"));
   EXPECT_TRUE(has_note(rep, "bf16 wave model"));
+  EXPECT_TRUE(has_note(rep, "tiles measured by the shapes: 128x256, 256x128, 64x128;"));
 
   // A GEMM beside a transfer, against the fitted model on the SMs NCCL left: the slowdown, up
   // to the tiles no whole-GPU shape chose (the 128 x 128 tile's efficiency is not measured here,
