@@ -189,12 +189,14 @@ std::string restore_unmeasured(Fit& f, DType dtype, const std::vector<Sample>& s
       continue;
     }
     not_measured += (not_measured.empty() ? "" : ", ") + name;
+    // Lowering a tile no sample takes changes no price; raising it may make a sample take it.
     const double fitted = t.efficiency;
     for (t.efficiency = std::min(1.0, kTiles[i].ratio * f.c.gemm_tiles[0].efficiency);
          t.efficiency > fitted; t.efficiency -= 0.025) {
       if (error_of(f, dtype, samples) <= base * (1 + 1e-9) + 1e-18) break;
     }
-    t.efficiency = std::max(t.efficiency, fitted);
+    t.efficiency =
+        std::max(t.efficiency, std::min(fitted, kTiles[i].ratio * f.c.gemm_tiles[0].efficiency));
   }
   return "measured by the shapes: " + (measured.empty() ? std::string("none") : measured) +
          "; not measured (their starting ratio, or what keeps the measured prices): " +
