@@ -6,8 +6,9 @@ the published and the predicted baseline (GEMM then collective, serial), the pub
 decomposition-based overlap against fobench's `decompose` (the mechanism that matches: the GEMM
 cut along M, each piece beside a transfer) and whether the prediction picks the same winner.
 Fused kernels have no fobench equivalent: their times are shown, never matched. Rows whose
-figures set a machine-file parameter are `fit`, the others `check`; the summary gives the
-errors of each set apart. A benchmark: it reports, it does not pass or fail.
+figures set a machine-file parameter are `fit`, the others `check`, and rows whose hardware is
+not stated `shown` (priced, in neither set); the summary gives the errors of each set apart.
+A benchmark: it reports, it does not pass or fail.
 
     bench/published/published.py [--fobench build/fobench] [--format md|csv] [--fit]
 """
@@ -67,7 +68,8 @@ def evaluate(fobench, rows):
         e = {"row": row, "sim": t}
         e["gemm_err"] = err(t["compute_only"], number(row["gemm_us"])) if row["gemm_us"] else None
         e["comm_err"] = err(t["comm_only"], number(row["comm_us"])) if row["comm_us"] else None
-        e["base_err"] = err(t["baseline"], number(row["baseline_us"]))
+        e["base_err"] = (err(t["baseline"], number(row["baseline_us"]))
+                         if row["baseline_us"] else None)
         if row["decomposition_us"]:
             published_wins = number(row["decomposition_us"]) < number(row["baseline_us"])
             predicted_wins = t["decompose"] < t["baseline"]
@@ -93,7 +95,7 @@ def table(evals):
         winner = f"{e['published_winner']} / {e['predicted_winner']}" if "winner_ok" in e else "-"
         same = ("yes" if e["winner_ok"] else "NO") if "winner_ok" in e else "-"
         rows.append([r["id"], r["hardware"], r["machine"], r["published_shape"], r["dtype"], gemm,
-                     comm, r["baseline_us"], f"{t['baseline']:.0f}", fmt_pct(e["base_err"]),
+                     comm, r["baseline_us"] or "-", f"{t['baseline']:.0f}", fmt_pct(e["base_err"]),
                      r["decomposition_us"] or "-", f"{t['decompose']:.0f}", winner, same,
                      r["fused_us"] or "-", r["role"]])
     return head, rows
@@ -102,7 +104,7 @@ def table(evals):
 def summary(evals):
     lines = []
     for role in ("fit", "check"):
-        part = [e for e in evals if e["row"]["role"] == role]
+        part = [e for e in evals if e["row"]["role"] == role and e["base_err"] is not None]
         if not part:
             lines.append(f"- {role} rows: none")
             continue
@@ -118,6 +120,9 @@ def summary(evals):
             f"- {role} rows ({len(part)}): baseline |error| mean {sum(errs) / len(errs) * 100:.1f}%, "
             f"largest {max(errs) * 100:.1f}%, within 12% in {within} of {len(part)}; "
             f"decomposition vs baseline: the same winner in {right} of {len(decided)}{dec_text}")
+    shown = [e["row"]["id"] for e in evals if e["row"]["role"] == "shown"]
+    if shown:
+        lines.append(f"- shown, in neither set (hardware not stated): {', '.join(shown)}")
     return lines
 
 
