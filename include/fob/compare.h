@@ -1,7 +1,8 @@
-// `fobench compare`: two results files case by case, with a bootstrap confidence interval of
-// each case's relative change, so that run-to-run noise is not reported as a regression. The
-// bootstrap resamples whole rounds (--rounds): iterations of one round ran back to back and share
-// its phase of the machine, so only the spread between rounds shows how far a run drifts.
+// `fobench compare`: two results files case by case, with a confidence interval of each case's
+// change, so that run-to-run noise is not reported as a regression. The interval is a Welch
+// t-interval over the rounds' medians (--rounds): iterations of one round ran back to back and
+// share its phase of the machine, so only the spread between rounds shows how far a run drifts,
+// and a t-interval from a handful of rounds is as wide as a handful of values warrants.
 #pragma once
 
 #include <cstdint>
@@ -19,8 +20,9 @@ const char* to_string(CompareMetric metric);
 bool higher_is_worse(CompareMetric metric);
 
 // no_change: the interval lies within +-threshold; regressed / improved: wholly past it on one
-// side; inconclusive: neither (the files cannot tell a threshold-sized change from noise).
-enum class Verdict { no_change, regressed, improved, inconclusive };
+// side; inconclusive: neither (the files cannot tell a threshold-sized change from noise);
+// too_few_rounds: a side has fewer than kMinCompareRounds rounds, too few to judge at all.
+enum class Verdict { no_change, regressed, improved, inconclusive, too_few_rounds };
 const char* to_string(Verdict verdict);
 
 struct CaseChange {
@@ -31,18 +33,27 @@ struct CaseChange {
   // `absolute`), median(new) - median(base) in the metric's unit instead, judged against the
   // threshold as a share of the base case's step time T.
   double change = 0;
-  double ci_low = 0, ci_high = 0;  // 95% bootstrap interval of `change`
+  double ci_low = 0, ci_high = 0;  // 95% t-interval of `change` (round_change)
   bool absolute = false;
   double threshold = 0;   // what `change` is judged against, in its unit
   double detectable = 0;  // the interval's half-width: smaller changes are lost in the noise
   // Rounds per side that would narrow the interval to +-threshold (the half-width shrinks as
   // one over the square root of the rounds); 0 when it is narrow enough already.
   int rounds_needed = 0;
-  // The rounds with a value on each side. A side with fewer than kMinBootstrapRounds was
-  // resampled by iterations instead, so the interval misses that side's run-to-run drift.
+  // The rounds with a value on each side; fewer than kMinCompareRounds is too few to judge.
   int base_rounds = 0, new_rounds = 0;
   Verdict verdict = Verdict::no_change;
 };
+
+// The gate's answer for CI: PASS (exit 0), FAIL (1: a case regressed), MISSING (6: NEW lacks
+// cases BASE has, never a pass), INCONCLUSIVE (5: a case's interval reaches past the threshold,
+// or a side has too few rounds), each with its reason in one line. --inconclusive-as maps
+// INCONCLUSIVE to pass or fail for a job that must decide.
+enum class GateVerdict { pass, fail, missing, inconclusive };
+enum class InconclusiveAs { inconclusive, pass, fail };
+// InputError naming --inconclusive-as, the value and the choices.
+InconclusiveAs parse_inconclusive_as(const std::string& text);
+const char* to_string(GateVerdict verdict);
 
 struct UnmatchedCase {
   CaseKey key;
@@ -65,38 +76,38 @@ struct Comparison {
   // comm_only for busbw), with why.
   int skipped = 0;
   std::string skipped_reason;
+  // What the gate's INCONCLUSIVE counts as (compare's --inconclusive-as).
+  InconclusiveAs inconclusive_as = InconclusiveAs::inconclusive;
 
   int count(Verdict verdict) const;
 };
 
-// Samples are bootstrapped this many times, with this seed, so the output is the same on every
-// run of the same two files.
-inline constexpr int kBootstrapResamples = 2000;
-inline constexpr uint64_t kBootstrapSeed = 0x5eedf0b5u;
-// Fewer rounds than this cannot show a spread between rounds: such a side (a file from before
-// rounds were recorded, or --rounds 1) is resampled by its iterations.
-inline constexpr int kMinBootstrapRounds = 2;
-
-// Whether a side with `rounds` rounds is resampled by rounds (else by iterations).
-inline bool resampled_by_rounds(int rounds) {
-  return rounds >= kMinBootstrapRounds;
-}
+// A side needs this many rounds for its case to be judged: with fewer, the spread between
+// rounds (what a run's drift is measured by) is one value or none.
+inline constexpr int kMinCompareRounds = 3;
 
 struct Interval {
   double low = 0, high = 0;
 };
 
-// Samples grouped into the units a bootstrap draws whole: a case's rounds, or single samples.
-using SampleClusters = std::vector<std::vector<double>>;
+// Each round's samples of one case.
+using Rounds = std::vector<std::vector<double>>;
 
-// 95% percentile interval of median(next) / median(base) - 1 by a cluster bootstrap: each
-// resample draws as many clusters as a side has, with replacement and independently per side,
-// and takes the median of all the samples of the drawn clusters. Both sides need a non-empty
-// cluster.
-// With `difference`, the interval of median(next) - median(base) instead.
-Interval cluster_bootstrap_change(const SampleClusters& base, const SampleClusters& next,
-                                  int resamples = kBootstrapResamples,
-                                  uint64_t seed = kBootstrapSeed, bool difference = false);
+// The change of `next` against `base` and its 95% interval, from each side's round medians: the
+// Welch t-interval of the difference of their means, on the log scale and returned as a ratio
+// minus 1 (`change`: the ratio of the geometric means of the round medians), or with
+// `difference` on the values themselves (exposed_comm, which crosses zero). The standard error
+// is never below what the iterations' spread within rounds gives, so rounds whose medians
+// happen to agree do not make an interval of width 0. Each side needs 2 rounds with a positive
+// (for a ratio) median; else the interval is NaN.
+struct RoundChange {
+  double change = 0;
+  Interval ci;
+};
+RoundChange round_change(const Rounds& base, const Rounds& next, bool difference = false);
+
+// The 0.975 quantile of Student's t with `df` degrees of freedom (df >= 1; 1.96 as df grows).
+double student_t_975(double df);
 
 // A setting that differs between the two files, so that a change measures more than the code.
 struct SettingDifference {
@@ -113,6 +124,13 @@ std::vector<SettingDifference> setting_differences(const SystemInfo& base, const
 // Why the two files' times cannot be compared at all (one measured on the cuda model, whose
 // times are the CPU's, the other not), or empty.
 std::string incomparable_machines(const SystemInfo& base, const SystemInfo& next);
+
+struct GateResult {
+  GateVerdict verdict = GateVerdict::pass;
+  std::string reason;  // one line
+  int exit_code = 0;
+};
+GateResult gate_result(const Comparison& comparison, InconclusiveAs inconclusive_as);
 
 // Throws InputError for a negative or non-finite threshold.
 Comparison compare_results(const ResultFile& base, const ResultFile& next, CompareMetric metric,

@@ -22,11 +22,10 @@ struct CompareSide {
 TableDocument compare_document(const Comparison& comparison, const CompareSide& base,
                                const CompareSide& next, TableFormat format);
 
-// "Result: no regression (...)" or "Result: REGRESSION (...)" with the regressed cases.
+// "Result: PASS: ...", "Result: FAIL: ...", "Result: MISSING: ..." or "Result: INCONCLUSIVE:
+// ..." (gate_result with the comparison's --inconclusive-as), the counts, and the inconclusive
+// cases with what would narrow them.
 std::string compare_result_line(const Comparison& comparison);
-// Empty, or a note that some cases' intervals ignore run-to-run drift (a side with fewer than
-// kMinBootstrapRounds rounds).
-std::string compare_drift_warning(const Comparison& comparison);
 
 // Predicted against measured (one file from `fobench sim`, the other measured): per case both
 // step times and the prediction's error, with the machine file's name, the mean and largest

@@ -18,6 +18,8 @@ inline constexpr int kExitInterrupted = 4;
 // `fobench compare`: no case regressed, but some case's interval reaches past the threshold
 // without lying past it, so a regression of the threshold's size could have gone unseen.
 inline constexpr int kExitInconclusive = 5;
+// `fobench compare`: NEW lacks cases that BASE has, so it was not held to all of BASE.
+inline constexpr int kExitMissingCases = 6;
 
 // Bad input: unknown key, bad value, shape that does not divide. Exit 2.
 class InputError : public std::runtime_error {

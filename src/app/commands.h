@@ -51,11 +51,13 @@ int report_command(const ReportArgs& args);
 struct CompareArgs {
   std::string base, next;
   double threshold_pct = 5;
-  std::string metric = "T";   // T | exposed_comm | busbw
-  std::string format = "md";  // parse_table_format
+  std::string metric = "T";                      // T | exposed_comm | busbw
+  std::string format = "md";                     // parse_table_format
+  std::string inconclusive_as = "inconclusive";  // parse_inconclusive_as
 };
 
-// Exit 0 when no case regressed, 1 when one did, 2 on bad input.
+// The gate's exit status (gate_result): 0 PASS, 1 FAIL, 5 INCONCLUSIVE (or as
+// --inconclusive-as says), 6 MISSING; 2 on bad input.
 int compare_command(const CompareArgs& args);
 
 struct SimArgs {

@@ -1,5 +1,5 @@
 // `fobench compare BASE NEW`: prints the case-by-case comparison (compare_document in any table
-// format) and exits 1 when a case regressed. Needs no MPI: it only reads two files.
+// format) and exits with the gate's verdict (gate_result). Needs no MPI: it only reads two files.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -52,6 +52,7 @@ int compare_command(const CompareArgs& args) {
     // Arguments first, so a bad option is reported without reading any file.
     const CompareMetric metric = parse_compare_metric(args.metric);
     const TableFormat format = parse_table_format(args.format);
+    const InconclusiveAs inconclusive_as = parse_inconclusive_as(args.inconclusive_as);
     if (!std::isfinite(args.threshold_pct) || args.threshold_pct < 0) {
       throw InputError("--threshold " + fixed3(args.threshold_pct) +
                        " is not valid; give a percentage >= 0, e.g. 5");
@@ -62,7 +63,8 @@ int compare_command(const CompareArgs& args) {
       throw InputError(why);
     }
     if (is_prediction_pair(base, next)) return check_prediction(args, base, next, format);
-    const Comparison comparison = compare_results(base, next, metric, args.threshold_pct);
+    Comparison comparison = compare_results(base, next, metric, args.threshold_pct);
+    comparison.inconclusive_as = inconclusive_as;
     if (comparison.changes.empty()) {
       // A gate that compared nothing would pass whatever NEW measured.
       std::string why = "nothing to compare: BASE holds " + std::to_string(base.cases.size()) +
@@ -86,15 +88,12 @@ int compare_command(const CompareArgs& args) {
       std::fprintf(stderr, "fobench compare: warning: the %s differs (BASE: %s; NEW: %s): %s\n",
                    d.setting.c_str(), d.base.c_str(), d.next.c_str(), d.consequence.c_str());
     }
-    const std::string warning = compare_drift_warning(comparison);
-    if (!warning.empty()) std::fprintf(stderr, "fobench compare: note: %s\n", warning.c_str());
     write_table(std::cout, compare_document(comparison, base_side, new_side, format), format);
     std::cout.flush();
     if (format != TableFormat::md) {
       std::fprintf(stderr, "%s\n", compare_result_line(comparison).c_str());
     }
-    if (comparison.count(Verdict::regressed) > 0) return kExitVerifyFailed;
-    return comparison.count(Verdict::inconclusive) > 0 ? kExitInconclusive : kExitOk;
+    return gate_result(comparison, inconclusive_as).exit_code;
   });
 }
 

@@ -1,18 +1,17 @@
 // Case-by-case comparison of two results files.
 //
-// A case's verdict rests on a bootstrap interval of the change of its median rather than on
-// the point change alone: with the handful of iterations a sweep affords, medians of two runs
-// of the same code routinely differ by several percent, and only a change that the interval
-// puts wholly past the threshold is reported. The interval resamples whole rounds: a run's
-// iterations come in rounds that ran apart in time, and a machine's slow phase moves a whole round
-// at once, which resampling single iterations would treat as noise that averages out.
+// A case's verdict rests on an interval of its change rather than on the point change alone:
+// with the handful of iterations a sweep affords, medians of two runs of the same code routinely
+// differ by several percent, and only a change that the interval puts wholly past the threshold
+// is reported. The interval is taken over rounds: a run's iterations come in rounds that ran
+// apart in time, and a machine's slow phase moves a whole round at once, which treating single
+// iterations as independent would average away. A t-interval, because a bootstrap of three
+// rounds has a few distinct resamples and gave intervals of width 0.
 #include <algorithm>
 #include <cmath>
-#include <iterator>
 #include <limits>
 #include <map>
 #include <numeric>
-#include <random>
 #include <set>
 
 #include "fob/compare.h"
@@ -24,38 +23,11 @@ namespace fob {
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-constexpr double kInf = std::numeric_limits<double>::infinity();
-
-// median(next) / median(base) - 1. A base at or below zero (exposed communication that was
-// fully hidden) has no relative change; a resample that lands there counts as an unbounded
-// change in the direction the value moved, which widens the interval as it should.
-double relative_change(double base, double next) {
-  if (base > 0) return next / base - 1;
-  if (next > base) return kInf;
-  if (next < base) return -kInf;
-  return 0;
-}
-
-// Each round's samples of one case, in round order; rounds left without a sample are dropped.
-using Rounds = SampleClusters;
 
 std::vector<double> pooled(const Rounds& rounds) {
   std::vector<double> out;
   for (const std::vector<double>& r : rounds) out.insert(out.end(), r.begin(), r.end());
   return out;
-}
-
-// Every sample its own cluster: what the iteration bootstrap draws.
-SampleClusters as_singletons(const std::vector<double>& samples) {
-  SampleClusters out;
-  for (const double x : samples) out.push_back({x});
-  return out;
-}
-
-// What a side's bootstrap draws whole: its rounds, or its samples (`values`, the rounds pooled)
-// when it has too few rounds to show a spread between them.
-SampleClusters bootstrap_units(const Rounds& rounds, const std::vector<double>& values) {
-  return resampled_by_rounds(static_cast<int>(rounds.size())) ? rounds : as_singletons(values);
 }
 
 // The finite values of f(sample), keeping each one's round.
@@ -216,8 +188,97 @@ const char* to_string(Verdict verdict) {
       return "improved";
     case Verdict::inconclusive:
       return "inconclusive";
+    case Verdict::too_few_rounds:
+      return "too few rounds";
   }
   return "?";
+}
+
+InconclusiveAs parse_inconclusive_as(const std::string& text) {
+  if (text == "inconclusive") return InconclusiveAs::inconclusive;
+  if (text == "pass") return InconclusiveAs::pass;
+  if (text == "fail") return InconclusiveAs::fail;
+  throw InputError("--inconclusive-as '" + text +
+                   "' is not known; choose inconclusive (exit 5, the default), pass (exit 0) or "
+                   "fail (exit 1)");
+}
+
+const char* to_string(GateVerdict verdict) {
+  switch (verdict) {
+    case GateVerdict::pass:
+      return "PASS";
+    case GateVerdict::fail:
+      return "FAIL";
+    case GateVerdict::missing:
+      return "MISSING";
+    case GateVerdict::inconclusive:
+      return "INCONCLUSIVE";
+  }
+  return "?";
+}
+
+namespace {
+
+// "a, b and 3 more": the first cases' names.
+std::string first_names(const std::vector<std::string>& names) {
+  std::string out;
+  const size_t shown = std::min<size_t>(names.size(), 3);
+  for (size_t i = 0; i < shown; ++i) out += (i == 0 ? "" : "; ") + names[i];
+  if (names.size() > shown) out += "; and " + std::to_string(names.size() - shown) + " more";
+  return out;
+}
+
+std::vector<std::string> cases_with(const Comparison& c, Verdict v) {
+  std::vector<std::string> out;
+  for (const CaseChange& ch : c.changes) {
+    if (ch.verdict == v) out.push_back(ch.key.text());
+  }
+  return out;
+}
+
+}  // namespace
+
+GateResult gate_result(const Comparison& c, InconclusiveAs inconclusive_as) {
+  GateResult g;
+  const std::string t = std::to_string(static_cast<int>(std::lround(c.threshold_pct)));
+  const std::vector<std::string> regressed = cases_with(c, Verdict::regressed);
+  if (!regressed.empty()) {
+    g = {GateVerdict::fail,
+         std::to_string(regressed.size()) + " case(s) regressed past " + t +
+             "% (their whole interval): " + first_names(regressed),
+         kExitVerifyFailed};
+    return g;
+  }
+  if (!c.only_base.empty()) {
+    std::vector<std::string> names;
+    for (const UnmatchedCase& u : c.only_base) names.push_back(u.key.text());
+    return {GateVerdict::missing,
+            "NEW lacks " + std::to_string(names.size()) +
+                " case(s) that BASE has: " + first_names(names),
+            kExitMissingCases};
+  }
+  const std::vector<std::string> few = cases_with(c, Verdict::too_few_rounds);
+  const std::vector<std::string> wide = cases_with(c, Verdict::inconclusive);
+  if (!few.empty() || !wide.empty()) {
+    g.verdict = GateVerdict::inconclusive;
+    g.reason =
+        !few.empty()
+            ? std::to_string(few.size()) + " case(s) have fewer than " +
+                  std::to_string(kMinCompareRounds) +
+                  " rounds on a side, too few to judge (run with --rounds 10): " + first_names(few)
+            : std::to_string(wide.size()) + " case(s) have an interval reaching past +-" + t +
+                  "%: the files could not have seen such a change (more rounds "
+                  "narrow it; see `rounds needed`): " +
+                  first_names(wide);
+    g.exit_code = inconclusive_as == InconclusiveAs::pass   ? kExitOk
+                  : inconclusive_as == InconclusiveAs::fail ? kExitVerifyFailed
+                                                            : kExitInconclusive;
+    return g;
+  }
+  return {GateVerdict::pass,
+          std::to_string(c.changes.size()) + " case(s) within +-" + t +
+              "% (their whole interval), none regressed, none missing",
+          kExitOk};
 }
 
 int Comparison::count(Verdict verdict) const {
@@ -225,37 +286,81 @@ int Comparison::count(Verdict verdict) const {
                                         [&](const CaseChange& c) { return c.verdict == verdict; }));
 }
 
-Interval cluster_bootstrap_change(const SampleClusters& base, const SampleClusters& next,
-                                  int resamples, uint64_t seed, bool difference) {
-  // Empty clusters are left out: a resample of only those would have no median.
-  const auto non_empty = [](const SampleClusters& v) {
-    SampleClusters out;
-    std::copy_if(v.begin(), v.end(), std::back_inserter(out),
-                 [](const auto& c) { return !c.empty(); });
-    return out;
-  };
-  const SampleClusters b_units = non_empty(base), n_units = non_empty(next);
-  if (b_units.empty() || n_units.empty() || resamples <= 0) return {kNaN, kNaN};
-  // The engine's sequence is fixed by the standard; distributions are not, so indices are
-  // taken modulo the size (the bias is negligible for cluster counts this small).
-  std::mt19937_64 rng(seed);
-  auto resample_median = [&rng](const SampleClusters& v, std::vector<double>& scratch) {
-    scratch.clear();
-    for (size_t k = 0; k < v.size(); ++k) {
-      const std::vector<double>& drawn = v[rng() % v.size()];
-      scratch.insert(scratch.end(), drawn.begin(), drawn.end());
+namespace {
+
+constexpr double kT975[] = {12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+                            2.201,  2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
+                            2.080,  2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042};
+
+// One side's round medians (logs for a ratio) and the spread of its iterations within rounds.
+struct SideSpread {
+  std::vector<double> medians;
+  double within = 0;  // sum of squared deviations of iterations from their round's median
+  int iterations = 0;
+};
+
+SideSpread side_spread(const Rounds& rounds, bool difference) {
+  SideSpread s;
+  for (const std::vector<double>& r : rounds) {
+    if (r.empty()) continue;
+    const double m = median(r);
+    if (!difference && !(m > 0)) continue;
+    const double center = difference ? m : std::log(m);
+    s.medians.push_back(center);
+    for (const double x : r) {
+      const double v = difference ? x : (x > 0 ? std::log(x) : center);
+      s.within += (v - center) * (v - center);
+      ++s.iterations;
     }
-    return median(scratch);
-  };
-  std::vector<double> changes, scratch;
-  changes.reserve(static_cast<size_t>(resamples));
-  for (int k = 0; k < resamples; ++k) {
-    const double b = resample_median(b_units, scratch);
-    const double n = resample_median(n_units, scratch);
-    changes.push_back(difference ? n - b : relative_change(b, n));
   }
-  std::sort(changes.begin(), changes.end());
-  return {percentile(changes, 0.025), percentile(changes, 0.975)};
+  return s;
+}
+
+double mean_of(const std::vector<double>& v) {
+  return std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
+}
+
+double variance_of(const std::vector<double>& v) {
+  const double m = mean_of(v);
+  double sum = 0;
+  for (const double x : v) sum += (x - m) * (x - m);
+  return sum / static_cast<double>(v.size() - 1);
+}
+
+}  // namespace
+
+double student_t_975(double df) {
+  if (!(df >= 1)) return kT975[0];
+  if (df <= 30) {
+    const auto lo = static_cast<size_t>(std::floor(df));
+    if (lo >= 30) return kT975[29];
+    const double x = (1 / df - 1 / static_cast<double>(lo)) /
+                     (1 / static_cast<double>(lo + 1) - 1 / static_cast<double>(lo));
+    return kT975[lo - 1] + x * (kT975[lo] - kT975[lo - 1]);
+  }
+  // Past 30: linear in 1/df towards the normal's 1.96 (2.042 at 30, exact to 0.3 %).
+  return 1.96 + (kT975[29] - 1.96) * 30 / df;
+}
+
+RoundChange round_change(const Rounds& base, const Rounds& next, bool difference) {
+  const SideSpread b = side_spread(base, difference), n = side_spread(next, difference);
+  if (b.medians.size() < 2 || n.medians.size() < 2) return {kNaN, {kNaN, kNaN}};
+  const double nb = static_cast<double>(b.medians.size());
+  const double nn = static_cast<double>(n.medians.size());
+  const double vb = variance_of(b.medians) / nb, vn = variance_of(n.medians) / nn;
+  double se2 = vb + vn;
+  double df = se2 > 0 ? se2 * se2 / (vb * vb / (nb - 1) + vn * vn / (nn - 1)) : nb + nn - 2;
+  // The least a mean of round medians can be known to: the iterations' own spread.
+  const double floor2 = b.within / std::max(1, b.iterations - 1) / std::max(1, b.iterations) +
+                        n.within / std::max(1, n.iterations - 1) / std::max(1, n.iterations);
+  if (se2 < floor2) {
+    se2 = floor2;
+    df = nb + nn - 2;
+  }
+  const double d = mean_of(n.medians) - mean_of(b.medians);
+  const double half = student_t_975(df) * std::sqrt(se2);
+  if (difference) return {d, {d - half, d + half}};
+  return {std::exp(d) - 1, {std::exp(d - half) - 1, std::exp(d + half) - 1}};
 }
 
 namespace {
@@ -284,18 +389,22 @@ std::string measure_change(const CaseResult& b, const CaseResult& n, const Sampl
     return std::string("the median ") + to_string(metric) +
            " in BASE is not positive, so a relative change is undefined";
   }
-  c.change =
-      c.absolute ? c.new_median - c.base_median : relative_change(c.base_median, c.new_median);
   c.base_rounds = static_cast<int>(bs.rounds.size());
   c.new_rounds = static_cast<int>(ns.rounds.size());
-  // A side with a single round shows no spread between rounds: its iterations are resampled
-  // instead, and the report says that the interval then misses that side's drift.
-  const Interval ci = cluster_bootstrap_change(bootstrap_units(bs.rounds, b_values),
-                                               bootstrap_units(ns.rounds, n_values),
-                                               kBootstrapResamples, kBootstrapSeed, c.absolute);
+  if (std::min(c.base_rounds, c.new_rounds) < kMinCompareRounds) {
+    // One or two rounds show no spread to judge a run's drift by: no interval, no verdict.
+    c.change = c.absolute ? c.new_median - c.base_median : c.new_median / c.base_median - 1;
+    c.ci_low = c.ci_high = c.detectable = kNaN;
+    c.verdict = Verdict::too_few_rounds;
+    return {};
+  }
+  const RoundChange rc = round_change(bs.rounds, ns.rounds, c.absolute);
+  const Interval ci = rc.ci;
+  c.change = rc.change;
   c.ci_low = ci.low;
   c.ci_high = ci.high;
-  c.verdict = judge(metric, ci, c.threshold);
+  c.verdict = std::isfinite(ci.low) && std::isfinite(ci.high) ? judge(metric, ci, c.threshold)
+                                                              : Verdict::inconclusive;
   set_power(c, ci);
   return {};
 }

@@ -79,6 +79,8 @@ const char* verdict_token(Verdict v) {
       return "improved";
     case Verdict::inconclusive:
       return "inconclusive";
+    case Verdict::too_few_rounds:
+      return "too_few_rounds";
     case Verdict::no_change:
       break;
   }
@@ -103,86 +105,54 @@ std::string direction_text(const Comparison& c) {
          "threshold)";
 }
 
-const char* resampled(int rounds) {
-  return resampled_by_rounds(rounds) ? "rounds" : "iterations";
+// Empty unless a side has too few rounds to judge the case.
+std::string rounds_note(const CaseChange& ch) {
+  if (ch.verdict != Verdict::too_few_rounds) return {};
+  return "fewer than " + std::to_string(kMinCompareRounds) + " rounds on a side (BASE " +
+         std::to_string(ch.base_rounds) + ", NEW " + std::to_string(ch.new_rounds) +
+         "): no spread between rounds to judge a run's drift by; run with --rounds 10";
 }
-
-// Empty when both sides were resampled by rounds; else which side was not, and what that costs.
-std::string drift_note(const CaseChange& ch) {
-  const bool base = !resampled_by_rounds(ch.base_rounds);
-  const bool next = !resampled_by_rounds(ch.new_rounds);
-  if (!base && !next) return {};
-  const std::string fewer = " fewer than " + std::to_string(kMinBootstrapRounds) + " rounds";
-  if (base && next) {
-    return "BASE and NEW each had" + fewer +
-           ", so their iterations were resampled: the interval ignores their run-to-run drift";
-  }
-  return std::string(base ? "BASE" : "NEW") + " had" + fewer +
-         ", so its iterations were resampled: the interval ignores its run-to-run drift";
-}
-
-int drift_ignored(const Comparison& c) {
-  return static_cast<int>(
-      std::count_if(c.changes.begin(), c.changes.end(),
-                    [](const CaseChange& ch) { return !drift_note(ch).empty(); }));
-}
-
-// Said in every format (on stderr beside csv and json) when a case's interval is narrower than an
-// interval over rounds would be.
-}  // namespace
-
-std::string compare_drift_warning(const Comparison& c) {
-  const int n = drift_ignored(c);
-  if (n == 0) return {};
-  return std::to_string(n) + " case(s) have a side with fewer than " +
-         std::to_string(kMinBootstrapRounds) +
-         " rounds (a file from before rounds were recorded, or --rounds 1): that side's "
-         "iterations were resampled instead, so the interval ignores its run-to-run drift and "
-         "may call drift a change";
-}
-
-namespace {
 
 std::string interval_text() {
-  return "95% bootstrap interval over rounds (over iterations for a side with fewer than " +
-         std::to_string(kMinBootstrapRounds) + " rounds)";
+  return "95% Welch t-interval of the mean log round median (each side's rounds' medians; a "
+         "difference of means for exposed_comm), never narrower than the iterations' spread "
+         "within rounds; a side with fewer than " +
+         std::to_string(kMinCompareRounds) + " rounds is not judged";
 }
 
 std::string rounds_cell(const CaseChange& ch) {
-  const auto side = [](int rounds) {
-    return std::to_string(rounds) + (resampled_by_rounds(rounds) ? "" : "*");
-  };
-  return side(ch.base_rounds) + "/" + side(ch.new_rounds);
+  return std::to_string(ch.base_rounds) + "/" + std::to_string(ch.new_rounds);
 }
 
 }  // namespace
 
 std::string compare_result_line(const Comparison& c) {
-  const int regressed = c.count(Verdict::regressed);
-  const int inconclusive = c.count(Verdict::inconclusive);
-  std::string counts = std::to_string(regressed) + " regressed, " +
-                       std::to_string(c.count(Verdict::improved)) + " improved, " +
-                       std::to_string(c.count(Verdict::no_change)) + " no change, " +
-                       std::to_string(inconclusive) + " inconclusive";
-  const auto names = [&c](Verdict v) {
-    std::string text;
-    for (const CaseChange& ch : c.changes) {
-      if (ch.verdict != v) continue;
-      text += "\n  - " + ch.key.text();
-      if (ch.rounds_needed > 0) {
-        text += " (detectable +-" + fixed(ch.detectable * change_scale(c.metric), 1) +
-                change_unit(c.metric) + "; about " + std::to_string(ch.rounds_needed) +
-                " rounds per file would narrow it to the threshold)";
-      }
-    }
-    return text;
-  };
-  if (regressed > 0) return "Result: REGRESSION (" + counts + "):" + names(Verdict::regressed);
-  if (inconclusive > 0) {
-    return "Result: INCONCLUSIVE, no regression found but these files could not have seen one of " +
-           fixed(c.threshold_pct, 1) + "% (" + counts + "):" + names(Verdict::inconclusive);
+  const GateResult g = gate_result(c, c.inconclusive_as);
+  std::string line = std::string("Result: ") + to_string(g.verdict) + ": " + g.reason + " (" +
+                     std::to_string(c.count(Verdict::regressed)) + " regressed, " +
+                     std::to_string(c.count(Verdict::improved)) + " improved, " +
+                     std::to_string(c.count(Verdict::no_change)) + " no change, " +
+                     std::to_string(c.count(Verdict::inconclusive)) + " inconclusive, " +
+                     std::to_string(c.count(Verdict::too_few_rounds)) + " too few rounds, " +
+                     std::to_string(c.only_base.size()) + " missing from NEW)";
+  if (g.verdict == GateVerdict::inconclusive && c.inconclusive_as != InconclusiveAs::inconclusive) {
+    line += "; counted as " +
+            std::string(c.inconclusive_as == InconclusiveAs::pass ? "PASS" : "FAIL") +
+            " by --inconclusive-as (exit " + std::to_string(g.exit_code) + ")";
   }
-  return "Result: no regression (" + counts + ")";
+  // Every case the verdict rests on, one a line: the regressed ones, or else the unsure ones
+  // with what would narrow them.
+  const Verdict listed =
+      g.verdict == GateVerdict::fail ? Verdict::regressed : Verdict::inconclusive;
+  for (const CaseChange& ch : c.changes) {
+    if (ch.verdict != listed) continue;
+    line += "\n  - " + ch.key.text();
+    if (listed == Verdict::regressed || ch.rounds_needed <= 0) continue;
+    line += " (detectable +-" + fixed(ch.detectable * change_scale(c.metric), 1) +
+            change_unit(c.metric) + "; about " + std::to_string(ch.rounds_needed) +
+            " rounds per file would narrow it to the threshold)";
+  }
+  return line;
 }
 
 namespace {
@@ -237,15 +207,9 @@ Table people_table(const Comparison& c) {
 }
 
 std::vector<std::string> md_epilogue(const Comparison& c) {
-  std::vector<std::string> lines = {
-      "", "A case " + direction_text(c) +
-              " (95% bootstrap interval over rounds of median(NEW)/median(BASE) - 1: each of " +
-              std::to_string(kBootstrapResamples) +
-              " resamples draws each file's rounds of the case with replacement and pools their "
-              "iterations, so the interval includes the drift between rounds)."};
-  const std::string warning = compare_drift_warning(c);
-  if (!warning.empty())
-    lines.insert(lines.end(), {"", "**NOTE: " + warning + "** (marked * above)."});
+  std::vector<std::string> lines = {"", "A case " + direction_text(c) + " (" + interval_text() +
+                                            ": a slow phase moves a whole round, so the spread "
+                                            "between rounds is what a run's drift is judged by)."};
   auto list = [&lines](const char* title, const std::vector<std::string>& items) {
     lines.emplace_back();
     lines.push_back(std::string(title) + ":" + (items.empty() ? " none" : ""));
@@ -279,19 +243,18 @@ Table script_table(const Comparison& c) {
   for (const char* name : {"change", "ci_low", "ci_high"}) {
     table.columns.push_back(number_col(name, change_unit(c.metric), 1));
   }
-  table.columns.insert(
-      table.columns.end(),
-      {Column{"verdict"}, Column{"base_rounds", "", CellType::integer},
-       Column{"new_rounds", "", CellType::integer}, Column{"base_resampled"},
-       Column{"new_resampled"}, Column{"note"}, number_col("detectable", change_unit(c.metric), 1),
-       Column{"rounds_needed", "", CellType::integer}});
+  table.columns.insert(table.columns.end(),
+                       {Column{"verdict"}, Column{"base_rounds", "", CellType::integer},
+                        Column{"new_rounds", "", CellType::integer}, Column{"note"},
+                        number_col("detectable", change_unit(c.metric), 1),
+                        Column{"rounds_needed", "", CellType::integer}});
   auto add = [&table](const CaseKey& key, const std::string& base_id, const std::string& new_id,
                       std::vector<Cell> numbers, const char* verdict, std::vector<Cell> rounds,
                       const std::string& note, std::vector<Cell> power = {}) {
     std::vector<Cell> row = key_cells(key);
     row.insert(row.end(), {Cell::of(base_id), Cell::of(new_id)});
     numbers.resize(5);
-    rounds.resize(4);
+    rounds.resize(2);
     row.insert(row.end(), numbers.begin(), numbers.end());
     row.push_back(Cell::of(verdict));
     row.insert(row.end(), rounds.begin(), rounds.end());
@@ -305,10 +268,8 @@ Table script_table(const Comparison& c) {
     add(ch.key, ch.base_id, ch.new_id,
         {Cell::of_real(ch.base_median * scale), Cell::of_real(ch.new_median * scale),
          Cell::of_real(ch.change * k), Cell::of_real(ch.ci_low * k), Cell::of_real(ch.ci_high * k)},
-        verdict_token(ch.verdict),
-        {Cell::of_int(ch.base_rounds), Cell::of_int(ch.new_rounds),
-         Cell::of(resampled(ch.base_rounds)), Cell::of(resampled(ch.new_rounds))},
-        drift_note(ch),
+        verdict_token(ch.verdict), {Cell::of_int(ch.base_rounds), Cell::of_int(ch.new_rounds)},
+        rounds_note(ch),
         {Cell::of_real(ch.detectable * k),
          ch.rounds_needed > 0 ? Cell::of_int(ch.rounds_needed) : Cell::none()});
   }
@@ -342,10 +303,8 @@ std::vector<Fact> facts(const Comparison& c, const CompareSide& base, const Comp
                            {"unit", Cell::of(unit(c.metric))},
                            {"threshold_pct", Cell::of_real(c.threshold_pct)},
                            {"confidence", Cell::of_real(0.95)},
-                           {"resamples", Cell::of_int(kBootstrapResamples)},
                            {"interval", Cell::of(interval_text())},
-                           {"min_rounds", Cell::of_int(kMinBootstrapRounds)},
-                           {"drift_ignored", Cell::of_int(drift_ignored(c))}};
+                           {"min_rounds", Cell::of_int(kMinCompareRounds)}};
   add_side_facts(out, "base_", base);
   add_side_facts(out, "new_", next);
   const SystemInfo &b = base.file.system, &n = next.file.system;
@@ -355,6 +314,12 @@ std::vector<Fact> facts(const Comparison& c, const CompareSide& base, const Comp
   out.push_back({"skipped_reason", Cell::of(c.skipped_reason)});
   out.push_back({"regressed", Cell::of_int(c.count(Verdict::regressed))});
   out.push_back({"improved", Cell::of_int(c.count(Verdict::improved))});
+  out.push_back({"too_few_rounds", Cell::of_int(c.count(Verdict::too_few_rounds))});
+  out.push_back({"missing_from_new", Cell::of_int(static_cast<int>(c.only_base.size()))});
+  const GateResult g = gate_result(c, c.inconclusive_as);
+  out.push_back({"gate", Cell::of(to_string(g.verdict))});
+  out.push_back({"gate_reason", Cell::of(g.reason)});
+  out.push_back({"exit_code", Cell::of_int(g.exit_code)});
   return out;
 }
 

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # `fobench compare` on real runs: a file against itself and two runs of one config are not
-# regressions (exit 0); a run over a genuinely slower emulated link is (exit 1, the slowed cases
-# named); unreadable, foreign and newer-schema files and bad options are exit 2.
+# regressions (exit 0, or 5 where an interval stays wide); a run over a genuinely slower emulated
+# link is (FAIL, exit 1, the slowed cases named); a NEW file lacking BASE's cases is never a pass
+# (MISSING, exit 6); a file with one round a case is too few rounds to judge (exit 5, or as
+# --inconclusive-as says); unreadable, foreign and newer-schema files and bad options are exit 2.
 # shellcheck source=common.sh
 source "$(dirname "$0")/common.sh"
 config="$FOB_SOURCE_DIR/bench_configs/smoke.yaml"
@@ -73,12 +75,12 @@ compare_expect "0|5" self "$a" "$a"
 grep -q "REGRESS" "$scratch/self.out" && fail "a file against itself regressed"
 expect_in "$scratch/self.out" "| mlp | flash | 2 | 72 | 33 | 96 |"
 expect_in "$scratch/self.out" "Only in BASE: none"
-# The interval resamples rounds (5 by default), and says so; no case falls back to iterations.
-expect_in "$scratch/self.out" "95% bootstrap interval over rounds"
+# The interval is taken over rounds (5 by default), and says so; every case is judged.
+expect_in "$scratch/self.out" "95% Welch t-interval of the mean log round median"
 expect_in "$scratch/self.out" "| rounds BASE/NEW |"
 expect_in "$scratch/self.out" "| 5/5 |"
-grep -q "fewer than 2 rounds" "$scratch/self.out" "$scratch/self.err" &&
-  fail "a file with rounds was said to have fewer than 2"
+grep -q "| too few rounds |" "$scratch/self.out" &&
+  fail "a file with 5 rounds was said to have too few"
 
 # The same samples timed by another clock (as a cuda file would be): the numbers are the same,
 # so no case regresses, but the comparison must say that its timers differ, on stderr and in
@@ -109,13 +111,13 @@ rc=0
   rc=$?
 cat "$scratch/same.out"
 forgivable "$(regressed "$a" "$b" --threshold $threshold)" "two runs of one config"
-[ "$rc" -ne 0 ] || expect_in "$scratch/same.out" "no regression"
+[ "$rc" -ne 0 ] || expect_in "$scratch/same.out" "Result: PASS"
 [ "$rc" -ne 5 ] || expect_in "$scratch/same.out" "Result: INCONCLUSIVE"
 if grep -q "link emulation differs" "$scratch/same.out" "$scratch/same.err"; then
   fail "the same link emulation was reported as different"
 fi
 compare_expect "0|5" same_exposed "$a" "$b" --metric exposed_comm --threshold $threshold
-grep -q "Result: REGRESSION" "$scratch/same_exposed.out" && fail "exposed_comm: two runs regressed"
+grep -q "Result: FAIL" "$scratch/same_exposed.out" && fail "exposed_comm: two runs regressed"
 # exposed_comm changes in ms, never as a percentage of a near-zero base.
 expect_in "$scratch/same_exposed.out" "| change ms |"
 expect_in "$scratch/same_exposed.out" "Skipped: 2 matched case(s)"
@@ -126,6 +128,7 @@ d = json.load(open(sys.argv[1]))
 m, rows = d["meta"], d["tables"][0]["rows"]
 assert m["metric"] == "T" and m["threshold_pct"] == 5 and not m["link_emulation_differs"], m
 assert len(rows) == 5 and all(r["verdict"] in ("regressed", "improved", "no_change", "inconclusive") for r in rows), d
+assert m["gate"] in ("PASS", "FAIL", "INCONCLUSIVE") and m["gate_reason"] and m["min_rounds"] == 3, m
 assert all(r["detectable_pct"] >= 0 for r in rows), d
 assert all(c["ci_low_pct"] <= c["change_pct"] <= c["ci_high_pct"] for c in rows), d
 ' "$scratch/same_json.out" || fail "compare --format json is wrong"
@@ -133,16 +136,16 @@ assert all(c["ci_low_pct"] <= c["change_pct"] <= c["ci_high_pct"] for c in rows)
 import json, sys
 d = json.load(open(sys.argv[1]))
 m = d["meta"]
-assert m["interval"].startswith("95% bootstrap interval over rounds") and m["drift_ignored"] == 0, m
-assert all(c["base_rounds"] == c["new_rounds"] == 5 and c["base_resampled"] == "rounds" and
-           c["new_resampled"] == "rounds" and not c["note"] for c in d["tables"][0]["rows"]), d
-' "$scratch/same_json.out" || fail "compare --format json does not say it resampled rounds"
+assert m["interval"].startswith("95% Welch t-interval"), m
+assert all(c["base_rounds"] == c["new_rounds"] == 5 and not c["note"]
+           for c in d["tables"][0]["rows"]), d
+' "$scratch/same_json.out" || fail "compare --format json does not say how it took the interval"
 
 # (3) The slower link: the link-bound cases regress, and the report says the link differs.
 compare_expect 1 slow "$a" "$slow" --threshold $threshold
 cat "$scratch/slow.out"
 expect_in "$scratch/slow.out" "REGRESSED"
-expect_in "$scratch/slow.out" "Result: REGRESSION"
+expect_in "$scratch/slow.out" "Result: FAIL: "
 expect_in "$scratch/slow.out" "- mlp baseline b2 s72 h33 f96"
 expect_in "$scratch/slow.out" "- mlp flash b2 s72 h33 f96"
 expect_in "$scratch/slow.out" "WARNING: the link emulation differs"
@@ -165,18 +168,20 @@ grep "| baseline |" "$scratch/fast.out" | grep -q "improved" ||
 mpirun_np 2 run -c "$config" --strategies baseline,decompose --link-gbps 1 \
   --link-latency-us 20000 -n 3 -w 1 -o "$scratch/other.h5" > "$scratch/other.log" 2>&1 ||
   fail "run other.h5 exited"
-# (compute_only ran beside other cases there, so its T may differ: the exit code is not checked.)
+# NEW lacks slicing:2 and flash, so it is never a pass: MISSING (exit 6), or FAIL (1) if a shared case
+# regressed (compute_only ran beside other cases there, so its T may differ).
 rc=0
 "$FOBENCH" compare "$a" "$scratch/other.h5" > "$scratch/partial.out" 2>&1 || rc=$?
-[ "$rc" -le 1 ] || [ "$rc" = 5 ] || fail "compare with other.h5 exited $rc"
+[ "$rc" = 6 ] || [ "$rc" = 1 ] || fail "compare with other.h5 (lacking cases) exited $rc"
+[ "$rc" = 1 ] || expect_in "$scratch/partial.out" "Result: MISSING: NEW lacks 2 case(s) that BASE has: mlp slicing:2"
 expect_in "$scratch/partial.out" "Only in BASE:"
 expect_in "$scratch/partial.out" "- mlp flash b2 s72 h33 f96 heads0 fp32 N=2"
 expect_in "$scratch/partial.out" "Only in NEW:"
 expect_in "$scratch/partial.out" "- mlp decompose b2 s72 h33 f96 heads0 fp32 N=2"
 
 # A file from before rounds were recorded (no round_iters: one round a case) has no spread
-# between rounds: its iterations are resampled, and every format says the interval then ignores
-# its run-to-run drift. The samples are a's own, so the exit code is not what is checked.
+# between rounds to judge a run's drift by: every case is "too few rounds", the gate
+# INCONCLUSIVE (exit 5), and --inconclusive-as pass|fail decides for a job that must.
 "$FOB_PYTHON" - "$a" "$scratch/old.h5" <<'EOF'
 import shutil
 import sys
@@ -188,25 +193,23 @@ with h5py.File(sys.argv[2], "r+") as f:
     for case in f["cases"].values():
         del case["round_iters"]
 EOF
-rc=0
-"$FOBENCH" compare "$scratch/old.h5" "$a" > "$scratch/old.out" 2> "$scratch/old.err" || rc=$?
-[ "$rc" -le 1 ] || [ "$rc" = 5 ] || fail "compare old.h5 exited $rc"
-expect_in "$scratch/old.out" "| 1*/5 |"
-expect_in "$scratch/old.out" "**NOTE: 5 case(s) have a side with fewer than 2 rounds"
-expect_in "$scratch/old.out" "ignores its run-to-run drift"
-expect_in "$scratch/old.err" "fobench compare: note: 5 case(s) have a side with fewer than 2 rounds"
-rc=0
-"$FOBENCH" compare "$scratch/old.h5" "$scratch/old.h5" --format json > "$scratch/old.json" \
-  2> /dev/null || rc=$?
-[ "$rc" = 0 ] || [ "$rc" = 5 ] || fail "old.h5 against itself exited $rc"
+compare_expect 5 old "$scratch/old.h5" "$a"
+expect_in "$scratch/old.out" "| 1/5 |"
+expect_in "$scratch/old.out" "| too few rounds |"
+expect_in "$scratch/old.out" "Result: INCONCLUSIVE: 5 case(s) have fewer than 3 rounds on a side"
+compare_expect 0 old_pass "$scratch/old.h5" "$a" --inconclusive-as pass
+expect_in "$scratch/old_pass.out" "counted as PASS by --inconclusive-as (exit 0)"
+compare_expect 1 old_fail "$scratch/old.h5" "$a" --inconclusive-as fail
+compare_expect 5 old_json "$scratch/old.h5" "$scratch/old.h5" --format json
 "$FOB_PYTHON" -c '
 import json, sys
 d = json.load(open(sys.argv[1]))
 rows = d["tables"][0]["rows"]
-assert d["meta"]["drift_ignored"] == len(rows) == 5, d
-assert all(c["base_rounds"] == c["new_rounds"] == 1 and c["base_resampled"] == "iterations" and
-           "ignores their run-to-run drift" in c["note"] for c in rows), d
-' "$scratch/old.json" || fail "compare --format json does not say an old file was resampled by iterations"
+assert d["meta"]["too_few_rounds"] == len(rows) == 5 and d["meta"]["gate"] == "INCONCLUSIVE", d
+assert d["meta"]["exit_code"] == 5, d
+assert all(c["base_rounds"] == c["new_rounds"] == 1 and c["verdict"] == "too_few_rounds" and
+           "fewer than 3 rounds" in c["note"] for c in rows), d
+' "$scratch/old_json.out" || fail "compare --format json does not say an old file has too few rounds"
 
 # (4) Bad input: exit 2 and a message naming the problem.
 "$FOB_PYTHON" - "$scratch" "$a" <<'EOF'
@@ -236,6 +239,8 @@ expect_in "$scratch/metric.err" "fobench compare: error: --metric 'bogus'"
 expect_in "$scratch/metric.err" "T, exposed_comm or busbw"
 compare_expect 2 threshold "$a" "$b" --threshold -1
 expect_in "$scratch/threshold.err" "--threshold"
+compare_expect 2 inconclusive_as "$a" "$b" --inconclusive-as maybe
+expect_in "$scratch/inconclusive_as.err" "--inconclusive-as 'maybe' is not known"
 compare_expect 2 format "$a" "$b" --format xml
 expect_in "$scratch/format.err" "valid choices: md, csv, json, latex"
 echo "compare_regression: ok"

@@ -1,5 +1,6 @@
-// compare_results on synthetic files: matching by case fields, the bootstrap verdicts in both
-// directions, resampling by rounds, unmatched and not-comparable cases, and bad arguments.
+// compare_results on synthetic files: matching by case fields, the t-interval verdicts in both
+// directions, intervals over rounds, too few rounds, the gate's answer, unmatched and
+// not-comparable cases, and bad arguments.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -20,16 +21,8 @@ namespace {
 
 constexpr int kWorld = 2;
 
-// The iteration bootstrap: every sample its own cluster, which sees only the noise between
-// single samples (what compare's interval is measured against).
-Interval bootstrap_change(const std::vector<double>& base, const std::vector<double>& next) {
-  SampleClusters b, n;
-  for (const double x : base) b.push_back({x});
-  for (const double x : next) n.push_back({x});
-  return cluster_bootstrap_change(b, n);
-}
-
-// A case whose slowest rank took `steps[i]` in iteration i (rank 0 a little less).
+// A case whose slowest rank took `steps[i]` in iteration i (rank 0 a little less), each
+// iteration a round of its own.
 CaseResult make_case(const std::string& id, const std::string& strategy,
                      const std::vector<double>& steps) {
   CaseResult c;
@@ -43,6 +36,7 @@ CaseResult make_case(const std::string& id, const std::string& strategy,
   c.dtype = "fp32";
   c.world = kWorld;
   c.iters = static_cast<int32_t>(steps.size());
+  c.round_iters.assign(steps.size(), 1);
   for (const double s : steps) {
     c.step_seconds.push_back(0.9 * s);
     c.step_seconds.push_back(s);
@@ -264,15 +258,60 @@ TEST(Compare, BadArgumentsAreInputErrors) {
     EXPECT_NE(std::string(e.what()).find("bogus"), std::string::npos);
     EXPECT_NE(std::string(e.what()).find("exposed_comm"), std::string::npos);
   }
+  EXPECT_EQ(parse_inconclusive_as("pass"), InconclusiveAs::pass);
+  try {
+    parse_inconclusive_as("maybe");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("--inconclusive-as 'maybe'"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("pass (exit 0)"), std::string::npos);
+  }
   const ResultFile f = file_of({make_case("0000", "flash", {1e-3, 1e-3})});
   EXPECT_THROW(compare_results(f, f, CompareMetric::t, -1), InputError);
   EXPECT_THROW(compare_results(f, f, CompareMetric::t, std::nan("")), InputError);
 }
 
-TEST(Compare, BootstrapIntervalOfAConstantShiftIsThatShift) {
-  const Interval ci = bootstrap_change({2, 2, 2}, {3, 3, 3});
-  EXPECT_DOUBLE_EQ(ci.low, 0.5);
-  EXPECT_DOUBLE_EQ(ci.high, 0.5);
+TEST(Compare, RoundChangeOfAConstantShiftIsThatShift) {
+  const RoundChange rc = round_change({{2, 2}, {2}, {2}}, {{3}, {3, 3}, {3}});
+  EXPECT_DOUBLE_EQ(rc.change, 0.5);
+  EXPECT_DOUBLE_EQ(rc.ci.low, 0.5);
+  EXPECT_DOUBLE_EQ(rc.ci.high, 0.5);
+  const RoundChange diff = round_change({{2, 2}, {2}}, {{3}, {3, 3}}, true);
+  EXPECT_DOUBLE_EQ(diff.change, 1);
+  // One round a side: no interval.
+  EXPECT_TRUE(std::isnan(round_change({{2, 2}}, {{3}, {3}}).ci.low));
+}
+
+TEST(Compare, StudentTQuantiles) {
+  EXPECT_DOUBLE_EQ(student_t_975(1), 12.706);
+  EXPECT_DOUBLE_EQ(student_t_975(4), 2.776);
+  EXPECT_DOUBLE_EQ(student_t_975(30), 2.042);
+  EXPECT_NEAR(student_t_975(1e9), 1.96, 1e-6);
+  EXPECT_NEAR(student_t_975(60), 2.000, 0.003);
+  EXPECT_NEAR(student_t_975(120), 1.980, 0.003);
+  double last = 100;
+  for (double df = 1; df < 500; df *= 1.1) {
+    EXPECT_LT(student_t_975(df), last) << df;
+    last = student_t_975(df);
+  }
+}
+
+// Three rounds whose medians happen to agree still carry their iterations' spread: the interval
+// is never of width 0 on measured values (a bootstrap of three rounds gave such intervals).
+TEST(Compare, ThreeRoundsNeverGiveAZeroWidthInterval) {
+  const RoundChange rc =
+      round_change({{9, 10, 11}, {9.5, 10, 10.5}, {8, 10, 12}}, {{9, 10, 11}, {9, 10, 11}, {10}});
+  EXPECT_DOUBLE_EQ(rc.change, 0);
+  EXPECT_LT(rc.ci.low, -0.01);
+  EXPECT_GT(rc.ci.high, 0.01);
+  for (uint64_t seed = 0; seed < 50; ++seed) {
+    const CaseResult b = rounds_case({10e-3, 10.1e-3, 9.9e-3}, 5, 0.02, seed);
+    const CaseResult n = rounds_case({10e-3, 10.1e-3, 9.9e-3}, 5, 0.02, seed + 100);
+    const CaseChange& ch =
+        only_change(compare_results(file_of({b}), file_of({n}), CompareMetric::t, 5));
+    EXPECT_GT(ch.ci_high - ch.ci_low, 0.001) << seed;
+    EXPECT_NE(ch.verdict, Verdict::regressed) << seed;
+  }
 }
 
 // Every round of NEW 8% slower than some round of BASE, but the rounds of each run spread over
@@ -294,7 +333,8 @@ TEST(Compare, RoundLevelShiftWithinTheRoundSpreadIsNotARegression) {
   EXPECT_LT(ch.ci_low, 0);
   EXPECT_GT(ch.ci_high, 0.15);
 
-  // The same samples without rounds, as an older file holds them: narrow, and flagged.
+  // The same samples without rounds, as an older file holds them: one round a side is too few
+  // to judge (its iterations would give a narrow interval that ignores the drift).
   CaseResult b1 = b, n1 = n;
   b1.round_iters.clear();
   n1.round_iters.clear();
@@ -302,8 +342,8 @@ TEST(Compare, RoundLevelShiftWithinTheRoundSpreadIsNotARegression) {
       only_change(compare_results(file_of({b1}), file_of({n1}), CompareMetric::t, 5));
   EXPECT_EQ(flat.base_rounds, 1);
   EXPECT_EQ(flat.new_rounds, 1);
-  EXPECT_LT(flat.ci_high - flat.ci_low, 0.03);
-  EXPECT_EQ(flat.verdict, Verdict::regressed);
+  EXPECT_EQ(flat.verdict, Verdict::too_few_rounds);
+  EXPECT_TRUE(std::isnan(flat.ci_low));
 }
 
 TEST(Compare, ShiftOfEveryRoundPastTheSpreadIsARegression) {
@@ -320,19 +360,14 @@ TEST(Compare, ShiftOfEveryRoundPastTheSpreadIsARegression) {
             Verdict::improved);
 }
 
-TEST(Compare, ResamplingByRoundsIsDeterministic) {
+TEST(Compare, TheIntervalIsTheRoundChangeOfTheCasesRounds) {
   const ResultFile base = file_of({rounds_case({10e-3, 12e-3, 9e-3}, 3, 0.05, 50)});
   const ResultFile next = file_of({rounds_case({11e-3, 10e-3, 13e-3, 12e-3}, 2, 0.05, 60)});
   const CaseChange a = only_change(compare_results(base, next, CompareMetric::t, 5));
-  const CaseChange b = only_change(compare_results(base, next, CompareMetric::t, 5));
   EXPECT_EQ(a.base_rounds, 3);
   EXPECT_EQ(a.new_rounds, 4);
-  EXPECT_EQ(a.ci_low, b.ci_low);
-  EXPECT_EQ(a.ci_high, b.ci_high);
-  // It is the seeded cluster bootstrap of the case's rounds, whose draws take the iterations
-  // of a round together.
-  const auto clusters = [](const CaseResult& c) {
-    SampleClusters out;
+  const auto rounds = [](const CaseResult& c) {
+    Rounds out;
     int i = 0;
     for (const int32_t n : c.round_iters) {
       out.emplace_back();
@@ -340,65 +375,79 @@ TEST(Compare, ResamplingByRoundsIsDeterministic) {
     }
     return out;
   };
-  const Interval direct = cluster_bootstrap_change(clusters(base.cases[0]), clusters(next.cases[0]),
-                                                   kBootstrapResamples, kBootstrapSeed);
-  EXPECT_EQ(a.ci_low, direct.low);
-  EXPECT_EQ(a.ci_high, direct.high);
+  const RoundChange direct = round_change(rounds(base.cases[0]), rounds(next.cases[0]));
+  EXPECT_EQ(a.change, direct.change);
+  EXPECT_EQ(a.ci_low, direct.ci.low);
+  EXPECT_EQ(a.ci_high, direct.ci.high);
 }
 
-TEST(Compare, ClusterBootstrapOfAConstantShiftIsThatShift) {
-  const Interval ci = cluster_bootstrap_change({{2, 2}, {2}, {}}, {{3}, {3, 3, 3}});
-  EXPECT_DOUBLE_EQ(ci.low, 0.5);
-  EXPECT_DOUBLE_EQ(ci.high, 0.5);
-  // Single samples as clusters are the iteration bootstrap, draw for draw.
-  const std::vector<double> b = noisy(1, 0.2, 7, 70), n = noisy(1.1, 0.2, 9, 71);
-  SampleClusters bc, nc;
-  for (const double x : b) bc.push_back({x});
-  for (const double x : n) nc.push_back({x});
-  const Interval flat = bootstrap_change(b, n), clustered = cluster_bootstrap_change(bc, nc);
-  EXPECT_EQ(flat.low, clustered.low);
-  EXPECT_EQ(flat.high, clustered.high);
-}
-
-// A side with one round (an older file, --rounds 1) has no spread between rounds to resample:
-// its iterations are, and the case says how many rounds each side had so that the report can
-// say the interval ignores that side's drift. A round without a finite step does not count.
-TEST(Compare, FewerThanTwoRoundsFallsBackToIterations) {
+// A side with fewer than 3 rounds (an older file, --rounds 1 or 2) shows too little spread
+// between rounds to judge a run's drift by: the case is not judged, and the gate is
+// INCONCLUSIVE saying so. A round without a finite step does not count.
+TEST(Compare, FewerThanThreeRoundsAreTooFewToJudge) {
   const CaseResult rounded = rounds_case({10e-3, 11e-3, 9e-3, 10e-3}, 3, 0.02, 80);
   CaseResult single = rounded;
   single.round_iters = {single.iters};
-  const CaseChange& ch =
-      only_change(compare_results(file_of({single}), file_of({rounded}), CompareMetric::t, 5));
+  const Comparison c = compare_results(file_of({single}), file_of({rounded}), CompareMetric::t, 5);
+  const CaseChange& ch = only_change(c);
   EXPECT_EQ(ch.base_rounds, 1);
   EXPECT_EQ(ch.new_rounds, 4);
-  EXPECT_FALSE(resampled_by_rounds(ch.base_rounds));
-  EXPECT_TRUE(resampled_by_rounds(ch.new_rounds));
+  EXPECT_EQ(ch.verdict, Verdict::too_few_rounds);
+  const GateResult g = gate_result(c, InconclusiveAs::inconclusive);
+  EXPECT_EQ(g.verdict, GateVerdict::inconclusive);
+  EXPECT_EQ(g.exit_code, kExitInconclusive);
+  EXPECT_NE(g.reason.find("fewer than 3 rounds"), std::string::npos) << g.reason;
+  CaseResult two = rounded;
+  two.round_iters = {6, 6};
+  EXPECT_EQ(
+      only_change(compare_results(file_of({two}), file_of({rounded}), CompareMetric::t, 5)).verdict,
+      Verdict::too_few_rounds);
 
-  // Both sides single: exactly the iteration bootstrap of the steps.
-  CaseResult single_new = rounded;
-  single_new.round_iters = {single_new.iters};
-  const CaseChange& both =
-      only_change(compare_results(file_of({single}), file_of({single_new}), CompareMetric::t, 5));
-  std::vector<double> steps;
-  for (int i = 0; i < rounded.iters; ++i) steps.push_back(rounded.step(i));
-  const Interval ci = bootstrap_change(steps, steps);
-  EXPECT_EQ(both.ci_low, ci.low);
-  EXPECT_EQ(both.ci_high, ci.high);
-
-  // Two rounds, one of them without a finite step: one round with values, so by iterations.
   CaseResult holed = make_case("0000", "flash", {10e-3, 10e-3, 10e-3, 11e-3, 11e-3});
   holed.round_iters = {2, 3};
-  for (int r = 0; r < kWorld; ++r) holed.step_seconds[static_cast<size_t>(r)] = std::nan("");
-  for (int r = 0; r < kWorld; ++r)
-    holed.step_seconds[static_cast<size_t>(kWorld + r)] = std::nan("");
+  for (int r = 0; r < 2 * kWorld; ++r) holed.step_seconds[static_cast<size_t>(r)] = std::nan("");
   const CaseChange& h =
       only_change(compare_results(file_of({holed}), file_of({rounded}), CompareMetric::t, 5));
   EXPECT_EQ(h.base_rounds, 1);
   EXPECT_NEAR(h.base_median, 11e-3, 1e-12);
 }
 
-// One percentile for the summary's p90/p99 and compare's bootstrap interval: linear between
-// neighbours, the nearer one beside an infinity (an unbounded resampled change).
+// The gate: PASS, FAIL, MISSING (NEW lacks BASE's cases: never a pass) and INCONCLUSIVE, each
+// with its exit status and a reason; --inconclusive-as maps INCONCLUSIVE only.
+TEST(Compare, TheGateAnswersWithAReason) {
+  const CaseResult steady = make_case("0000", "flash", noisy(10e-3, 0.01, 8, 90));
+  const CaseResult slower = make_case("0000", "flash", noisy(13e-3, 0.01, 8, 91));
+  const CaseResult other = make_case("0001", "baseline", noisy(12e-3, 0.01, 8, 92));
+  const ResultFile base = file_of({steady, other});
+  GateResult g =
+      gate_result(compare_results(base, base, CompareMetric::t, 5), InconclusiveAs::inconclusive);
+  EXPECT_EQ(g.verdict, GateVerdict::pass);
+  EXPECT_EQ(g.exit_code, kExitOk);
+  EXPECT_NE(g.reason.find("2 case(s) within"), std::string::npos) << g.reason;
+
+  g = gate_result(compare_results(base, file_of({slower, other}), CompareMetric::t, 5),
+                  InconclusiveAs::pass);
+  EXPECT_EQ(g.verdict, GateVerdict::fail);
+  EXPECT_EQ(g.exit_code, kExitVerifyFailed);
+  EXPECT_NE(g.reason.find("mlp flash"), std::string::npos) << g.reason;
+
+  g = gate_result(compare_results(base, file_of({steady}), CompareMetric::t, 5),
+                  InconclusiveAs::pass);
+  EXPECT_EQ(g.verdict, GateVerdict::missing);
+  EXPECT_EQ(g.exit_code, kExitMissingCases);
+  EXPECT_NE(g.reason.find("mlp baseline"), std::string::npos) << g.reason;
+
+  const ResultFile noisy_base = file_of({make_case("0000", "flash", noisy(10e-3, 0.3, 5, 93))});
+  const ResultFile noisy_new = file_of({make_case("0000", "flash", noisy(10e-3, 0.3, 5, 94))});
+  const Comparison wide = compare_results(noisy_base, noisy_new, CompareMetric::t, 5);
+  EXPECT_EQ(gate_result(wide, InconclusiveAs::inconclusive).exit_code, kExitInconclusive);
+  EXPECT_EQ(gate_result(wide, InconclusiveAs::pass).exit_code, kExitOk);
+  EXPECT_EQ(gate_result(wide, InconclusiveAs::fail).exit_code, kExitVerifyFailed);
+  EXPECT_EQ(gate_result(wide, InconclusiveAs::pass).verdict, GateVerdict::inconclusive);
+}
+
+// One percentile for the summary's p90/p99: linear between neighbours, the nearer one beside an
+// infinity.
 TEST(Percentile, InterpolatesAndNeverMakesNaNFromInfinity) {
   const double inf = std::numeric_limits<double>::infinity();
   EXPECT_EQ(percentile({1, 3}, 0.5), 2);
