@@ -2,6 +2,7 @@
 // the one table model (table.h) prints it, and the verdict in words.
 #pragma once
 
+#include <ostream>
 #include <string>
 
 #include "fob/compare.h"
@@ -26,6 +27,13 @@ TableDocument compare_document(const Comparison& comparison, const CompareSide& 
 // ..." (gate_result with the comparison's --inconclusive-as), the counts, and the inconclusive
 // cases with what would narrow them.
 std::string compare_result_line(const Comparison& comparison);
+
+// The comparison as JUnit XML for CI (src/io/compare_junit.cpp): a test case per compared case
+// (a regression a failure, an inconclusive one skipped or as --inconclusive-as says), per case
+// NEW lacks (a failure) and per case not comparable (an error); the gate's verdict, reason and
+// exit code as the suite's properties. Every string from the files is escaped.
+void write_compare_junit(std::ostream& out, const Comparison& comparison, const CompareSide& base,
+                         const CompareSide& next);
 
 // Predicted against measured (one file from `fobench sim`, the other measured): per case both
 // step times and the prediction's error, with the machine file's name, the mean and largest

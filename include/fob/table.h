@@ -13,6 +13,8 @@ namespace fob {
 enum class TableFormat { md, csv, json, latex };
 // "md", "csv", "json" or "latex"; InputError naming --format, the value and the choices.
 TableFormat parse_table_format(const std::string& text);
+// Whether parse_table_format takes `text`.
+bool is_table_format(const std::string& text);
 // The choices parse_table_format takes, in order.
 const std::vector<std::string>& table_format_names();
 // The choices as one line, "md, csv, json, latex", for messages and --help.

@@ -128,7 +128,7 @@ CLI::App* add_compare(CLI::App& app, fob::CompareArgs& compare) {
                   "percent change past which a case regresses (default 5)");
   cmd->add_option("--metric", compare.metric, "T | exposed_comm | busbw (default T)");
   cmd->add_option("--format", compare.format,
-                  "table format: " + fob::table_format_choices() + " (default md)");
+                  "output format: " + fob::table_format_choices() + ", junit (default md)");
   cmd->add_option("--inconclusive-as", compare.inconclusive_as,
                   "what an INCONCLUSIVE gate exits with: inconclusive (5, default), pass (0) or "
                   "fail (1)");

@@ -51,7 +51,13 @@ int compare_command(const CompareArgs& args) {
   return guarded("compare", [&] {
     // Arguments first, so a bad option is reported without reading any file.
     const CompareMetric metric = parse_compare_metric(args.metric);
-    const TableFormat format = parse_table_format(args.format);
+    // junit is the gate's own format, beside the table formats every command takes.
+    const bool junit = args.format == "junit";
+    if (!junit && !is_table_format(args.format)) {
+      throw InputError("--format: unknown value '" + args.format +
+                       "' (valid choices: " + table_format_choices() + ", junit)");
+    }
+    const TableFormat format = junit ? TableFormat::csv : parse_table_format(args.format);
     const InconclusiveAs inconclusive_as = parse_inconclusive_as(args.inconclusive_as);
     if (!std::isfinite(args.threshold_pct) || args.threshold_pct < 0) {
       throw InputError("--threshold " + fixed3(args.threshold_pct) +
@@ -62,7 +68,15 @@ int compare_command(const CompareArgs& args) {
     if (const std::string why = incomparable_machines(base.system, next.system); !why.empty()) {
       throw InputError(why);
     }
-    if (is_prediction_pair(base, next)) return check_prediction(args, base, next, format);
+    if (is_prediction_pair(base, next)) {
+      if (junit) {
+        throw InputError(
+            "--format junit gives a gate's verdicts, and a measured file against a simulated one "
+            "is a prediction check without one; choose " +
+            table_format_choices());
+      }
+      return check_prediction(args, base, next, format);
+    }
     Comparison comparison = compare_results(base, next, metric, args.threshold_pct);
     comparison.inconclusive_as = inconclusive_as;
     if (comparison.changes.empty()) {
@@ -88,9 +102,13 @@ int compare_command(const CompareArgs& args) {
       std::fprintf(stderr, "fobench compare: warning: the %s differs (BASE: %s; NEW: %s): %s\n",
                    d.setting.c_str(), d.base.c_str(), d.next.c_str(), d.consequence.c_str());
     }
-    write_table(std::cout, compare_document(comparison, base_side, new_side, format), format);
+    if (junit) {
+      write_compare_junit(std::cout, comparison, base_side, new_side);
+    } else {
+      write_table(std::cout, compare_document(comparison, base_side, new_side, format), format);
+    }
     std::cout.flush();
-    if (format != TableFormat::md) {
+    if (junit || format != TableFormat::md) {
       std::fprintf(stderr, "%s\n", compare_result_line(comparison).c_str());
     }
     return gate_result(comparison, inconclusive_as).exit_code;

@@ -1,5 +1,6 @@
 // The table model's parts shared by every writer: the format names, cells, column names and
 // how numbers are printed.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <ostream>
@@ -20,6 +21,11 @@ std::string table_format_choices() {
   std::string out;
   for (const std::string& name : table_format_names()) out += (out.empty() ? "" : ", ") + name;
   return out;
+}
+
+bool is_table_format(const std::string& text) {
+  const std::vector<std::string>& names = table_format_names();
+  return std::find(names.begin(), names.end(), text) != names.end();
 }
 
 TableFormat parse_table_format(const std::string& text) {

@@ -179,6 +179,34 @@ expect_in "$scratch/partial.out" "- mlp flash b2 s72 h33 f96 heads0 fp32 N=2"
 expect_in "$scratch/partial.out" "Only in NEW:"
 expect_in "$scratch/partial.out" "- mlp decompose b2 s72 h33 f96 heads0 fp32 N=2"
 
+# JUnit XML for CI: well-formed, a test case per case, the regressions failures, the cases NEW
+# lacks failures of type missing, the gate's verdict and exit code as properties.
+compare_expect 1 slow_junit "$a" "$slow" --format junit --threshold $threshold
+compare_expect "1|6" partial_junit "$a" "$scratch/other.h5" --format junit
+"$FOB_PYTHON" - "$scratch/slow_junit.out" "$scratch/partial_junit.out" <<'EOF' ||
+import sys
+import xml.etree.ElementTree as ET
+
+for path, gate in ((sys.argv[1], "FAIL"), (sys.argv[2], None)):
+    root = ET.parse(path).getroot()
+    assert root.tag == "testsuites", root.tag
+    (suite,) = root.findall("testsuite")
+    cases = suite.findall("testcase")
+    props = {p.get("name"): p.get("value") for p in suite.find("properties")}
+    failures = [c for c in cases if c.find("failure") is not None]
+    assert int(suite.get("tests")) == len(cases) and int(suite.get("failures")) == len(failures)
+    assert all(c.get("name") and c.get("classname") for c in cases), path
+    if gate:
+        assert props["gate"] == gate and props["exit_code"] == "1", props
+        regressed = [c.get("name") for c in failures if c.find("failure").get("type") == "regressed"]
+        assert any(n.startswith("mlp baseline ") for n in regressed), regressed
+    else:
+        assert props["gate"] in ("MISSING", "FAIL"), props
+        missing = [c.get("name") for c in failures if c.find("failure").get("type") == "missing"]
+        assert any(n.startswith("mlp flash ") for n in missing), missing
+EOF
+  fail "compare --format junit is not the JUnit XML expected"
+
 # A file from before rounds were recorded (no round_iters: one round a case) has no spread
 # between rounds to judge a run's drift by: every case is "too few rounds", the gate
 # INCONCLUSIVE (exit 5), and --inconclusive-as pass|fail decides for a job that must.
@@ -242,5 +270,6 @@ expect_in "$scratch/threshold.err" "--threshold"
 compare_expect 2 inconclusive_as "$a" "$b" --inconclusive-as maybe
 expect_in "$scratch/inconclusive_as.err" "--inconclusive-as 'maybe' is not known"
 compare_expect 2 format "$a" "$b" --format xml
+expect_in "$scratch/format.err" "md, csv, json, latex, junit"
 expect_in "$scratch/format.err" "valid choices: md, csv, json, latex"
 echo "compare_regression: ok"

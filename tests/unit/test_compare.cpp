@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <random>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -444,6 +445,27 @@ TEST(Compare, TheGateAnswersWithAReason) {
   EXPECT_EQ(gate_result(wide, InconclusiveAs::pass).exit_code, kExitOk);
   EXPECT_EQ(gate_result(wide, InconclusiveAs::fail).exit_code, kExitVerifyFailed);
   EXPECT_EQ(gate_result(wide, InconclusiveAs::pass).verdict, GateVerdict::inconclusive);
+}
+
+// JUnit XML carries names from files anyone may have written: escaped, valid UTF-8, one line.
+TEST(Compare, JunitEscapesWhatTheFilesHold) {
+  CaseResult b = make_case("0000", "flash", noisy(10e-3, 0.01, 8, 95));
+  b.workload = "a<b&\"c'\x01\xff\nd";
+  const ResultFile base = file_of({b});
+  Comparison c = compare_results(base, file_of({}), CompareMetric::t, 5);
+  ASSERT_EQ(c.only_base.size(), 1u);
+  std::ostringstream out;
+  write_compare_junit(out, c, {"BASE", "b<1>.h5", base}, {"NEW", "n&.h5", file_of({})});
+  const std::string xml = out.str();
+  EXPECT_EQ(xml.find("a<b"), std::string::npos) << xml;
+  EXPECT_NE(xml.find("a&lt;b&amp;&quot;c&apos;"), std::string::npos) << xml;
+  EXPECT_NE(xml.find("value=\"b&lt;1&gt;.h5\""), std::string::npos) << xml;
+  EXPECT_EQ(xml.find('\x01'), std::string::npos);
+  EXPECT_EQ(xml.find('\xff'), std::string::npos);  // U+FFFD instead: valid UTF-8
+  EXPECT_NE(xml.find("<failure type=\"missing\""), std::string::npos) << xml;
+  EXPECT_NE(xml.find("tests=\"1\" failures=\"1\" errors=\"0\" skipped=\"0\""), std::string::npos)
+      << xml;
+  EXPECT_NE(xml.find("<property name=\"gate\" value=\"MISSING\"/>"), std::string::npos) << xml;
 }
 
 // One percentile for the summary's p90/p99: linear between neighbours, the nearer one beside an
