@@ -55,6 +55,18 @@ enum class InconclusiveAs { inconclusive, pass, fail };
 InconclusiveAs parse_inconclusive_as(const std::string& text);
 const char* to_string(GateVerdict verdict);
 
+// What one part of a gate does to its verdict: decides (each case must be within the
+// threshold), fails_only (a regression fails the gate, an unsure case does not hold it up), or
+// reported (shown beside, never deciding).
+enum class GateRole { decides, fails_only, reported };
+const char* to_string(GateRole role);
+
+// all: every case's metric (--metric) decides. interconnect: what the link decides — comm_only's
+// busbw per message size decides, the overlapping strategies' exposed communication fails the
+// gate when it regresses, and every case's T is shown beside (compute cases' noise decides
+// nothing).
+enum class GateMode { all, interconnect };
+
 struct UnmatchedCase {
   CaseKey key;
   std::string id;
@@ -78,6 +90,7 @@ struct Comparison {
   std::string skipped_reason;
   // What the gate's INCONCLUSIVE counts as (compare's --inconclusive-as).
   InconclusiveAs inconclusive_as = InconclusiveAs::inconclusive;
+  GateRole role = GateRole::decides;  // in a gate of several parts (gate_parts)
 
   int count(Verdict verdict) const;
 };
@@ -104,7 +117,10 @@ struct RoundChange {
   double change = 0;
   Interval ci;
 };
-RoundChange round_change(const Rounds& base, const Rounds& next, bool difference = false);
+// `extra_variance` (in the values' unit squared, with `difference`) is added to the standard
+// error's square: a subtracted reference's own uncertainty (exposed_comm's T_comp).
+RoundChange round_change(const Rounds& base, const Rounds& next, bool difference = false,
+                         double extra_variance = 0);
 
 // The 0.975 quantile of Student's t with `df` degrees of freedom (df >= 1; 1.96 as df grows).
 double student_t_975(double df);
@@ -131,6 +147,20 @@ struct GateResult {
   int exit_code = 0;
 };
 GateResult gate_result(const Comparison& comparison, InconclusiveAs inconclusive_as);
+// Over a gate's parts: FAIL when a deciding or fails_only part regressed, MISSING when NEW lacks
+// a case, INCONCLUSIVE when a deciding part is unsure, else PASS.
+GateResult gate_result(const std::vector<Comparison>& parts, InconclusiveAs inconclusive_as);
+
+// "all" or "interconnect"; InputError naming --gate, the value and the choices ("auto" is the
+// command's, resolved by gate_of_files).
+GateMode parse_gate_mode(const std::string& text);
+// What both files' configs ask for (the `gate` key): interconnect when both say so, else all;
+// `note` says why when they disagree.
+GateMode gate_of_files(const ResultFile& base, const ResultFile& next, std::string* note);
+// The gate's comparisons: one (the metric, deciding) for all; for interconnect busbw
+// (decides), exposed_comm (fails_only) and T (reported).
+std::vector<Comparison> gate_parts(const ResultFile& base, const ResultFile& next, GateMode mode,
+                                   CompareMetric metric, double threshold_pct);
 
 // Throws InputError for a negative or non-finite threshold.
 Comparison compare_results(const ResultFile& base, const ResultFile& next, CompareMetric metric,

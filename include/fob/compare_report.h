@@ -4,6 +4,7 @@
 
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "fob/compare.h"
 #include "fob/table.h"
@@ -22,18 +23,23 @@ struct CompareSide {
 // every case, compared or not, at full precision, with the files' facts.
 TableDocument compare_document(const Comparison& comparison, const CompareSide& base,
                                const CompareSide& next, TableFormat format);
+// A gate of several parts (gate_parts): a table per part, titled with its figure and role; the
+// facts and the verdict over all of them.
+TableDocument compare_document(const std::vector<Comparison>& parts, const CompareSide& base,
+                               const CompareSide& next, TableFormat format);
 
 // "Result: PASS: ...", "Result: FAIL: ...", "Result: MISSING: ..." or "Result: INCONCLUSIVE:
 // ..." (gate_result with the comparison's --inconclusive-as), the counts, and the inconclusive
 // cases with what would narrow them.
 std::string compare_result_line(const Comparison& comparison);
+std::string compare_result_line(const std::vector<Comparison>& parts);
 
 // The comparison as JUnit XML for CI (src/io/compare_junit.cpp): a test case per compared case
 // (a regression a failure, an inconclusive one skipped or as --inconclusive-as says), per case
 // NEW lacks (a failure) and per case not comparable (an error); the gate's verdict, reason and
 // exit code as the suite's properties. Every string from the files is escaped.
-void write_compare_junit(std::ostream& out, const Comparison& comparison, const CompareSide& base,
-                         const CompareSide& next);
+void write_compare_junit(std::ostream& out, const std::vector<Comparison>& parts,
+                         const CompareSide& base, const CompareSide& next);
 
 // Predicted against measured (one file from `fobench sim`, the other measured): per case both
 // step times and the prediction's error, with the machine file's name, the mean and largest

@@ -58,6 +58,10 @@ struct Config {
   // cuda: SMs the GEMMs of overlapping cases leave to communication; -1 = auto (NCCL's CTA
   // count, see README), 0 = none.
   int comm_sms = -1;
+  // What `fobench compare` judges these files by when asked for --gate auto: "" (every case's
+  // T) or "interconnect" (what the link decides: comm_only busbw, the overlapped steps' exposed
+  // communication). The interconnect configs say interconnect.
+  std::string gate;
   // cuda: "exact" (fp32 GEMMs in fp32, split-K reductions in fp32) or "fast" (TF32 for fp32,
   // reduced-precision split-K reductions allowed, as PyTorch and Transformer Engine run).
   std::string math = "exact";
@@ -99,6 +103,8 @@ std::string quote_value(const std::string& value);
 int parse_comm_sms(const std::string& text);
 // "exact" or "fast"; InputError naming the key and the valid values.
 std::string parse_math(const std::string& text);
+// "" (all) or "interconnect"; InputError naming the key, the value and the choices.
+std::string parse_gate(const std::string& text);
 
 // An integer option's value, one rule for the command line and YAML: decimal digits with a sign
 // only where T has one, within T's range; otherwise InputError naming the key, the value and

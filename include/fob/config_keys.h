@@ -41,8 +41,8 @@ struct ConfigKey {
   // Checks and stores a value; InputError "KEY: 'VALUE' is not ...", naming the valid values.
   void (*set)(Config& c, const ConfigValue& value);
   ConfigValue (*get)(const Config& c);  // the effective value, as to_yaml writes it
-  // A key added after files were written: to_yaml leaves it out at its default (a number 0), so
-  // the text --resume compares stays that of the files that predate it.
+  // A key added after files were written: to_yaml leaves it out at its default (a number 0, an
+  // empty text), so the text --resume compares stays that of the files that predate it.
   bool omitted_at_default = false;
 };
 

@@ -129,6 +129,10 @@ CLI::App* add_compare(CLI::App& app, fob::CompareArgs& compare) {
   cmd->add_option("--metric", compare.metric, "T | exposed_comm | busbw (default T)");
   cmd->add_option("--format", compare.format,
                   "output format: " + fob::table_format_choices() + ", junit (default md)");
+  cmd->add_option("--gate", compare.gate,
+                  "what decides: auto (what both files' configs say; default), all (every "
+                  "case's --metric) or interconnect (comm_only busbw; exposed_comm fails it when "
+                  "it regresses; T shown beside)");
   cmd->add_option("--inconclusive-as", compare.inconclusive_as,
                   "what an INCONCLUSIVE gate exits with: inconclusive (5, default), pass (0) or "
                   "fail (1)");

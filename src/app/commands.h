@@ -54,6 +54,7 @@ struct CompareArgs {
   std::string metric = "T";                      // T | exposed_comm | busbw
   std::string format = "md";                     // parse_table_format
   std::string inconclusive_as = "inconclusive";  // parse_inconclusive_as
+  std::string gate = "auto";                     // auto | parse_gate_mode
 };
 
 // The gate's exit status (gate_result): 0 PASS, 1 FAIL, 5 INCONCLUSIVE (or as

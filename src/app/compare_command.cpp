@@ -45,6 +45,25 @@ int check_prediction(const CompareArgs& args, const ResultFile& base, const Resu
   return kExitOk;
 }
 
+// Why a gate that compared nothing refuses: it would pass whatever NEW measured.
+std::string nothing_to_compare(const ResultFile& base, const ResultFile& next,
+                               const Comparison& comparison) {
+  std::string why = "nothing to compare: BASE holds " + std::to_string(base.cases.size()) +
+                    " case(s), NEW " + std::to_string(next.cases.size()) + ", and ";
+  why += comparison.skipped > 0
+             ? std::to_string(comparison.skipped) + " matched case(s) were skipped (" +
+                   comparison.skipped_reason + ")"
+             : "no case of one matches a case of the other (same workload, strategy, shape, "
+               "dtype and world)";
+  if (!comparison.not_comparable.empty()) {
+    const NotComparable& first = comparison.not_comparable.front();
+    why += "; " + std::to_string(comparison.not_comparable.size()) +
+           " matched case(s) could not be compared (first, " + first.key.text() + ": " +
+           first.reason + ")";
+  }
+  return why;
+}
+
 }  // namespace
 
 int compare_command(const CompareArgs& args) {
@@ -59,6 +78,12 @@ int compare_command(const CompareArgs& args) {
     }
     const TableFormat format = junit ? TableFormat::csv : parse_table_format(args.format);
     const InconclusiveAs inconclusive_as = parse_inconclusive_as(args.inconclusive_as);
+    const std::string& gate = args.gate;
+    if (gate != "auto" && parse_gate_mode(gate) == GateMode::interconnect && args.metric != "T") {
+      throw InputError("--metric " + args.metric +
+                       " judges every case by one figure (--gate all); --gate interconnect "
+                       "judges comm_only busbw and exposed_comm itself: leave --metric out");
+    }
     if (!std::isfinite(args.threshold_pct) || args.threshold_pct < 0) {
       throw InputError("--threshold " + fixed3(args.threshold_pct) +
                        " is not valid; give a percentage >= 0, e.g. 5");
@@ -77,25 +102,14 @@ int compare_command(const CompareArgs& args) {
       }
       return check_prediction(args, base, next, format);
     }
-    Comparison comparison = compare_results(base, next, metric, args.threshold_pct);
-    comparison.inconclusive_as = inconclusive_as;
-    if (comparison.changes.empty()) {
-      // A gate that compared nothing would pass whatever NEW measured.
-      std::string why = "nothing to compare: BASE holds " + std::to_string(base.cases.size()) +
-                        " case(s), NEW " + std::to_string(next.cases.size()) + ", and ";
-      why += comparison.skipped > 0
-                 ? std::to_string(comparison.skipped) + " matched case(s) were skipped (" +
-                       comparison.skipped_reason + ")"
-                 : "no case of one matches a case of the other (same workload, strategy, "
-                   "shape, dtype and world)";
-      if (!comparison.not_comparable.empty()) {
-        const NotComparable& first = comparison.not_comparable.front();
-        why += "; " + std::to_string(comparison.not_comparable.size()) +
-               " matched case(s) could not be compared (first, " + first.key.text() + ": " +
-               first.reason + ")";
-      }
-      throw InputError(why);
-    }
+    std::string gate_note;
+    const GateMode mode =
+        gate == "auto" ? gate_of_files(base, next, &gate_note) : parse_gate_mode(gate);
+    if (!gate_note.empty()) std::fprintf(stderr, "fobench compare: note: %s\n", gate_note.c_str());
+    std::vector<Comparison> parts = gate_parts(base, next, mode, metric, args.threshold_pct);
+    for (Comparison& part : parts) part.inconclusive_as = inconclusive_as;
+    if (parts.front().changes.empty())
+      throw InputError(nothing_to_compare(base, next, parts.front()));
     const CompareSide base_side{"BASE", args.base, base};
     const CompareSide new_side{"NEW", args.next, next};
     for (const SettingDifference& d : setting_differences(base.system, next.system)) {
@@ -103,15 +117,15 @@ int compare_command(const CompareArgs& args) {
                    d.setting.c_str(), d.base.c_str(), d.next.c_str(), d.consequence.c_str());
     }
     if (junit) {
-      write_compare_junit(std::cout, comparison, base_side, new_side);
+      write_compare_junit(std::cout, parts, base_side, new_side);
     } else {
-      write_table(std::cout, compare_document(comparison, base_side, new_side, format), format);
+      write_table(std::cout, compare_document(parts, base_side, new_side, format), format);
     }
     std::cout.flush();
     if (junit || format != TableFormat::md) {
-      std::fprintf(stderr, "%s\n", compare_result_line(comparison).c_str());
+      std::fprintf(stderr, "%s\n", compare_result_line(parts).c_str());
     }
-    return gate_result(comparison, inconclusive_as).exit_code;
+    return gate_result(parts, inconclusive_as).exit_code;
   });
 }
 

@@ -13,6 +13,8 @@
 #include <map>
 #include <numeric>
 #include <set>
+#include <string>
+#include <vector>
 
 #include "fob/compare.h"
 #include "fob/metrics.h"
@@ -91,7 +93,24 @@ class CaseIndex {
 struct Samples {
   Rounds rounds;
   std::string problem;  // why there are none, when the metric cannot be taken at all
+  // The variance of a reference subtracted from every sample (exposed_comm's T_comp: the mean
+  // of its round medians is known only so well), which the interval must carry too.
+  double offset_variance = 0;
 };
+
+// The variance of the mean of a case's round medians: how well the case's level is known.
+double level_variance(const Rounds& rounds) {
+  std::vector<double> medians;
+  for (const std::vector<double>& r : rounds) {
+    if (!r.empty()) medians.push_back(median(r));
+  }
+  if (medians.size() < 2) return 0;
+  const double n = static_cast<double>(medians.size());
+  const double mean = std::accumulate(medians.begin(), medians.end(), 0.0) / n;
+  double sum = 0;
+  for (const double m : medians) sum += (m - mean) * (m - mean);
+  return sum / (n - 1) / n;
+}
 
 Samples metric_samples(const CaseResult& c, CompareMetric metric, const CaseIndex& index,
                        const char* which) {
@@ -103,7 +122,9 @@ Samples metric_samples(const CaseResult& c, CompareMetric metric, const CaseInde
       break;
     case CompareMetric::exposed_comm: {
       const CaseResult* comp = index.reference(c.key(), role_name(StrategyRole::compute_reference));
-      const double t_comp = comp ? median(pooled(step_samples(*comp))) : kNaN;
+      const Rounds comp_rounds = comp ? step_samples(*comp) : Rounds();
+      const double t_comp = comp ? median(pooled(comp_rounds)) : kNaN;
+      s.offset_variance = level_variance(comp_rounds);
       if (std::isnan(t_comp)) {
         s.problem = std::string("no compute_only case of this shape with timed iterations in ") +
                     which + " (exposed_comm = T - T_comp needs it)";
@@ -194,93 +215,6 @@ const char* to_string(Verdict verdict) {
   return "?";
 }
 
-InconclusiveAs parse_inconclusive_as(const std::string& text) {
-  if (text == "inconclusive") return InconclusiveAs::inconclusive;
-  if (text == "pass") return InconclusiveAs::pass;
-  if (text == "fail") return InconclusiveAs::fail;
-  throw InputError("--inconclusive-as '" + text +
-                   "' is not known; choose inconclusive (exit 5, the default), pass (exit 0) or "
-                   "fail (exit 1)");
-}
-
-const char* to_string(GateVerdict verdict) {
-  switch (verdict) {
-    case GateVerdict::pass:
-      return "PASS";
-    case GateVerdict::fail:
-      return "FAIL";
-    case GateVerdict::missing:
-      return "MISSING";
-    case GateVerdict::inconclusive:
-      return "INCONCLUSIVE";
-  }
-  return "?";
-}
-
-namespace {
-
-// "a, b and 3 more": the first cases' names.
-std::string first_names(const std::vector<std::string>& names) {
-  std::string out;
-  const size_t shown = std::min<size_t>(names.size(), 3);
-  for (size_t i = 0; i < shown; ++i) out += (i == 0 ? "" : "; ") + names[i];
-  if (names.size() > shown) out += "; and " + std::to_string(names.size() - shown) + " more";
-  return out;
-}
-
-std::vector<std::string> cases_with(const Comparison& c, Verdict v) {
-  std::vector<std::string> out;
-  for (const CaseChange& ch : c.changes) {
-    if (ch.verdict == v) out.push_back(ch.key.text());
-  }
-  return out;
-}
-
-}  // namespace
-
-GateResult gate_result(const Comparison& c, InconclusiveAs inconclusive_as) {
-  GateResult g;
-  const std::string t = std::to_string(static_cast<int>(std::lround(c.threshold_pct)));
-  const std::vector<std::string> regressed = cases_with(c, Verdict::regressed);
-  if (!regressed.empty()) {
-    g = {GateVerdict::fail,
-         std::to_string(regressed.size()) + " case(s) regressed past " + t +
-             "% (their whole interval): " + first_names(regressed),
-         kExitVerifyFailed};
-    return g;
-  }
-  if (!c.only_base.empty()) {
-    std::vector<std::string> names;
-    for (const UnmatchedCase& u : c.only_base) names.push_back(u.key.text());
-    return {GateVerdict::missing,
-            "NEW lacks " + std::to_string(names.size()) +
-                " case(s) that BASE has: " + first_names(names),
-            kExitMissingCases};
-  }
-  const std::vector<std::string> few = cases_with(c, Verdict::too_few_rounds);
-  const std::vector<std::string> wide = cases_with(c, Verdict::inconclusive);
-  if (!few.empty() || !wide.empty()) {
-    g.verdict = GateVerdict::inconclusive;
-    g.reason =
-        !few.empty()
-            ? std::to_string(few.size()) + " case(s) have fewer than " +
-                  std::to_string(kMinCompareRounds) +
-                  " rounds on a side, too few to judge (run with --rounds 10): " + first_names(few)
-            : std::to_string(wide.size()) + " case(s) have an interval reaching past +-" + t +
-                  "%: the files could not have seen such a change (more rounds "
-                  "narrow it; see `rounds needed`): " +
-                  first_names(wide);
-    g.exit_code = inconclusive_as == InconclusiveAs::pass   ? kExitOk
-                  : inconclusive_as == InconclusiveAs::fail ? kExitVerifyFailed
-                                                            : kExitInconclusive;
-    return g;
-  }
-  return {GateVerdict::pass,
-          std::to_string(c.changes.size()) + " case(s) within +-" + t +
-              "% (their whole interval), none regressed, none missing",
-          kExitOk};
-}
-
 int Comparison::count(Verdict verdict) const {
   return static_cast<int>(std::count_if(changes.begin(), changes.end(),
                                         [&](const CaseChange& c) { return c.verdict == verdict; }));
@@ -342,7 +276,8 @@ double student_t_975(double df) {
   return 1.96 + (kT975[29] - 1.96) * 30 / df;
 }
 
-RoundChange round_change(const Rounds& base, const Rounds& next, bool difference) {
+RoundChange round_change(const Rounds& base, const Rounds& next, bool difference,
+                         double extra_variance) {
   const SideSpread b = side_spread(base, difference), n = side_spread(next, difference);
   if (b.medians.size() < 2 || n.medians.size() < 2) return {kNaN, {kNaN, kNaN}};
   const double nb = static_cast<double>(b.medians.size());
@@ -357,6 +292,7 @@ RoundChange round_change(const Rounds& base, const Rounds& next, bool difference
     se2 = floor2;
     df = nb + nn - 2;
   }
+  se2 += extra_variance;
   const double d = mean_of(n.medians) - mean_of(b.medians);
   const double half = student_t_975(df) * std::sqrt(se2);
   if (difference) return {d, {d - half, d + half}};
@@ -398,7 +334,8 @@ std::string measure_change(const CaseResult& b, const CaseResult& n, const Sampl
     c.verdict = Verdict::too_few_rounds;
     return {};
   }
-  const RoundChange rc = round_change(bs.rounds, ns.rounds, c.absolute);
+  const RoundChange rc =
+      round_change(bs.rounds, ns.rounds, c.absolute, bs.offset_variance + ns.offset_variance);
   const Interval ci = rc.ci;
   c.change = rc.change;
   c.ci_low = ci.low;

@@ -314,6 +314,15 @@ std::vector<Config> expand_sweep(const Config& config) {
   return out;
 }
 
+std::string parse_gate(const std::string& text) {
+  if (text == "all") return "";
+  if (text.empty() || text == "interconnect") return text;
+  throw InputError("gate: " + quote_value(text) +
+                   " is not a gate; valid: all (compare judges every case's T, the default) or "
+                   "interconnect (comm_only busbw decides, the overlapped steps' exposed "
+                   "communication fails it when it regresses, compute cases are shown beside)");
+}
+
 std::string parse_math(const std::string& text) {
   if (text == "exact" || text == "fast") return text;
   throw InputError("math: " + quote_value(text) +
@@ -449,7 +458,10 @@ std::string Config::to_yaml() const {
   out << YAML::BeginMap;
   for (const ConfigKey& key : config_keys()) {
     const ConfigValue v = key.get(*this);
-    if (key.omitted_at_default && key.kind == ConfigKind::number && v.number == 0) continue;
+    if (key.omitted_at_default && ((key.kind == ConfigKind::number && v.number == 0) ||
+                                   (key.kind == ConfigKind::text && v.text.empty()))) {
+      continue;
+    }
     out << YAML::Key << key.name << YAML::Value;
     switch (key.kind) {
       case ConfigKind::number:

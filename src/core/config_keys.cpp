@@ -167,6 +167,12 @@ std::vector<ConfigKey> run_keys() {
        ConfigKind::text, "exact or fast", nullptr, false, nullptr,
        [](Config& c, const ConfigValue& v) { c.math = parse_math(v.text); },
        [](const Config& c) { return text(c.math); }},
+      {"gate", "--gate",
+       "what `fobench compare --gate auto` judges this file by: all (every case's T) or "
+       "interconnect (comm_only busbw and the overlapped steps' exposed communication)",
+       ConfigKind::text, "all or interconnect", nullptr, false, nullptr,
+       [](Config& c, const ConfigValue& v) { c.gate = parse_gate(v.text); },
+       [](const Config& c) { return text(c.gate); }, true},
       {"output", "-o,--output", "results file (.h5)", ConfigKind::text, "a path",
        "results file (.h5), marked simulated", false, nullptr,
        [](Config& c, const ConfigValue& v) { c.output = v.text; },

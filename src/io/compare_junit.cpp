@@ -71,9 +71,23 @@ JunitCase judged(const Comparison& c, const CaseChange& ch) {
   return j;
 }
 
-std::vector<JunitCase> junit_cases(const Comparison& c) {
+std::vector<JunitCase> junit_cases(const std::vector<Comparison>& parts) {
   std::vector<JunitCase> out;
-  for (const CaseChange& ch : c.changes) out.push_back(judged(c, ch));
+  for (const Comparison& part : parts) {
+    for (const CaseChange& ch : part.changes) {
+      JunitCase j = judged(part, ch);
+      if (parts.size() > 1) {
+        j.name = std::string(to_string(part.metric)) + " of " + j.name;
+        j.message += "; this figure " + std::string(to_string(part.role));
+      }
+      // A figure that does not decide fails only on a regression, and only where it may.
+      const bool may_fail = part.role == GateRole::decides ||
+                            (part.role == GateRole::fails_only && ch.verdict == Verdict::regressed);
+      if (!may_fail) j.outcome = "";
+      out.push_back(j);
+    }
+  }
+  const Comparison& c = parts.front();
   for (const UnmatchedCase& u : c.only_base) {
     out.push_back({u.key.text(), "failure", "missing",
                    "in BASE (case " + u.id + "), missing from NEW: NEW was not held to it"});
@@ -94,9 +108,10 @@ void property(std::ostream& out, const std::string& name, const std::string& val
 
 }  // namespace
 
-void write_compare_junit(std::ostream& out, const Comparison& c, const CompareSide& base,
-                         const CompareSide& next) {
-  const std::vector<JunitCase> cases = junit_cases(c);
+void write_compare_junit(std::ostream& out, const std::vector<Comparison>& parts,
+                         const CompareSide& base, const CompareSide& next) {
+  const Comparison& c = parts.front();
+  const std::vector<JunitCase> cases = junit_cases(parts);
   int failures = 0, errors = 0, skipped = 0;
   for (const JunitCase& j : cases) {
     failures += j.outcome == "failure" ? 1 : 0;
@@ -106,8 +121,9 @@ void write_compare_junit(std::ostream& out, const Comparison& c, const CompareSi
   const std::string counts = " tests=\"" + std::to_string(cases.size()) + "\" failures=\"" +
                              std::to_string(failures) + "\" errors=\"" + std::to_string(errors) +
                              "\" skipped=\"" + std::to_string(skipped) + "\"";
-  const std::string suite = std::string("fobench compare ") + to_string(c.metric);
-  const GateResult g = gate_result(c, c.inconclusive_as);
+  const std::string suite =
+      std::string("fobench compare ") + (parts.size() > 1 ? "interconnect" : to_string(c.metric));
+  const GateResult g = gate_result(parts, c.inconclusive_as);
   out << "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
   out << "<testsuites name=\"" << x(suite) << "\"" << counts << ">\n";
   out << "  <testsuite name=\"" << x(suite) << "\"" << counts << ">\n";

@@ -127,13 +127,22 @@ std::string rounds_cell(const CaseChange& ch) {
 }  // namespace
 
 std::string compare_result_line(const Comparison& c) {
-  const GateResult g = gate_result(c, c.inconclusive_as);
+  return compare_result_line(std::vector<Comparison>{c});
+}
+
+std::string compare_result_line(const std::vector<Comparison>& parts) {
+  const Comparison& c = parts.front();
+  const GateResult g = gate_result(parts, c.inconclusive_as);
+  const auto decided = [&parts](Verdict v) {
+    int n = 0;
+    for (const Comparison& part : parts) n += part.role == GateRole::decides ? part.count(v) : 0;
+    return std::to_string(n);
+  };
   std::string line = std::string("Result: ") + to_string(g.verdict) + ": " + g.reason + " (" +
-                     std::to_string(c.count(Verdict::regressed)) + " regressed, " +
-                     std::to_string(c.count(Verdict::improved)) + " improved, " +
-                     std::to_string(c.count(Verdict::no_change)) + " no change, " +
-                     std::to_string(c.count(Verdict::inconclusive)) + " inconclusive, " +
-                     std::to_string(c.count(Verdict::too_few_rounds)) + " too few rounds, " +
+                     decided(Verdict::regressed) + " regressed, " + decided(Verdict::improved) +
+                     " improved, " + decided(Verdict::no_change) + " no change, " +
+                     decided(Verdict::inconclusive) + " inconclusive, " +
+                     decided(Verdict::too_few_rounds) + " too few rounds, " +
                      std::to_string(c.only_base.size()) + " missing from NEW)";
   if (g.verdict == GateVerdict::inconclusive && c.inconclusive_as != InconclusiveAs::inconclusive) {
     line += "; counted as " +
@@ -144,13 +153,18 @@ std::string compare_result_line(const Comparison& c) {
   // with what would narrow them.
   const Verdict listed =
       g.verdict == GateVerdict::fail ? Verdict::regressed : Verdict::inconclusive;
-  for (const CaseChange& ch : c.changes) {
-    if (ch.verdict != listed) continue;
-    line += "\n  - " + ch.key.text();
-    if (listed == Verdict::regressed || ch.rounds_needed <= 0) continue;
-    line += " (detectable +-" + fixed(ch.detectable * change_scale(c.metric), 1) +
-            change_unit(c.metric) + "; about " + std::to_string(ch.rounds_needed) +
-            " rounds per file would narrow it to the threshold)";
+  for (const Comparison& part : parts) {
+    if (part.role == GateRole::reported) continue;
+    if (listed == Verdict::inconclusive && part.role != GateRole::decides) continue;
+    const std::string of = parts.size() > 1 ? std::string(to_string(part.metric)) + " of " : "";
+    for (const CaseChange& ch : part.changes) {
+      if (ch.verdict != listed) continue;
+      line += "\n  - " + of + ch.key.text();
+      if (listed == Verdict::regressed || ch.rounds_needed <= 0) continue;
+      line += " (detectable +-" + fixed(ch.detectable * change_scale(part.metric), 1) +
+              change_unit(part.metric) + "; about " + std::to_string(ch.rounds_needed) +
+              " rounds per file would narrow it to the threshold)";
+    }
   }
   return line;
 }
@@ -298,7 +312,9 @@ void add_side_facts(std::vector<Fact>& facts, const char* prefix, const CompareS
   facts.push_back({p + "world_size", Cell::of_int(s.world_size)});
 }
 
-std::vector<Fact> facts(const Comparison& c, const CompareSide& base, const CompareSide& next) {
+std::vector<Fact> facts(const std::vector<Comparison>& parts, const CompareSide& base,
+                        const CompareSide& next) {
+  const Comparison& c = parts.front();
   std::vector<Fact> out = {{"metric", Cell::of(to_string(c.metric))},
                            {"unit", Cell::of(unit(c.metric))},
                            {"threshold_pct", Cell::of_real(c.threshold_pct)},
@@ -316,7 +332,8 @@ std::vector<Fact> facts(const Comparison& c, const CompareSide& base, const Comp
   out.push_back({"improved", Cell::of_int(c.count(Verdict::improved))});
   out.push_back({"too_few_rounds", Cell::of_int(c.count(Verdict::too_few_rounds))});
   out.push_back({"missing_from_new", Cell::of_int(static_cast<int>(c.only_base.size()))});
-  const GateResult g = gate_result(c, c.inconclusive_as);
+  const GateResult g = gate_result(parts, c.inconclusive_as);
+  out.push_back({"gate_figures", Cell::of(parts.size() > 1 ? "interconnect" : "all")});
   out.push_back({"gate", Cell::of(to_string(g.verdict))});
   out.push_back({"gate_reason", Cell::of(g.reason)});
   out.push_back({"exit_code", Cell::of_int(g.exit_code)});
@@ -327,13 +344,26 @@ std::vector<Fact> facts(const Comparison& c, const CompareSide& base, const Comp
 
 TableDocument compare_document(const Comparison& c, const CompareSide& base,
                                const CompareSide& next, TableFormat format) {
+  return compare_document(std::vector<Comparison>{c}, base, next, format);
+}
+
+TableDocument compare_document(const std::vector<Comparison>& parts, const CompareSide& base,
+                               const CompareSide& next, TableFormat format) {
+  const Comparison& c = parts.front();
   TableDocument doc;
   doc.title = "fobench compare: " + std::string(to_string(c.metric)) +
               " (median over iterations, " + unit(c.metric) + "), threshold " +
               fixed(c.threshold_pct, 1) + "%";
-  if (format == TableFormat::csv || format == TableFormat::json) {
-    doc.facts = facts(c, base, next);
-    doc.tables.push_back(script_table(c));
+  const bool script = format == TableFormat::csv || format == TableFormat::json;
+  // A gate of several parts titles each table with its figure and what it does to the verdict.
+  for (const Comparison& part : parts) {
+    doc.tables.push_back(script ? script_table(part) : people_table(part));
+    if (parts.size() > 1) {
+      doc.tables.back().title = std::string(to_string(part.metric)) + ": " + to_string(part.role);
+    }
+  }
+  if (script) {
+    doc.facts = facts(parts, base, next);
     return doc;
   }
   doc.prose = {side_line(base), side_line(next)};
@@ -342,10 +372,10 @@ TableDocument compare_document(const Comparison& c, const CompareSide& base,
     doc.prose.push_back("**WARNING: the " + d.setting + " differs** (BASE: " + d.base +
                         "; NEW: " + d.next + "): " + d.consequence + ".");
   }
-  doc.tables.push_back(people_table(c));
   doc.epilogue = md_epilogue(c);
+  doc.epilogue.back() = compare_result_line(parts);
   // LaTeX shows no epilogue: the verdict goes with the comments above its table.
-  if (format == TableFormat::latex) doc.prose.push_back(compare_result_line(c));
+  if (format == TableFormat::latex) doc.prose.push_back(compare_result_line(parts));
   return doc;
 }
 

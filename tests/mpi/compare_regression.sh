@@ -164,6 +164,21 @@ forgivable "$(regressed "$slow" "$a" --threshold $threshold)" "the faster link"
 grep "| baseline |" "$scratch/fast.out" | grep -q "improved" ||
   fail "the faster link is not an improvement: $(cat "$scratch/fast.out")"
 
+# The interconnect gate: what the link decides (comm_only busbw decides, exposed communication
+# fails it on a regression, T beside). Two runs of one setting are no FAIL; the slower link is,
+# by busbw; each figure has its own table.
+compare_expect "0|5" same_ic "$a" "$b" --gate interconnect --threshold $threshold
+expect_in "$scratch/same_ic.out" "## busbw: decides"
+expect_in "$scratch/same_ic.out" "## exposed_comm: fails the gate only when it regresses"
+expect_in "$scratch/same_ic.out" "## T: shown beside, not deciding"
+compare_expect 1 slow_ic "$a" "$slow" --gate interconnect --threshold $threshold
+expect_in "$scratch/slow_ic.out" "Result: FAIL: "
+expect_in "$scratch/slow_ic.out" "- busbw of mlp comm_only b2 s72 h33 f96"
+compare_expect 2 ic_metric "$a" "$b" --gate interconnect --metric busbw
+expect_in "$scratch/ic_metric.err" "--gate interconnect judges comm_only busbw and exposed_comm itself"
+compare_expect 2 gate_bogus "$a" "$b" --gate some
+expect_in "$scratch/gate_bogus.err" "--gate 'some' is not known; choose auto"
+
 # Cases present in one file only are listed, never dropped.
 mpirun_np 2 run -c "$config" --strategies baseline,decompose --link-gbps 1 \
   --link-latency-us 20000 -n 3 -w 1 -o "$scratch/other.h5" > "$scratch/other.log" 2>&1 ||

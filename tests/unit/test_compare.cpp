@@ -447,6 +447,45 @@ TEST(Compare, TheGateAnswersWithAReason) {
   EXPECT_EQ(gate_result(wide, InconclusiveAs::pass).verdict, GateVerdict::inconclusive);
 }
 
+// The interconnect gate: comm_only's busbw decides, a noisy compute_only does not hold it up
+// (where --gate all is INCONCLUSIVE on it), and a regression of exposed communication fails it.
+TEST(Compare, TheInterconnectGateJudgesWhatTheLinkDecides) {
+  const auto file = [](double comm, double flash, uint64_t seed) {
+    return file_of({make_case("0000", "compute_only", noisy(6e-3, 0.5, 8, seed)),
+                    make_case("0001", "comm_only", noisy(comm, 0.01, 8, seed + 1)),
+                    make_case("0002", "flash", noisy(flash, 0.01, 8, seed + 2))});
+  };
+  const ResultFile base = file(4e-3, 8e-3, 100), same = file(4e-3, 8e-3, 200);
+  const std::vector<Comparison> parts =
+      gate_parts(base, same, GateMode::interconnect, CompareMetric::t, 5);
+  ASSERT_EQ(parts.size(), 3u);
+  EXPECT_EQ(parts[0].metric, CompareMetric::busbw);
+  EXPECT_EQ(parts[0].role, GateRole::decides);
+  EXPECT_EQ(parts[1].role, GateRole::fails_only);
+  EXPECT_EQ(parts[2].role, GateRole::reported);
+  EXPECT_EQ(gate_result(parts, InconclusiveAs::inconclusive).verdict, GateVerdict::pass);
+  EXPECT_EQ(gate_result(gate_parts(base, same, GateMode::all, CompareMetric::t, 5),
+                        InconclusiveAs::inconclusive)
+                .verdict,
+            GateVerdict::inconclusive);
+  // A slower link: busbw drops, the gate fails, naming the figure.
+  const GateResult slow = gate_result(
+      gate_parts(base, file(5e-3, 8e-3, 300), GateMode::interconnect, CompareMetric::t, 5),
+      InconclusiveAs::pass);
+  EXPECT_EQ(slow.verdict, GateVerdict::fail);
+  EXPECT_NE(slow.reason.find("busbw of mlp comm_only"), std::string::npos) << slow.reason;
+  // The same link but 6 ms more exposed in flash (past what compute_only's noise leaves
+  // unsure): fails too. Its interval carries T_comp's uncertainty, so the shift of compute_only's
+  // median between the two files above was not a regression.
+  const GateResult exposed = gate_result(
+      gate_parts(base, file(4e-3, 14e-3, 400), GateMode::interconnect, CompareMetric::t, 5),
+      InconclusiveAs::pass);
+  EXPECT_EQ(exposed.verdict, GateVerdict::fail);
+  EXPECT_NE(exposed.reason.find("exposed_comm of mlp flash"), std::string::npos) << exposed.reason;
+  EXPECT_EQ(parse_gate_mode("interconnect"), GateMode::interconnect);
+  EXPECT_THROW(parse_gate_mode("auto"), InputError);
+}
+
 // JUnit XML carries names from files anyone may have written: escaped, valid UTF-8, one line.
 TEST(Compare, JunitEscapesWhatTheFilesHold) {
   CaseResult b = make_case("0000", "flash", noisy(10e-3, 0.01, 8, 95));
@@ -455,7 +494,8 @@ TEST(Compare, JunitEscapesWhatTheFilesHold) {
   Comparison c = compare_results(base, file_of({}), CompareMetric::t, 5);
   ASSERT_EQ(c.only_base.size(), 1u);
   std::ostringstream out;
-  write_compare_junit(out, c, {"BASE", "b<1>.h5", base}, {"NEW", "n&.h5", file_of({})});
+  const ResultFile none = file_of({});
+  write_compare_junit(out, {c}, {"BASE", "b<1>.h5", base}, {"NEW", "n&.h5", none});
   const std::string xml = out.str();
   EXPECT_EQ(xml.find("a<b"), std::string::npos) << xml;
   EXPECT_NE(xml.find("a&lt;b&amp;&quot;c&apos;"), std::string::npos) << xml;

@@ -1,0 +1,179 @@
+// The gate's answer (fob/compare.h): PASS, FAIL, MISSING or INCONCLUSIVE over one comparison or
+// the parts of a gate (all: one metric; interconnect: what the link decides), each with its
+// reason in one line and its exit status, and the gate a pair of files asks for.
+#include <algorithm>
+#include <cmath>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include <yaml-cpp/yaml.h>
+
+#include "fob/compare.h"
+#include "fob/types.h"
+
+namespace fob {
+
+InconclusiveAs parse_inconclusive_as(const std::string& text) {
+  if (text == "inconclusive") return InconclusiveAs::inconclusive;
+  if (text == "pass") return InconclusiveAs::pass;
+  if (text == "fail") return InconclusiveAs::fail;
+  throw InputError("--inconclusive-as '" + text +
+                   "' is not known; choose inconclusive (exit 5, the default), pass (exit 0) or "
+                   "fail (exit 1)");
+}
+
+const char* to_string(GateVerdict verdict) {
+  switch (verdict) {
+    case GateVerdict::pass:
+      return "PASS";
+    case GateVerdict::fail:
+      return "FAIL";
+    case GateVerdict::missing:
+      return "MISSING";
+    case GateVerdict::inconclusive:
+      return "INCONCLUSIVE";
+  }
+  return "?";
+}
+
+namespace {
+
+// "a, b and 3 more": the first cases' names.
+std::string first_names(const std::vector<std::string>& names) {
+  std::string out;
+  const size_t shown = std::min<size_t>(names.size(), 3);
+  for (size_t i = 0; i < shown; ++i) out += (i == 0 ? "" : "; ") + names[i];
+  if (names.size() > shown) out += "; and " + std::to_string(names.size() - shown) + " more";
+  return out;
+}
+
+std::vector<std::string> cases_with(const Comparison& c, Verdict v) {
+  std::vector<std::string> out;
+  for (const CaseChange& ch : c.changes) {
+    if (ch.verdict == v) out.push_back(ch.key.text());
+  }
+  return out;
+}
+
+}  // namespace
+
+GateResult gate_result(const Comparison& c, InconclusiveAs inconclusive_as) {
+  return gate_result(std::vector<Comparison>{c}, inconclusive_as);
+}
+
+GateResult gate_result(const std::vector<Comparison>& parts, InconclusiveAs inconclusive_as) {
+  const double threshold = parts.empty() ? 0 : parts.front().threshold_pct;
+  const std::string t = std::to_string(static_cast<int>(std::lround(threshold)));
+  std::vector<std::string> regressed, few, wide, missing;
+  size_t judged = 0;
+  for (const Comparison& c : parts) {
+    const std::string of = parts.size() > 1 ? std::string(to_string(c.metric)) + " of " : "";
+    const auto add = [&](std::vector<std::string>& to, Verdict v) {
+      for (const std::string& name : cases_with(c, v)) to.push_back(of + name);
+    };
+    if (c.role != GateRole::reported) add(regressed, Verdict::regressed);
+    if (c.role != GateRole::decides) continue;
+    judged += c.changes.size();
+    add(few, Verdict::too_few_rounds);
+    add(wide, Verdict::inconclusive);
+    if (missing.empty()) {
+      for (const UnmatchedCase& u : c.only_base) missing.push_back(u.key.text());
+    }
+  }
+  if (!regressed.empty()) {
+    return {GateVerdict::fail,
+            std::to_string(regressed.size()) + " case(s) regressed past " + t +
+                "% (their whole interval): " + first_names(regressed),
+            kExitVerifyFailed};
+  }
+  if (!missing.empty()) {
+    return {GateVerdict::missing,
+            "NEW lacks " + std::to_string(missing.size()) +
+                " case(s) that BASE has: " + first_names(missing),
+            kExitMissingCases};
+  }
+  if (!few.empty() || !wide.empty()) {
+    GateResult g;
+    g.verdict = GateVerdict::inconclusive;
+    g.reason =
+        !few.empty()
+            ? std::to_string(few.size()) + " case(s) have fewer than " +
+                  std::to_string(kMinCompareRounds) +
+                  " rounds on a side, too few to judge (run with --rounds 10): " + first_names(few)
+            : std::to_string(wide.size()) + " case(s) have an interval reaching past +-" + t +
+                  "%: the files could not have seen such a change (more rounds "
+                  "narrow it; see `rounds needed`): " +
+                  first_names(wide);
+    g.exit_code = inconclusive_as == InconclusiveAs::pass   ? kExitOk
+                  : inconclusive_as == InconclusiveAs::fail ? kExitVerifyFailed
+                                                            : kExitInconclusive;
+    return g;
+  }
+  return {GateVerdict::pass,
+          std::to_string(judged) + " case(s) within +-" + t +
+              "% (their whole interval), none regressed, none missing",
+          kExitOk};
+}
+
+const char* to_string(GateRole role) {
+  switch (role) {
+    case GateRole::decides:
+      return "decides";
+    case GateRole::fails_only:
+      return "fails the gate only when it regresses";
+    case GateRole::reported:
+      return "shown beside, not deciding";
+  }
+  return "?";
+}
+
+GateMode parse_gate_mode(const std::string& text) {
+  if (text == "all") return GateMode::all;
+  if (text == "interconnect") return GateMode::interconnect;
+  throw InputError("--gate '" + text +
+                   "' is not known; choose auto (what both files' configs say, the default), all "
+                   "(every case's --metric) or interconnect (comm_only busbw decides, exposed "
+                   "communication fails it when it regresses, T shown beside)");
+}
+
+namespace {
+
+// The `gate` key of a file's config, "" when it has none or the text does not parse.
+std::string config_gate(const ResultFile& f) {
+  try {
+    const YAML::Node root = YAML::Load(f.run.config_yaml);
+    if (root.IsMap() && root["gate"] && root["gate"].IsScalar()) {
+      return root["gate"].as<std::string>();
+    }
+  } catch (const std::exception&) {
+  }
+  return "";
+}
+
+}  // namespace
+
+GateMode gate_of_files(const ResultFile& base, const ResultFile& next, std::string* note) {
+  const std::string b = config_gate(base), n = config_gate(next);
+  if (b == "interconnect" && n == "interconnect") return GateMode::interconnect;
+  if ((b == "interconnect") != (n == "interconnect") && note != nullptr) {
+    *note = "BASE's config asks for the " + (b.empty() ? std::string("all") : b) +
+            " gate and NEW's for the " + (n.empty() ? std::string("all") : n) +
+            ": judged by all (give --gate to choose)";
+  }
+  return GateMode::all;
+}
+
+std::vector<Comparison> gate_parts(const ResultFile& base, const ResultFile& next, GateMode mode,
+                                   CompareMetric metric, double threshold_pct) {
+  if (mode == GateMode::all) return {compare_results(base, next, metric, threshold_pct)};
+  std::vector<Comparison> parts = {
+      compare_results(base, next, CompareMetric::busbw, threshold_pct),
+      compare_results(base, next, CompareMetric::exposed_comm, threshold_pct),
+      compare_results(base, next, CompareMetric::t, threshold_pct)};
+  parts[1].role = GateRole::fails_only;
+  parts[2].role = GateRole::reported;
+  return parts;
+}
+
+}  // namespace fob
