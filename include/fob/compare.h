@@ -21,8 +21,10 @@ bool higher_is_worse(CompareMetric metric);
 
 // no_change: the interval lies within +-threshold; regressed / improved: wholly past it on one
 // side; inconclusive: neither (the files cannot tell a threshold-sized change from noise);
-// too_few_rounds: a side has fewer than kMinCompareRounds rounds, too few to judge at all.
-enum class Verdict { no_change, regressed, improved, inconclusive, too_few_rounds };
+// too_few_rounds: a side has fewer than kMinCompareRounds rounds, too few to judge at all;
+// no_regression: the interval reaches past the threshold on the better side only, so a change
+// for the worse past it is ruled out (what a gate asks) though no change is not proven.
+enum class Verdict { no_change, regressed, improved, inconclusive, too_few_rounds, no_regression };
 const char* to_string(Verdict verdict);
 
 struct CaseChange {

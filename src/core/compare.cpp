@@ -159,6 +159,9 @@ Verdict judge(CompareMetric metric, const Interval& ci, double threshold) {
   if (worse_edge > threshold) return Verdict::regressed;
   if (better_edge > threshold) return Verdict::improved;
   if (ci.low >= -threshold && ci.high <= threshold) return Verdict::no_change;
+  // Wide on the better side only: a change for the worse past the threshold is ruled out.
+  const double worst = worse_up ? ci.high : -ci.low;
+  if (worst <= threshold) return Verdict::no_regression;
   return Verdict::inconclusive;
 }
 
@@ -167,6 +170,7 @@ Verdict judge(CompareMetric metric, const Interval& ci, double threshold) {
 void set_power(CaseChange& c, const Interval& ci) {
   c.detectable = 0.5 * (ci.high - ci.low);
   c.rounds_needed = 0;
+  if (c.verdict != Verdict::inconclusive) return;
   if (!(c.detectable > c.threshold) || !(c.threshold > 0)) return;
   const double rounds = std::max({c.base_rounds, c.new_rounds, 1});
   const double needed =
@@ -211,6 +215,8 @@ const char* to_string(Verdict verdict) {
       return "inconclusive";
     case Verdict::too_few_rounds:
       return "too few rounds";
+    case Verdict::no_regression:
+      return "no regression";
   }
   return "?";
 }
@@ -229,8 +235,7 @@ constexpr double kT975[] = {12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.
 // One side's round medians (logs for a ratio) and the spread of its iterations within rounds.
 struct SideSpread {
   std::vector<double> medians;
-  double within = 0;  // sum of squared deviations of iterations from their round's median
-  int iterations = 0;
+  std::vector<double> deviations;  // |iteration - its round's median|, every iteration
 };
 
 SideSpread side_spread(const Rounds& rounds, bool difference) {
@@ -243,11 +248,20 @@ SideSpread side_spread(const Rounds& rounds, bool difference) {
     s.medians.push_back(center);
     for (const double x : r) {
       const double v = difference ? x : (x > 0 ? std::log(x) : center);
-      s.within += (v - center) * (v - center);
-      ++s.iterations;
+      s.deviations.push_back(std::fabs(v - center));
     }
   }
   return s;
+}
+
+// The variance of the mean of a side's round medians that its iterations' own spread gives:
+// a median of n values from a spread sigma varies by (pi/2) sigma^2 / n, and sigma is taken
+// robustly (1.4826 times the median absolute deviation), since a stalled iteration is a
+// scheduler's, not the spread of the medians.
+double within_variance(const SideSpread& s) {
+  if (s.deviations.empty()) return 0;
+  const double sigma = 1.4826 * median(s.deviations);
+  return 1.5707963267948966 * sigma * sigma / static_cast<double>(s.deviations.size());
 }
 
 double mean_of(const std::vector<double>& v) {
@@ -286,8 +300,7 @@ RoundChange round_change(const Rounds& base, const Rounds& next, bool difference
   double se2 = vb + vn;
   double df = se2 > 0 ? se2 * se2 / (vb * vb / (nb - 1) + vn * vn / (nn - 1)) : nb + nn - 2;
   // The least a mean of round medians can be known to: the iterations' own spread.
-  const double floor2 = b.within / std::max(1, b.iterations - 1) / std::max(1, b.iterations) +
-                        n.within / std::max(1, n.iterations - 1) / std::max(1, n.iterations);
+  const double floor2 = within_variance(b) + within_variance(n);
   if (se2 < floor2) {
     se2 = floor2;
     df = nb + nn - 2;

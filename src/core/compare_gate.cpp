@@ -111,8 +111,8 @@ GateResult gate_result(const std::vector<Comparison>& parts, InconclusiveAs inco
     return g;
   }
   return {GateVerdict::pass,
-          std::to_string(judged) + " case(s) within +-" + t +
-              "% (their whole interval), none regressed, none missing",
+          std::to_string(judged) + " case(s) cleared: none could have got worse by more than " + t +
+              "% (each interval's worse end within it), none missing",
           kExitOk};
 }
 

@@ -81,6 +81,8 @@ const char* verdict_token(Verdict v) {
       return "inconclusive";
     case Verdict::too_few_rounds:
       return "too_few_rounds";
+    case Verdict::no_regression:
+      return "no_regression";
     case Verdict::no_change:
       break;
   }
@@ -100,7 +102,9 @@ std::string direction_text(const Comparison& c) {
                                       "% (a bandwidth drop), improves when it lies above +" + t +
                                       "%";
   return sides + "; no change when it lies within +-" + t +
-         "%; inconclusive otherwise: the files cannot tell a change of that size from noise "
+         "%; no regression when only its better end lies past " + t +
+         "% (a change for the worse past it is ruled out, which is what the gate asks); "
+         "inconclusive otherwise: the files cannot tell a change of that size from noise "
          "(`detectable` is the interval's half-width; `rounds needed` what would narrow it to the "
          "threshold)";
 }
@@ -115,7 +119,8 @@ std::string rounds_note(const CaseChange& ch) {
 
 std::string interval_text() {
   return "95% Welch t-interval of the mean log round median (each side's rounds' medians; a "
-         "difference of means for exposed_comm), never narrower than the iterations' spread "
+         "difference of means for exposed_comm), never narrower than the iterations' (robust) "
+         "spread "
          "within rounds; a side with fewer than " +
          std::to_string(kMinCompareRounds) + " rounds is not judged";
 }
