@@ -44,6 +44,10 @@ struct CaseChange {
   int rounds_needed = 0;
   // The rounds with a value on each side; fewer than kMinCompareRounds is too few to judge.
   int base_rounds = 0, new_rounds = 0;
+  // Rounds left out on each side because their slot ran in a slow phase of the machine (its
+  // speed probe past kSlowPhaseFactor times the file's median probe), while enough others
+  // remained: named, not averaged in.
+  int base_slow = 0, new_slow = 0;
   Verdict verdict = Verdict::no_change;
 };
 

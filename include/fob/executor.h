@@ -56,6 +56,7 @@ class Executor {
     std::vector<std::string> timers;  // the timer that took each iteration's times
     std::vector<double> launches;     // IterationTimes::launch of each iteration
     std::vector<double> slowest;      // the slowest rank's step, when progress is printed
+    double probe = 0;                 // this rank's slowest speed probe around the slot
   };
 
   // One iteration, run again where its times could not be taken (IterationTimes::retry).

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
@@ -78,6 +79,9 @@ struct CaseResult : CaseKey {
   // are the units that ran apart in time, which compare resamples. Files from before rounds
   // were recorded read as one round.
   std::vector<int32_t> round_iters;
+  // Per round, the slowest rank's host speed probe (speed_probe.h) around the round's slot, in
+  // seconds; NaN where a round has none, empty where no round recorded one (older files).
+  std::vector<double> round_probe;
 
   // The ranks the arrays below hold, 0 for all `world` of them. A simulation of a ring whose
   // ranks are rotations of one another (sim.h) holds ranks 0..stored-1 only: rank r ran exactly
@@ -232,6 +236,7 @@ struct RoundTimes {
   std::vector<double> step_seconds, task_start, task_end;
   std::vector<std::string> timers;     // [iters][ranks()]: who took each; empty: not recorded
   std::vector<double> launch_seconds;  // [iters][ranks()]; empty: not recorded
+  double probe = std::numeric_limits<double>::quiet_NaN();  // the round's slot's speed probe
 };
 
 // What took the times of a file's cases: `requested` where no case recorded another timer, the

@@ -154,6 +154,11 @@ void append_round(CaseResult& result, const RoundTimes& round) {
                            round.task_start.end());
   result.task_end.insert(result.task_end.end(), round.task_end.begin(), round.task_end.end());
   result.iters += round.iters;
+  // Probes are optional as launch times are: once one round has one, every round has a slot.
+  if (std::isfinite(round.probe) || !result.round_probe.empty()) {
+    result.round_probe.resize(result.round_iters.size(), std::numeric_limits<double>::quiet_NaN());
+    result.round_probe.push_back(round.probe);
+  }
   result.round_iters.push_back(round.iters);
 }
 

@@ -18,6 +18,7 @@
 
 #include "fob/compare.h"
 #include "fob/metrics.h"
+#include "fob/speed_probe.h"
 #include "fob/strategy.h"
 #include "fob/types.h"
 
@@ -49,30 +50,52 @@ Rounds map_finite(const Rounds& rounds, F f) {
 
 // Step times by round: iteration i is in the round whose cumulative range of iterations holds
 // it. Rounds that do not add up to the iterations (a hand-made case; the reader refuses such a
-// file) say nothing about which iteration ran when, so the case is then one round.
-Rounds step_samples(const CaseResult& c) {
+// file) say nothing about which iteration ran when, so the case is then one round. A round whose
+// speed probe passed `slow_limit` ran in a slow phase of the machine: it is left out (counted
+// in `left_out`) while at least kMinCompareRounds others remain.
+Rounds step_samples(const CaseResult& c, double slow_limit = INFINITY, int* left_out = nullptr) {
+  if (left_out != nullptr) *left_out = 0;
   const std::vector<double> all = step_times(c);
   if (all.empty()) return {};
   std::vector<int32_t> sizes = c.rounds();
   const bool sane = std::all_of(sizes.begin(), sizes.end(), [](int32_t n) { return n >= 0; }) &&
                     std::accumulate(sizes.begin(), sizes.end(), int64_t{0}) == c.iters;
   if (!sane) sizes = {c.iters};
+  const bool probed = sane && c.round_probe.size() == sizes.size();
+  const auto slow = [&](size_t r) { return probed && c.round_probe[r] > slow_limit; };
+  size_t kept = 0;
+  for (size_t r = 0; r < sizes.size(); ++r) kept += slow(r) ? 0 : 1;
+  const bool leave_out = kept >= static_cast<size_t>(kMinCompareRounds);
   Rounds steps;
   auto next = all.begin();
-  for (const int32_t n : sizes) {
-    steps.emplace_back(next, next + n);
-    next += n;
+  for (size_t r = 0; r < sizes.size(); ++r) {
+    if (!(leave_out && slow(r))) steps.emplace_back(next, next + sizes[r]);
+    if (leave_out && slow(r) && left_out != nullptr) ++*left_out;
+    next += sizes[r];
   }
   return map_finite(steps, [](double s) { return s; });  // only the finite steps
+}
+
+// The probe time past which a file's slot ran in a slow phase: kSlowPhaseFactor times the median
+// of every probe in the file; infinite where none was recorded.
+double slow_limit_of(const ResultFile& file) {
+  std::vector<double> probes;
+  for (const CaseResult& c : file.cases) {
+    for (const double p : c.round_probe) {
+      if (std::isfinite(p)) probes.push_back(p);
+    }
+  }
+  return probes.empty() ? INFINITY : kSlowPhaseFactor * median(probes);
 }
 
 // One file's cases by key, in file order; the first compute_only of a shape is its reference,
 // as in summarize().
 class CaseIndex {
  public:
-  explicit CaseIndex(const ResultFile& file) {
+  explicit CaseIndex(const ResultFile& file) : slow_limit_(slow_limit_of(file)) {
     for (const CaseResult& c : file.cases) by_key_[c.key()].push_back(&c);
   }
+  double slow_limit() const { return slow_limit_; }
   const CaseResult* reference(const CaseKey& key, const std::string& strategy) const {
     auto it = by_key_.find(key.with_strategy(strategy));
     return it == by_key_.end() ? nullptr : it->second.front();
@@ -88,6 +111,7 @@ class CaseIndex {
  private:
   std::map<CaseKey, std::vector<const CaseResult*>> by_key_;
   std::map<CaseKey, size_t> taken_;
+  double slow_limit_ = INFINITY;
 };
 
 struct Samples {
@@ -96,6 +120,7 @@ struct Samples {
   // The variance of a reference subtracted from every sample (exposed_comm's T_comp: the mean
   // of its round medians is known only so well), which the interval must carry too.
   double offset_variance = 0;
+  int slow_left_out = 0;  // rounds left out for a slow phase (step_samples)
 };
 
 // The variance of the mean of a case's round medians: how well the case's level is known.
@@ -115,14 +140,14 @@ double level_variance(const Rounds& rounds) {
 Samples metric_samples(const CaseResult& c, CompareMetric metric, const CaseIndex& index,
                        const char* which) {
   Samples s;
-  const Rounds steps = step_samples(c);
+  const Rounds steps = step_samples(c, index.slow_limit(), &s.slow_left_out);
   switch (metric) {
     case CompareMetric::t:
       s.rounds = steps;
       break;
     case CompareMetric::exposed_comm: {
       const CaseResult* comp = index.reference(c.key(), role_name(StrategyRole::compute_reference));
-      const Rounds comp_rounds = comp ? step_samples(*comp) : Rounds();
+      const Rounds comp_rounds = comp ? step_samples(*comp, index.slow_limit()) : Rounds();
       const double t_comp = comp ? median(pooled(comp_rounds)) : kNaN;
       s.offset_variance = level_variance(comp_rounds);
       if (std::isnan(t_comp)) {
@@ -340,6 +365,8 @@ std::string measure_change(const CaseResult& b, const CaseResult& n, const Sampl
   }
   c.base_rounds = static_cast<int>(bs.rounds.size());
   c.new_rounds = static_cast<int>(ns.rounds.size());
+  c.base_slow = bs.slow_left_out;
+  c.new_slow = ns.slow_left_out;
   if (std::min(c.base_rounds, c.new_rounds) < kMinCompareRounds) {
     // One or two rounds show no spread to judge a run's drift by: no interval, no verdict.
     c.change = c.absolute ? c.new_median - c.base_median : c.new_median / c.base_median - 1;

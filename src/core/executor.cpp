@@ -10,6 +10,7 @@
 
 #include "fob/metrics.h"
 #include "fob/oracle.h"
+#include "fob/speed_probe.h"
 #include "fob/tolerance.h"
 #include "fob/workload.h"
 #include "gather.h"
@@ -234,8 +235,11 @@ std::vector<CaseResult> Executor::run_cases(const std::vector<const Plan*>& plan
         if (round == 0) verify_case(plan, options, "before timing", results[c]);
         // Timed on data like a trained layer's; verified (before and after) on integers.
         backend_.fill_timing_data(plan);
+        // The host's speed just before and just after the slot: a slow phase shows in either.
+        samples[c].probe = host_speed_probe();
         for (int i = 0; i < warmup; ++i) iterate(plan, options.timeout_s, true);
         time_iterations(plan, options, iters, samples[c]);
+        samples[c].probe = std::max(samples[c].probe, host_speed_probe());
         if (round == rounds - 1) {
           // What the hardware did, while the case is prepared: its last round is done.
           results[c].facts = gather_facts(plan);
@@ -351,12 +355,15 @@ void Executor::gather(const Plan& plan, const Samples& samples, CaseResult& resu
   auto all_ends = gather_bytes(comm_, as_bytes(samples.ends));
   auto all_timers = gather_bytes(comm_, joined_lines(samples.timers));
   auto all_launches = gather_bytes(comm_, as_bytes(samples.launches));
+  double probe = samples.probe;
+  MPI_Allreduce(MPI_IN_PLACE, &probe, 1, MPI_DOUBLE, MPI_MAX, comm_);
   if (rank_ != 0) {
     result.iters += iters;
     result.round_iters.push_back(iters);
     return;
   }
   RoundTimes round = empty_round(result, iters);
+  round.probe = probe;
   round.timers.resize(round.step_seconds.size());
   for (int r = 0; r < world_; ++r) {
     const auto s = from_bytes<double>(all_steps[r]);

@@ -2,6 +2,7 @@
 
 #include <array>
 #include <bit>
+#include <cmath>
 #include <cstring>
 #include <string>
 
@@ -195,6 +196,7 @@ void put_case(Encoder& e, const CaseResult& c) {
   e.array(c.iteration_timer);
   e.array(c.launch_seconds);
   put_lines(e, c.facts);
+  e.array(c.round_probe);
 }
 
 CaseResult get_case(Decoder& d) {
@@ -218,6 +220,7 @@ CaseResult get_case(Decoder& d) {
   c.iteration_timer = d.array<int8_t>("iteration_timer");
   c.launch_seconds = d.array<double>("launch_seconds");
   c.facts = get_lines(d, "facts");
+  c.round_probe = d.array<double>("round_probe");
   check_case(c, d);
   return c;
 }
@@ -274,6 +277,14 @@ void check_case(const CaseResult& c, const Decoder& d) {
   check_rounds(c, d, name);
   if (!c.timers_match()) d.fail(name + "'s iteration timers do not match its iterations");
   if (!c.launches_match()) d.fail(name + "'s launch times do not match its iterations");
+  if (!c.round_probe.empty() && c.round_probe.size() != c.rounds().size()) {
+    d.fail(name + "'s speed probes do not match its rounds");
+  }
+  for (const double p : c.round_probe) {
+    if (!std::isnan(p) && !(p > 0 && std::isfinite(p))) {
+      d.fail(name + " has a speed probe that is not a positive time");
+    }
+  }
   for (const TaskRecord& t : c.tasks) {
     if (t.stream < 0 || t.stream >= kNumStreams || t.kind < 0 || t.kind >= kNumTaskKinds) {
       d.fail(name + " has a task of an unknown stream or kind");

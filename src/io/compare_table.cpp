@@ -10,6 +10,7 @@
 
 #include "fob/compare.h"
 #include "fob/compare_report.h"
+#include "fob/speed_probe.h"
 #include "fob/table.h"
 
 namespace fob {
@@ -109,12 +110,23 @@ std::string direction_text(const Comparison& c) {
          "threshold)";
 }
 
-// Empty unless a side has too few rounds to judge the case.
+// Why a case was not judged, or which rounds it left out for a slow phase; empty otherwise.
 std::string rounds_note(const CaseChange& ch) {
-  if (ch.verdict != Verdict::too_few_rounds) return {};
-  return "fewer than " + std::to_string(kMinCompareRounds) + " rounds on a side (BASE " +
-         std::to_string(ch.base_rounds) + ", NEW " + std::to_string(ch.new_rounds) +
-         "): no spread between rounds to judge a run's drift by; run with --rounds 10";
+  if (ch.verdict == Verdict::too_few_rounds) {
+    return "fewer than " + std::to_string(kMinCompareRounds) + " rounds on a side (BASE " +
+           std::to_string(ch.base_rounds) + ", NEW " + std::to_string(ch.new_rounds) +
+           "): no spread between rounds to judge a run's drift by; run with --rounds 10";
+  }
+  if (ch.base_slow + ch.new_slow == 0) return {};
+  return "left out for a slow phase of the machine (the speed probe around the slot past " +
+         fixed(kSlowPhaseFactor, 1) + "x the file's median): " + std::to_string(ch.base_slow) +
+         " round(s) of BASE, " + std::to_string(ch.new_slow) + " of NEW";
+}
+
+int slow_cases(const Comparison& c) {
+  return static_cast<int>(
+      std::count_if(c.changes.begin(), c.changes.end(),
+                    [](const CaseChange& ch) { return ch.base_slow + ch.new_slow > 0; }));
 }
 
 std::string interval_text() {
@@ -125,8 +137,13 @@ std::string interval_text() {
          std::to_string(kMinCompareRounds) + " rounds is not judged";
 }
 
+// "5/5", or "3 (+2 slow)/5" where rounds were left out for a slow phase.
 std::string rounds_cell(const CaseChange& ch) {
-  return std::to_string(ch.base_rounds) + "/" + std::to_string(ch.new_rounds);
+  const auto side = [](int rounds, int slow) {
+    return std::to_string(rounds) +
+           (slow > 0 ? " (+" + std::to_string(slow) + " slow)" : std::string());
+  };
+  return side(ch.base_rounds, ch.base_slow) + "/" + side(ch.new_rounds, ch.new_slow);
 }
 
 }  // namespace
@@ -229,6 +246,15 @@ std::vector<std::string> md_epilogue(const Comparison& c) {
   std::vector<std::string> lines = {"", "A case " + direction_text(c) + " (" + interval_text() +
                                             ": a slow phase moves a whole round, so the spread "
                                             "between rounds is what a run's drift is judged by)."};
+  if (const int slow = slow_cases(c); slow > 0) {
+    lines.insert(lines.end(),
+                 {"", std::to_string(slow) +
+                          " case(s) left out rounds whose slot ran in a slow phase of the machine "
+                          "(the host speed probe around it took more than " +
+                          fixed(kSlowPhaseFactor, 1) +
+                          "x the file's median probe; `(+N slow)` in `rounds BASE/NEW`): named, "
+                          "not averaged in."});
+  }
   auto list = [&lines](const char* title, const std::vector<std::string>& items) {
     lines.emplace_back();
     lines.push_back(std::string(title) + ":" + (items.empty() ? " none" : ""));
@@ -264,7 +290,9 @@ Table script_table(const Comparison& c) {
   }
   table.columns.insert(table.columns.end(),
                        {Column{"verdict"}, Column{"base_rounds", "", CellType::integer},
-                        Column{"new_rounds", "", CellType::integer}, Column{"note"},
+                        Column{"new_rounds", "", CellType::integer},
+                        Column{"base_slow_rounds", "", CellType::integer},
+                        Column{"new_slow_rounds", "", CellType::integer}, Column{"note"},
                         number_col("detectable", change_unit(c.metric), 1),
                         Column{"rounds_needed", "", CellType::integer}});
   auto add = [&table](const CaseKey& key, const std::string& base_id, const std::string& new_id,
@@ -273,7 +301,7 @@ Table script_table(const Comparison& c) {
     std::vector<Cell> row = key_cells(key);
     row.insert(row.end(), {Cell::of(base_id), Cell::of(new_id)});
     numbers.resize(5);
-    rounds.resize(2);
+    rounds.resize(4);
     row.insert(row.end(), numbers.begin(), numbers.end());
     row.push_back(Cell::of(verdict));
     row.insert(row.end(), rounds.begin(), rounds.end());
@@ -287,7 +315,9 @@ Table script_table(const Comparison& c) {
     add(ch.key, ch.base_id, ch.new_id,
         {Cell::of_real(ch.base_median * scale), Cell::of_real(ch.new_median * scale),
          Cell::of_real(ch.change * k), Cell::of_real(ch.ci_low * k), Cell::of_real(ch.ci_high * k)},
-        verdict_token(ch.verdict), {Cell::of_int(ch.base_rounds), Cell::of_int(ch.new_rounds)},
+        verdict_token(ch.verdict),
+        {Cell::of_int(ch.base_rounds), Cell::of_int(ch.new_rounds), Cell::of_int(ch.base_slow),
+         Cell::of_int(ch.new_slow)},
         rounds_note(ch),
         {Cell::of_real(ch.detectable * k),
          ch.rounds_needed > 0 ? Cell::of_int(ch.rounds_needed) : Cell::none()});

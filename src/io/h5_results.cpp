@@ -405,7 +405,7 @@ void append_case(hid_t cases_group, const CaseResult& c, int from_iter, int from
   append_to_dataset(group, "task_end", H5T_NATIVE_DOUBLE, new_iters,
                     iteration_rows(c.task_end, per_iter, from_iter), w);
   append_case_timers(group, c, from_iter, w);
-  append_case_hardware(group, c, from_iter, w);
+  append_case_hardware(group, c, from_iter, from_round, w);
 }
 
 void write_summary(hid_t file, const std::vector<CaseResult>& cases,

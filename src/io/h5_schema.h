@@ -42,7 +42,8 @@ void read_case_timers(hid_t group, CaseResult& c, const Where& w);
 // account of it (attribute `facts`, one "rank R: key=value" a line; h5_hardware.cpp), where it
 // recorded them.
 void write_case_hardware(hid_t group, const CaseResult& c, const Where& w);
-void append_case_hardware(hid_t group, const CaseResult& c, int from_iter, const Where& w);
+void append_case_hardware(hid_t group, const CaseResult& c, int from_iter, int from_round,
+                          const Where& w);
 void read_case_hardware(hid_t group, CaseResult& c, const Where& w);
 
 // /summary over every case so far (stats[i] = case_stats(cases[i])), replacing the previous

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <string>
 
 #include "case_codec.h"
@@ -70,6 +71,10 @@ std::string rounds_payload(const CaseResult& c, int from_iter, int from_round) {
   // Whole too: a round before the first that recorded them holds NaN.
   e.array(c.launch_seconds);
   codec::put_lines(e, c.facts);
+  // The rounds' probes from `from_round` on, where any round recorded one.
+  e.array(c.round_probe.size() > static_cast<size_t>(from_round)
+              ? tail(c.round_probe, static_cast<size_t>(from_round))
+              : std::vector<double>());
   return std::move(e.bytes());
 }
 
@@ -89,6 +94,7 @@ void apply_rounds(codec::Decoder& d, std::vector<CaseResult>& cases) {
     d.fail("rounds that do not follow case " + c.id + "'s last one");
   }
   c.round_iters = c.rounds();
+  const size_t rounds_before = c.round_iters.size();
   c.iters = d.i32();
   c.verified = d.i32();
   c.max_abs_err = d.f64();
@@ -101,6 +107,11 @@ void apply_rounds(codec::Decoder& d, std::vector<CaseResult>& cases) {
   c.iteration_timer = d.array<int8_t>("iteration_timer");
   c.launch_seconds = d.array<double>("launch_seconds");
   c.facts = codec::get_lines(d, "facts");
+  const std::vector<double> probes = d.array<double>("round_probe");
+  if (!probes.empty()) {
+    c.round_probe.resize(rounds_before, std::numeric_limits<double>::quiet_NaN());
+    extend(c.round_probe, probes);
+  }
   codec::check_case(c, d);
 }
 

@@ -28,7 +28,7 @@
 namespace fob {
 
 // 2: cases carry launch times and the hardware's account of them; /system its hardware.
-inline constexpr uint32_t kJournalVersion = 2;
+inline constexpr uint32_t kJournalVersion = 3;
 
 // Whether `head` (a file's first bytes) starts like a journal.
 bool is_journal(std::string_view head);

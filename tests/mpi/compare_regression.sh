@@ -78,7 +78,8 @@ expect_in "$scratch/self.out" "Only in BASE: none"
 # The interval is taken over rounds (5 by default), and says so; every case is judged.
 expect_in "$scratch/self.out" "95% Welch t-interval of the mean log round median"
 expect_in "$scratch/self.out" "| rounds BASE/NEW |"
-expect_in "$scratch/self.out" "| 5/5 |"
+grep -Eq "\| 5( \(\+[0-9] slow\))?/5( \(\+[0-9] slow\))? \|" "$scratch/self.out" ||
+  fail "self.out does not say each side had 5 rounds"
 grep -q "| too few rounds |" "$scratch/self.out" &&
   fail "a file with 5 rounds was said to have too few"
 
@@ -137,7 +138,10 @@ import json, sys
 d = json.load(open(sys.argv[1]))
 m = d["meta"]
 assert m["interval"].startswith("95% Welch t-interval"), m
-assert all(c["base_rounds"] == c["new_rounds"] == 5 and not c["note"]
+# Every round is used, or left out for a slow phase and said so.
+assert all(c["base_rounds"] + c["base_slow_rounds"] == c["new_rounds"] + c["new_slow_rounds"] == 5
+           and (not c["note"]) == (c["base_slow_rounds"] + c["new_slow_rounds"] == 0) and
+           (not c["note"] or c["note"].startswith("left out for a slow phase"))
            for c in d["tables"][0]["rows"]), d
 ' "$scratch/same_json.out" || fail "compare --format json does not say how it took the interval"
 
@@ -235,6 +239,7 @@ shutil.copy(sys.argv[1], sys.argv[2])
 with h5py.File(sys.argv[2], "r+") as f:
     for case in f["cases"].values():
         del case["round_iters"]
+        del case["round_probe"]
 EOF
 compare_expect 5 old "$scratch/old.h5" "$a"
 expect_in "$scratch/old.out" "| 1/5 |"

@@ -464,6 +464,32 @@ TEST(Compare, WideOnlyOnTheBetterSideIsNoRegression) {
             Verdict::inconclusive);
 }
 
+// A round whose slot ran in a slow phase (its speed probe past 1.3x the file's median) is left
+// out and counted, not averaged in, while 3 rounds remain; without probes it counts.
+TEST(Compare, RoundsOfASlowPhaseAreLeftOutAndNamed) {
+  CaseResult slowed = rounds_case({10e-3, 20e-3, 10e-3, 10.1e-3, 9.9e-3}, 5, 0.002, 11);
+  const CaseResult steady = rounds_case({10e-3, 10e-3, 10.1e-3, 9.9e-3, 10e-3}, 5, 0.002, 12);
+  slowed.round_probe = {1e-4, 2e-4, 1e-4, 1.05e-4, 0.95e-4};
+  const CaseChange& ch =
+      only_change(compare_results(file_of({steady}), file_of({slowed}), CompareMetric::t, 5));
+  EXPECT_EQ(ch.new_slow, 1);
+  EXPECT_EQ(ch.new_rounds, 4);
+  EXPECT_EQ(ch.base_slow, 0);
+  EXPECT_EQ(ch.verdict, Verdict::no_change);
+  CaseResult unprobed = slowed;
+  unprobed.round_probe.clear();
+  const CaseChange& all =
+      only_change(compare_results(file_of({steady}), file_of({unprobed}), CompareMetric::t, 5));
+  EXPECT_EQ(all.new_slow, 0);
+  EXPECT_EQ(all.verdict, Verdict::inconclusive);
+  // Three rounds, one slow: nothing is left out (too few would remain).
+  CaseResult three = rounds_case({10e-3, 20e-3, 10e-3}, 5, 0.002, 13);
+  three.round_probe = {1e-4, 2e-4, 1e-4};
+  EXPECT_EQ(only_change(compare_results(file_of({steady}), file_of({three}), CompareMetric::t, 5))
+                .new_slow,
+            0);
+}
+
 // The interconnect gate: comm_only's busbw decides, a noisy compute_only does not hold it up
 // (where --gate all is INCONCLUSIVE on it), and a regression of exposed communication fails it.
 TEST(Compare, TheInterconnectGateJudgesWhatTheLinkDecides) {

@@ -222,7 +222,8 @@ TEST(HardwareFacts, ThrottleAndNvlink) {
   EXPECT_EQ(nvlink_verdict(file), "");
 }
 
-// Launch times and facts travel through the journal and the finished file, rounds included.
+// Launch times, speed probes and facts travel through the journal and the finished file, rounds
+// included.
 TEST(HardwareFacts, RoundTripThroughJournalAndFile) {
   TempDir dir;
   const std::string path = dir.file("run.h5");
@@ -233,6 +234,7 @@ TEST(HardwareFacts, RoundTripThroughJournalAndFile) {
   c.task_start = {0, 0, 0, 0};
   c.task_end = c.step_seconds;
   c.launch_seconds = {1e-5, 2e-5, 3e-5, 4e-5};
+  c.round_probe = {2e-4};
   c.facts = {"rank 0: nccl_communicator=reference", "rank 1: gpu_throttled=no"};
   SystemInfo sys = small_system("cuda", "nccl", 2, "cupti kernel activity");
   sys.hardware = "rank 0: nvml=libnvidia-ml.so.1\nrank 1: cpu_binding=8 CPUs";
@@ -245,12 +247,14 @@ TEST(HardwareFacts, RoundTripThroughJournalAndFile) {
   more.task_start.insert(more.task_start.end(), {0, 0});
   more.task_end = more.step_seconds;
   more.launch_seconds.insert(more.launch_seconds.end(), {5e-5, 6e-5});
+  more.round_probe = {2e-4, 3.5e-4};
   writer.add_case(more);
   for (const std::string& file : {path + ".partial", path}) {
     if (file == path) writer.finish();
     const ResultFile back = read_results(file);
     ASSERT_EQ(back.cases.size(), 1u) << file;
     EXPECT_EQ(back.cases[0].launch_seconds, more.launch_seconds) << file;
+    EXPECT_EQ(back.cases[0].round_probe, more.round_probe) << file;
     EXPECT_EQ(back.cases[0].facts, more.facts) << file;
     EXPECT_EQ(back.system.hardware, sys.hardware) << file;
   }

@@ -1,0 +1,17 @@
+// A cheap measure of how fast the host runs right now: a fixed small GEMM on this core, timed.
+// A shared machine has phases (whole seconds at half speed); a probe before and after each slot
+// of a case tells which slots ran in one, so that compare leaves them out and names them
+// instead of averaging a slow phase into one strategy's figure.
+#pragma once
+
+namespace fob {
+
+// Seconds a fixed 64 x 64 x 64 single-precision GEMM, run four times, takes on this thread, the
+// least of three such timings (about 0.1 ms each on a current core). The same work every call,
+// so only the host's speed changes what it returns.
+double host_speed_probe();
+
+// A slot ran in a slow phase when its probe took this many times the run's median probe.
+inline constexpr double kSlowPhaseFactor = 1.3;
+
+}  // namespace fob
