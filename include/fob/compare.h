@@ -1,8 +1,8 @@
 // `fobench compare`: two results files case by case, with a confidence interval of each case's
-// change, so that run-to-run noise is not reported as a regression. The interval is a Welch
-// t-interval over the rounds' medians (--rounds): iterations of one round ran back to back and
-// share its phase of the machine, so only the spread between rounds shows how far a run drifts,
-// and a t-interval from a handful of rounds is as wide as a handful of values warrants.
+// change, so that run-to-run noise is not reported as a regression. The interval is a rank-based
+// (Hodges-Lehmann) interval over the rounds' medians (--rounds): iterations of one round ran back
+// to back and share its phase of the machine, so only the spread between rounds shows how far a run
+// drifts, and an interval from a handful of rounds is as wide as a handful of values warrants.
 #pragma once
 
 #include <cstdint>
@@ -35,7 +35,7 @@ struct CaseChange {
   // `absolute`), median(new) - median(base) in the metric's unit instead, judged against the
   // threshold as a share of the base case's step time T.
   double change = 0;
-  double ci_low = 0, ci_high = 0;  // 95% t-interval of `change` (round_change)
+  double ci_low = 0, ci_high = 0;  // 95% interval of `change` (round_change)
   bool absolute = false;
   double threshold = 0;   // what `change` is judged against, in its unit
   double detectable = 0;  // the interval's half-width: smaller changes are lost in the noise
@@ -61,16 +61,15 @@ enum class InconclusiveAs { inconclusive, pass, fail };
 InconclusiveAs parse_inconclusive_as(const std::string& text);
 const char* to_string(GateVerdict verdict);
 
-// What one part of a gate does to its verdict: decides (each case must be within the
-// threshold), fails_only (a regression fails the gate, an unsure case does not hold it up), or
-// reported (shown beside, never deciding).
-enum class GateRole { decides, fails_only, reported };
+// What one part of a gate does to its verdict: decides (each case must clear the threshold) or
+// reported (shown beside with its verdicts, never deciding).
+enum class GateRole { decides, reported };
 const char* to_string(GateRole role);
 
 // all: every case's metric (--metric) decides. interconnect: what the link decides — comm_only's
-// busbw per message size decides, the overlapping strategies' exposed communication fails the
-// gate when it regresses, and every case's T is shown beside (compute cases' noise decides
-// nothing).
+// busbw per message size decides; the overlapping strategies' exposed communication and every
+// case's T are shown beside (compute cases' noise, and the compute's drift between runs that
+// exposed_comm carries, decide nothing).
 enum class GateMode { all, interconnect };
 
 struct UnmatchedCase {
@@ -113,12 +112,13 @@ struct Interval {
 using Rounds = std::vector<std::vector<double>>;
 
 // The change of `next` against `base` and its 95% interval, from each side's round medians: the
-// Welch t-interval of the difference of their means, on the log scale and returned as a ratio
-// minus 1 (`change`: the ratio of the geometric means of the round medians), or with
-// `difference` on the values themselves (exposed_comm, which crosses zero). The standard error
-// is never below what the iterations' spread within rounds gives, so rounds whose medians
-// happen to agree do not make an interval of width 0. Each side needs 2 rounds with a positive
-// (for a ratio) median; else the interval is NaN.
+// Hodges-Lehmann estimate (the median of every NEW-minus-BASE difference of round medians, on
+// the log scale and returned as a ratio minus 1), with the Mann-Whitney interval between those
+// differences' order statistics, or with `difference` on the values themselves (exposed_comm,
+// which crosses zero). The interval is never narrower than what the iterations' spread within
+// rounds (and `extra_variance`) gives, so rounds whose medians happen to agree do not make an
+// interval of width 0. Each side needs 2 rounds with a positive (for a ratio) median; else the
+// interval is NaN.
 struct RoundChange {
   double change = 0;
   Interval ci;
@@ -153,8 +153,8 @@ struct GateResult {
   int exit_code = 0;
 };
 GateResult gate_result(const Comparison& comparison, InconclusiveAs inconclusive_as);
-// Over a gate's parts: FAIL when a deciding or fails_only part regressed, MISSING when NEW lacks
-// a case, INCONCLUSIVE when a deciding part is unsure, else PASS.
+// Over a gate's parts: FAIL when a deciding part regressed, MISSING when NEW lacks a case,
+// INCONCLUSIVE when a deciding part is unsure, else PASS.
 GateResult gate_result(const std::vector<Comparison>& parts, InconclusiveAs inconclusive_as);
 
 // "all" or "interconnect"; InputError naming --gate, the value and the choices ("auto" is the
@@ -164,7 +164,7 @@ GateMode parse_gate_mode(const std::string& text);
 // `note` says why when they disagree.
 GateMode gate_of_files(const ResultFile& base, const ResultFile& next, std::string* note);
 // The gate's comparisons: one (the metric, deciding) for all; for interconnect busbw
-// (decides), exposed_comm (fails_only) and T (reported).
+// (decides), exposed_comm and T (reported).
 std::vector<Comparison> gate_parts(const ResultFile& base, const ResultFile& next, GateMode mode,
                                    CompareMetric metric, double threshold_pct);
 

@@ -131,8 +131,8 @@ CLI::App* add_compare(CLI::App& app, fob::CompareArgs& compare) {
                   "output format: " + fob::table_format_choices() + ", junit (default md)");
   cmd->add_option("--gate", compare.gate,
                   "what decides: auto (what both files' configs say; default), all (every "
-                  "case's --metric) or interconnect (comm_only busbw; exposed_comm fails it when "
-                  "it regresses; T shown beside)");
+                  "case's --metric) or interconnect (comm_only busbw decides; exposed_comm and T "
+                  "shown beside)");
   cmd->add_option("--inconclusive-as", compare.inconclusive_as,
                   "what an INCONCLUSIVE gate exits with: inconclusive (5, default), pass (0) or "
                   "fail (1)");

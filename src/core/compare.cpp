@@ -5,7 +5,8 @@
 // differ by several percent, and only a change that the interval puts wholly past the threshold
 // is reported. The interval is taken over rounds: a run's iterations come in rounds that ran
 // apart in time, and a machine's slow phase moves a whole round at once, which treating single
-// iterations as independent would average away. A t-interval, because a bootstrap of three
+// iterations as independent would average away. A rank-based interval over rounds, because a
+// slow round drags a mean, and because a bootstrap of three
 // rounds has a few distinct resamples and gave intervals of width 0.
 #include <algorithm>
 #include <cmath>
@@ -289,17 +290,6 @@ double within_variance(const SideSpread& s) {
   return 1.5707963267948966 * sigma * sigma / static_cast<double>(s.deviations.size());
 }
 
-double mean_of(const std::vector<double>& v) {
-  return std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
-}
-
-double variance_of(const std::vector<double>& v) {
-  const double m = mean_of(v);
-  double sum = 0;
-  for (const double x : v) sum += (x - m) * (x - m);
-  return sum / static_cast<double>(v.size() - 1);
-}
-
 }  // namespace
 
 double student_t_975(double df) {
@@ -319,22 +309,31 @@ RoundChange round_change(const Rounds& base, const Rounds& next, bool difference
                          double extra_variance) {
   const SideSpread b = side_spread(base, difference), n = side_spread(next, difference);
   if (b.medians.size() < 2 || n.medians.size() < 2) return {kNaN, {kNaN, kNaN}};
+  // Hodges-Lehmann: the median of every difference of a NEW round and a BASE round, and the
+  // distribution-free interval of the Mann-Whitney test between those order statistics (its
+  // normal approximation; at least the extremes). A round in a slow phase is one extreme value
+  // among many, where it would move a mean.
+  std::vector<double> diffs;
+  diffs.reserve(b.medians.size() * n.medians.size());
+  for (const double x : n.medians) {
+    for (const double y : b.medians) diffs.push_back(x - y);
+  }
+  std::sort(diffs.begin(), diffs.end());
   const double nb = static_cast<double>(b.medians.size());
   const double nn = static_cast<double>(n.medians.size());
-  const double vb = variance_of(b.medians) / nb, vn = variance_of(n.medians) / nn;
-  double se2 = vb + vn;
-  double df = se2 > 0 ? se2 * se2 / (vb * vb / (nb - 1) + vn * vn / (nn - 1)) : nb + nn - 2;
-  // The least a mean of round medians can be known to: the iterations' own spread.
-  const double floor2 = within_variance(b) + within_variance(n);
-  if (se2 < floor2) {
-    se2 = floor2;
-    df = nb + nn - 2;
-  }
-  se2 += extra_variance;
-  const double d = mean_of(n.medians) - mean_of(b.medians);
-  const double half = student_t_975(df) * std::sqrt(se2);
-  if (difference) return {d, {d - half, d + half}};
-  return {std::exp(d) - 1, {std::exp(d - half) - 1, std::exp(d + half) - 1}};
+  const double mn = nb * nn;
+  const double k = std::floor(mn / 2 - 1.959964 * std::sqrt(mn * (nb + nn + 1) / 12));
+  const size_t lo = static_cast<size_t>(std::max(0.0, k - 1));
+  const size_t hi = diffs.size() - 1 - lo;
+  const double d = median(diffs);
+  Interval ci{diffs[lo], diffs[hi]};
+  // Never narrower than the iterations' own spread (and a subtracted reference's) allows.
+  const double floor2 = within_variance(b) + within_variance(n) + extra_variance;
+  const double half = student_t_975(nb + nn - 2) * std::sqrt(floor2);
+  ci.low = std::min(ci.low, d - half);
+  ci.high = std::max(ci.high, d + half);
+  if (difference) return {d, ci};
+  return {std::exp(d) - 1, {std::exp(ci.low) - 1, std::exp(ci.high) - 1}};
 }
 
 namespace {

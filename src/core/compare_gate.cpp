@@ -72,8 +72,8 @@ GateResult gate_result(const std::vector<Comparison>& parts, InconclusiveAs inco
     const auto add = [&](std::vector<std::string>& to, Verdict v) {
       for (const std::string& name : cases_with(c, v)) to.push_back(of + name);
     };
-    if (c.role != GateRole::reported) add(regressed, Verdict::regressed);
     if (c.role != GateRole::decides) continue;
+    add(regressed, Verdict::regressed);
     judged += c.changes.size();
     add(few, Verdict::too_few_rounds);
     add(wide, Verdict::inconclusive);
@@ -120,8 +120,6 @@ const char* to_string(GateRole role) {
   switch (role) {
     case GateRole::decides:
       return "decides";
-    case GateRole::fails_only:
-      return "fails the gate only when it regresses";
     case GateRole::reported:
       return "shown beside, not deciding";
   }
@@ -134,7 +132,7 @@ GateMode parse_gate_mode(const std::string& text) {
   throw InputError("--gate '" + text +
                    "' is not known; choose auto (what both files' configs say, the default), all "
                    "(every case's --metric) or interconnect (comm_only busbw decides, exposed "
-                   "communication fails it when it regresses, T shown beside)");
+                   "communication and T shown beside)");
 }
 
 namespace {
@@ -171,7 +169,10 @@ std::vector<Comparison> gate_parts(const ResultFile& base, const ResultFile& nex
       compare_results(base, next, CompareMetric::busbw, threshold_pct),
       compare_results(base, next, CompareMetric::exposed_comm, threshold_pct),
       compare_results(base, next, CompareMetric::t, threshold_pct)};
-  parts[1].role = GateRole::fails_only;
+  // exposed_comm = T - T_comp carries the compute's drift between two runs, which on a shared
+  // machine is larger than a link change the gate must catch (two runs of one setting of
+  // interconnect_cpu.yaml: false regressions in 2 of 3 pairs): shown beside, with its verdict.
+  parts[1].role = GateRole::reported;
   parts[2].role = GateRole::reported;
   return parts;
 }

@@ -320,7 +320,7 @@ std::string parse_gate(const std::string& text) {
   throw InputError("gate: " + quote_value(text) +
                    " is not a gate; valid: all (compare judges every case's T, the default) or "
                    "interconnect (comm_only busbw decides, the overlapped steps' exposed "
-                   "communication fails it when it regresses, compute cases are shown beside)");
+                   "communication and compute cases are shown beside)");
 }
 
 std::string parse_math(const std::string& text) {

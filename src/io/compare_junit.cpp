@@ -80,10 +80,8 @@ std::vector<JunitCase> junit_cases(const std::vector<Comparison>& parts) {
         j.name = std::string(to_string(part.metric)) + " of " + j.name;
         j.message += "; this figure " + std::string(to_string(part.role));
       }
-      // A figure that does not decide fails only on a regression, and only where it may.
-      const bool may_fail = part.role == GateRole::decides ||
-                            (part.role == GateRole::fails_only && ch.verdict == Verdict::regressed);
-      if (!may_fail) j.outcome = "";
+      // A figure shown beside passes whatever its verdict; the message carries it.
+      if (part.role != GateRole::decides) j.outcome = "";
       out.push_back(j);
     }
   }

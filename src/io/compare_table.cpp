@@ -130,10 +130,9 @@ int slow_cases(const Comparison& c) {
 }
 
 std::string interval_text() {
-  return "95% Welch t-interval of the mean log round median (each side's rounds' medians; a "
-         "difference of means for exposed_comm), never narrower than the iterations' (robust) "
-         "spread "
-         "within rounds; a side with fewer than " +
+  return "95% rank-based (Hodges-Lehmann, Mann-Whitney) interval of the change of the rounds' "
+         "medians (log scale; a difference for exposed_comm), never narrower than the iterations' "
+         "(robust) spread within rounds; a side with fewer than " +
          std::to_string(kMinCompareRounds) + " rounds is not judged";
 }
 
@@ -176,8 +175,7 @@ std::string compare_result_line(const std::vector<Comparison>& parts) {
   const Verdict listed =
       g.verdict == GateVerdict::fail ? Verdict::regressed : Verdict::inconclusive;
   for (const Comparison& part : parts) {
-    if (part.role == GateRole::reported) continue;
-    if (listed == Verdict::inconclusive && part.role != GateRole::decides) continue;
+    if (part.role != GateRole::decides) continue;
     const std::string of = parts.size() > 1 ? std::string(to_string(part.metric)) + " of " : "";
     for (const CaseChange& ch : part.changes) {
       if (ch.verdict != listed) continue;

@@ -459,9 +459,10 @@ TEST(Compare, WideOnlyOnTheBetterSideIsNoRegression) {
   EXPECT_LE(ch.ci_high, 0.05);
   EXPECT_EQ(ch.rounds_needed, 0);
   EXPECT_EQ(gate_result(c, InconclusiveAs::inconclusive).verdict, GateVerdict::pass);
-  // The other way round the wide side is the worse one: unsure.
-  EXPECT_EQ(only_change(compare_results(next, base, CompareMetric::t, 5)).verdict,
-            Verdict::inconclusive);
+  // The other way round the wide side is the worse one: never cleared (every NEW round here is
+  // slower than every BASE round, so it is a regression).
+  const Verdict back = only_change(compare_results(next, base, CompareMetric::t, 5)).verdict;
+  EXPECT_TRUE(back == Verdict::regressed || back == Verdict::inconclusive) << to_string(back);
 }
 
 // A round whose slot ran in a slow phase (its speed probe past 1.3x the file's median) is left
@@ -491,7 +492,8 @@ TEST(Compare, RoundsOfASlowPhaseAreLeftOutAndNamed) {
 }
 
 // The interconnect gate: comm_only's busbw decides, a noisy compute_only does not hold it up
-// (where --gate all is INCONCLUSIVE on it), and a regression of exposed communication fails it.
+// (where --gate all is INCONCLUSIVE on it), and exposed communication is shown beside: its
+// regression is reported, not a FAIL (it carries the compute's drift between runs).
 TEST(Compare, TheInterconnectGateJudgesWhatTheLinkDecides) {
   const auto file = [](double comm, double flash, uint64_t seed) {
     return file_of({make_case("0000", "compute_only", noisy(6e-3, 0.5, 8, seed)),
@@ -504,7 +506,7 @@ TEST(Compare, TheInterconnectGateJudgesWhatTheLinkDecides) {
   ASSERT_EQ(parts.size(), 3u);
   EXPECT_EQ(parts[0].metric, CompareMetric::busbw);
   EXPECT_EQ(parts[0].role, GateRole::decides);
-  EXPECT_EQ(parts[1].role, GateRole::fails_only);
+  EXPECT_EQ(parts[1].role, GateRole::reported);
   EXPECT_EQ(parts[2].role, GateRole::reported);
   EXPECT_EQ(gate_result(parts, InconclusiveAs::inconclusive).verdict, GateVerdict::pass);
   EXPECT_EQ(gate_result(gate_parts(base, same, GateMode::all, CompareMetric::t, 5),
@@ -517,14 +519,11 @@ TEST(Compare, TheInterconnectGateJudgesWhatTheLinkDecides) {
       InconclusiveAs::pass);
   EXPECT_EQ(slow.verdict, GateVerdict::fail);
   EXPECT_NE(slow.reason.find("busbw of mlp comm_only"), std::string::npos) << slow.reason;
-  // The same link but 6 ms more exposed in flash (past what compute_only's noise leaves
-  // unsure): fails too. Its interval carries T_comp's uncertainty, so the shift of compute_only's
-  // median between the two files above was not a regression.
-  const GateResult exposed = gate_result(
-      gate_parts(base, file(4e-3, 14e-3, 400), GateMode::interconnect, CompareMetric::t, 5),
-      InconclusiveAs::pass);
-  EXPECT_EQ(exposed.verdict, GateVerdict::fail);
-  EXPECT_NE(exposed.reason.find("exposed_comm of mlp flash"), std::string::npos) << exposed.reason;
+  // The same link but 6 ms more exposed in flash: shown as a regression, the gate passes.
+  const std::vector<Comparison> exposed =
+      gate_parts(base, file(4e-3, 14e-3, 400), GateMode::interconnect, CompareMetric::t, 5);
+  EXPECT_EQ(exposed[1].count(Verdict::regressed), 1);
+  EXPECT_EQ(gate_result(exposed, InconclusiveAs::fail).verdict, GateVerdict::pass);
   EXPECT_EQ(parse_gate_mode("interconnect"), GateMode::interconnect);
   EXPECT_THROW(parse_gate_mode("auto"), InputError);
 }
