@@ -86,6 +86,36 @@ run_sbatch() { # run_sbatch SCRIPT JOBID VAR=VALUE...
 run_sbatch jobscripts/slurm_1node_8gpu.sbatch 101 NP=2
 run_sbatch jobscripts/slurm_multinode_8gpu.sbatch 102 NODES=1 GPUS_PER_NODE=2
 
+# --- 3b. the interconnect gate job: PASS against its own setting, FAIL against a faster link ---
+# (the smoke config's baseline over an emulated link whose 2 ms latency makes each transfer
+# link-bound, then 20 ms for the slower link; a 50% threshold, as two short runs on a shared
+# 2-core machine can differ by more than 5%)
+gate() { # gate JOBID WANT_RC VAR=VALUE...: the gate job under the stub srun, its exit status
+  local jobid=$1 want=$2 rc=0
+  shift 2
+  env PATH="$scratch/bin:$PATH" STUB_MPIEXEC="$MPIEXEC" STUB_LOG="$scratch/$jobid.srun" \
+    SLURM_JOB_ID="$jobid" SLURM_SUBMIT_DIR="$FOB_SOURCE_DIR" FOBENCH="$FOBENCH" \
+    CONFIG="$FOB_SOURCE_DIR/bench_configs/smoke.yaml" OUTDIR="$scratch/out" THRESHOLD=50 \
+    INCONCLUSIVE_AS=pass "$@" bash jobscripts/slurm_interconnect_gate.sbatch \
+    > "$scratch/$jobid.log" 2>&1 || rc=$?
+  [ "$rc" = "$want" ] ||
+    { cat "$scratch/$jobid.log" >&2; fail "the gate job $jobid exited $rc, expected $want"; }
+  if [ "$want" = 2 ]; then
+    grep -q "REFERENCE=.* is not a file" "$scratch/$jobid.log" ||
+      fail "the gate job $jobid did not name its missing reference"
+    return
+  fi
+  [ -s "$scratch/out/gate-$jobid.gate.xml" ] || fail "the gate job $jobid wrote no JUnit XML"
+  grep -q '^Result: ' "$scratch/$jobid.log" || fail "the gate job $jobid printed no verdict"
+}
+link="--link-gbps 1 --link-latency-us 2000 -n 10 --rounds 5 --strategies baseline"
+run_sbatch jobscripts/slurm_1node_8gpu.sbatch 103 NP=2 EXTRA_ARGS="$link"
+gate 104 0 NP=2 EXTRA_ARGS="$link" REFERENCE="$scratch/out/fobench-103.h5"
+gate 105 1 NP=2 EXTRA_ARGS="${link/2000/20000}" REFERENCE="$scratch/out/fobench-103.h5"
+grep -q '^Result: FAIL: ' "$scratch/105.log" || fail "the slower link's gate did not say FAIL"
+gate 106 2 NP=2 REFERENCE="$scratch/absent.h5"
+echo "ok: the interconnect gate job passes its own setting and fails a slower link"
+
 # --- 4. every config dry-runs ---------------------------------------------------------------
 n=0
 for cfg in bench_configs/*.yaml; do
