@@ -18,6 +18,8 @@ struct RunArgs {
   std::string config_path;
   std::vector<ConfigSetting> settings;  // config keys given, applied by load_config
   std::optional<std::string> resume;
+  // A results file whose emulated link rate this run reuses (link_ratio.h, recorded_link).
+  std::optional<std::string> link_from;
   std::optional<int> world;
   bool dry_run = false;
   bool force = false;

@@ -81,6 +81,9 @@ CLI::App* add_run(CLI::App& app, fob::RunArgs& run) {
   cmd->add_flag("--force", run.force, "overwrite an existing results file");
   optional_option(cmd, "--resume", run.resume,
                   "continue an interrupted run in its NAME.h5.partial, skipping finished cases");
+  optional_option(cmd, "--link-from", run.link_from,
+                  "emulate the link rate FILE.h5 recorded (its link_gbps, or what its "
+                  "--link-ratio chose) instead of choosing anew (cpu backend)");
   return cmd;
 }
 

@@ -2,10 +2,13 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 
 #include "fob/case_key.h"
 #include "fob/metrics.h"
 #include "fob/strategy.h"
+#include "fob/types.h"
 
 namespace fob {
 namespace {
@@ -67,10 +70,33 @@ LinkChoice choose_link(double ratio, const CaseSpec& first, int rank, BackendOpt
   }
   char text[512];
   std::snprintf(text, sizeof text,
-                "link_gbps %.4g chosen by link_ratio %.3g on %s: compute_only took %.3f ms, so "
+                "link_gbps %.9g chosen by link_ratio %.3g on %s: compute_only took %.3f ms, so "
                 "T_comm was aimed at %.3f ms; comm_only at %s",
                 gbps, ratio, shape_text(first).c_str(), t_comp * 1e3, target * 1e3, steps.c_str());
   return {gbps, text};
+}
+
+LinkChoice recorded_link(const SystemInfo& system, const std::string& path) {
+  const std::string& text = system.link_emulation;
+  const std::string emulated = "emulated: ";
+  const auto refuse = [&](const std::string& why) {
+    return InputError("--link-from '" + path + "': " + why + " (its link emulation: '" +
+                      text.substr(0, 200) + "'); give a file of a run over an emulated link");
+  };
+  if (text.rfind(emulated, 0) != 0) throw refuse("its link was not emulated");
+  LinkChoice choice;
+  char* end = nullptr;
+  choice.gbps = std::strtod(text.c_str() + emulated.size(), &end);
+  // Where --link-ratio chose the rate, its account holds it to 9 digits, and is kept whole.
+  const size_t open = text.find(" (link_gbps ");
+  if (open != std::string::npos && text.back() == ')') {
+    choice.probe = text.substr(open + 2, text.size() - open - 3);
+    choice.gbps = std::strtod(choice.probe.c_str() + std::strlen("link_gbps "), &end);
+  }
+  if (!(choice.gbps >= kMinGbps && choice.gbps <= kMaxGbps)) {
+    throw refuse("its rate does not read as a number of Gbit/s");
+  }
+  return choice;
 }
 
 }  // namespace fob

@@ -8,6 +8,7 @@
 
 #include "fob/backend.h"
 #include "fob/executor.h"
+#include "fob/results.h"
 #include "fob/workload.h"
 
 namespace fob {
@@ -24,5 +25,11 @@ struct LinkChoice {
 // setup (its latency is kept), `timing` its execution options (fewer iterations are used).
 LinkChoice choose_link(double ratio, const CaseSpec& first, int rank, BackendOptions options,
                        ExecOptions timing);
+
+// The emulated link a results file recorded (`path` names it in messages): its rate (the one
+// its --link-ratio chose, to 9 digits, where it chose one) and how it was chosen, word for
+// word, so that a run reusing it records the same link emulation and a resume matches.
+// InputError when the file's link was not emulated or its record does not parse.
+LinkChoice recorded_link(const SystemInfo& system, const std::string& path);
 
 }  // namespace fob

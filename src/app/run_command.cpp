@@ -340,13 +340,47 @@ void plan_and_check_memory(Run& run) {
   if (any) throw InputError("memory: another rank lacks device memory for these cases");
 }
 
+// The link a results file recorded, reused: --link-from, or a resumed --link-ratio run (whose
+// journal holds what it chose; choosing anew would find another rate and refuse the resume).
+void reuse_link(Run& run, const std::string& path) {
+  if (run.config.backend != "cpu") {
+    throw InputError("--link-from: the " + run.config.backend +
+                     " backend has no emulated link; valid backends: cpu");
+  }
+  const std::string text =
+      broadcast_from_rank0(run.comm, run.rank, "reading the link of '" + path + "'", [&] {
+        const LinkChoice c = recorded_link(read_results(path).system, path);
+        char gbps[40];
+        std::snprintf(gbps, sizeof gbps, "%.17g", c.gbps);
+        return std::string(gbps) + "\n" + c.probe;
+      });
+  const size_t cut = text.find('\n');
+  run.config.link.gbps = std::strtod(text.c_str(), nullptr);
+  run.config.link_probe = text.substr(cut + 1);
+  run.backend.reset();
+  run.backend = make_cpu_backend(backend_options(run.config, run.comm));
+  if (run.rank == 0) {
+    std::fprintf(stderr, "fobench: link_gbps %.9g reused from '%s'\n", run.config.link.gbps,
+                 path.c_str());
+  }
+}
+
 // --link-ratio: the emulated bandwidth is found now, before the file records the link.
 void match_link_ratio(Run& run) {
+  if (run.args.link_from) {
+    if (run.config.link.gbps != 0) {
+      throw InputError("--link-from takes the link rate from '" + *run.args.link_from +
+                       "'; link_gbps " + std::to_string(run.config.link.gbps) +
+                       " asks for another: give one of them");
+    }
+    return reuse_link(run, *run.args.link_from);
+  }
   if (!(run.config.link_ratio > 0)) return;
   if (run.config.backend != "cpu") {
     throw InputError("link_ratio: the " + run.config.backend +
                      " backend has no emulated link; valid backends: cpu");
   }
+  if (run.args.resume) return reuse_link(run, *run.args.resume);
   const LinkChoice choice =
       choose_link(run.config.link_ratio, run.groups.front().front(), run.rank,
                   backend_options(run.config, run.comm), exec_options(run.config));

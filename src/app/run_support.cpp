@@ -68,11 +68,17 @@ std::string read_config_file(const std::string& path) {
 
 // Rank 0 reads the file; every rank gets its text, or every rank gets the same error.
 std::string broadcast_file(MPI_Comm comm, int rank, const std::string& path) {
-  const watchdog::Wait wait("the broadcast of the config file from rank 0");
+  return broadcast_from_rank0(comm, rank, "the broadcast of the config file from rank 0",
+                              [&] { return read_config_file(path); });
+}
+
+std::string broadcast_from_rank0(MPI_Comm comm, int rank, const std::string& what,
+                                 const std::function<std::string()>& produce) {
+  const watchdog::Wait wait(what);
   std::string text, error;
   if (rank == 0) {
     try {
-      text = read_config_file(path);
+      text = produce();
     } catch (const InputError& e) {
       error = e.what();
     }

@@ -27,6 +27,10 @@ std::string read_config_file(const std::string& path);
 
 // Rank 0 reads the file; every rank gets its text, or every rank gets the same error.
 std::string broadcast_file(MPI_Comm comm, int rank, const std::string& path);
+// `produce`'s text on rank 0, on every rank; or rank 0's InputError raised on every rank. `what`
+// names the wait for the watchdog.
+std::string broadcast_from_rank0(MPI_Comm comm, int rank, const std::string& what,
+                                 const std::function<std::string()>& produce);
 
 // Runs `rank0_step` on rank 0 and raises on every rank the InputError it may have met; `what`
 // names the step for the watchdog.

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # --link-ratio: the run probes before it starts, records in the file the speed it chose and how,
-# and the report ends each table with the T_comm / T_comp it reached. How close the landing is
+# and the report ends each table with the T_comm / T_comp it reached; --link-from and a resume
+# reuse the recorded speed instead of choosing anew. How close the landing is
 # depends on the machine's noise, so that is a benchmark's, not this test's.
 # shellcheck source=common.sh
 source "$(dirname "$0")/common.sh"
@@ -21,4 +22,42 @@ PY
 "$FOBENCH" report "$out" > "$scratch/report.md" || fail "report exited $?"
 grep -q "^T_comm / T_comp = [0-9.]*: " "$scratch/report.md" ||
   fail "the report does not say where the run landed: $(cat "$scratch/report.md")"
+
+# Reproducible links: --link-from reuses the rate a file recorded (and its account, word for
+# word), and a stopped --link-ratio run resumes on the rate it chose rather than choosing anew.
+link_of() { # link_of FILE: its /system link_emulation
+  "$FOB_PYTHON" -c 'import sys, h5py
+v = h5py.File(sys.argv[1], "r")["system"].attrs["link_emulation"]
+print(v.decode() if isinstance(v, bytes) else v)' "$1"
+}
+mpirun_np 2 run -c "$FOB_SOURCE_DIR/bench_configs/smoke.yaml" --strategies baseline,flash \
+  --link-from "$out" --link-latency-us 5 -n 4 -w 1 -o "$scratch/again.h5" \
+  > /dev/null 2> "$scratch/again.err" || { cat "$scratch/again.err" >&2; fail "--link-from exited"; }
+grep -q "^fobench: link_gbps [0-9.e+-]* reused from '$out'" "$scratch/again.err" ||
+  fail "--link-from does not say which link it reused: $(cat "$scratch/again.err")"
+[ "$(link_of "$out")" = "$(link_of "$scratch/again.h5")" ] ||
+  fail "--link-from recorded another link: $(link_of "$scratch/again.h5")"
+mpirun_np 2 run -c "$FOB_SOURCE_DIR/bench_configs/smoke.yaml" --strategies baseline -n 2 -w 0 \
+  -o "$scratch/plain.h5" > /dev/null 2>&1 || fail "the plain run exited"
+expect_bad link_from_plain "its link was not emulated" 2 -c \
+  "$FOB_SOURCE_DIR/bench_configs/smoke.yaml" --link-from "$scratch/plain.h5"
+
+stopped="$scratch/stopped.h5"
+"$MPIEXEC" -np 2 --oversubscribe --bind-to none "$FOBENCH" run \
+  -c "$FOB_SOURCE_DIR/bench_configs/smoke.yaml" --link-ratio 0.5 --link-latency-us 2000 \
+  -n 30 -w 1 -o "$stopped" > /dev/null 2> "$scratch/stopped.err" &
+pid=$!
+for _ in $(seq 1 600); do
+  [ -e "$stopped.partial" ] && "$FOBENCH" report "$stopped.partial" --format csv 2> /dev/null |
+    grep -v '^#' | tail -n +2 | grep -q . && break
+  sleep 0.2
+done
+kill -TERM "$pid"
+wait "$pid" || true
+[ -e "$stopped.partial" ] || fail "the --link-ratio run left no .partial to resume"
+mpirun_np 2 run -c "$FOB_SOURCE_DIR/bench_configs/smoke.yaml" --link-ratio 0.5 \
+  --link-latency-us 2000 -n 30 -w 1 --resume "$stopped.partial" > /dev/null \
+  2> "$scratch/resumed.err" || { cat "$scratch/resumed.err" >&2; fail "the resume was refused"; }
+grep -q "reused from '$stopped.partial'" "$scratch/resumed.err" ||
+  fail "the resume chose its link anew: $(cat "$scratch/resumed.err")"
 echo "link_ratio: ok"
