@@ -96,6 +96,12 @@ struct Comparison {
   // What the gate's INCONCLUSIVE counts as (compare's --inconclusive-as).
   InconclusiveAs inconclusive_as = InconclusiveAs::inconclusive;
   GateRole role = GateRole::decides;  // in a gate of several parts (gate_parts)
+  // Each file's median host speed probe (speed_probe.h), NaN where none was recorded: how fast
+  // the machine ran while each file was measured.
+  double base_probe = 0, new_probe = 0;
+  // NEW's median probe over BASE's: above kSlowPhaseFactor (or below its inverse) the machine
+  // ran at another speed, which an emulated link and a CPU's GEMMs follow; NaN where unknown.
+  double host_speed_ratio() const { return new_probe / base_probe; }
 
   int count(Verdict verdict) const;
 };
@@ -157,6 +163,10 @@ GateResult gate_result(const Comparison& comparison, InconclusiveAs inconclusive
 // INCONCLUSIVE when a deciding part is unsure, else PASS.
 GateResult gate_result(const std::vector<Comparison>& parts, InconclusiveAs inconclusive_as);
 
+// Empty, or a warning that the two files were measured while the host ran at different speeds
+// (their median speed probes past kSlowPhaseFactor apart).
+std::string host_speed_note(const Comparison& comparison);
+
 // "all" or "interconnect"; InputError naming --gate, the value and the choices ("auto" is the
 // command's, resolved by gate_of_files).
 GateMode parse_gate_mode(const std::string& text);
@@ -167,6 +177,9 @@ GateMode gate_of_files(const ResultFile& base, const ResultFile& next, std::stri
 // (decides), exposed_comm and T (reported).
 std::vector<Comparison> gate_parts(const ResultFile& base, const ResultFile& next, GateMode mode,
                                    CompareMetric metric, double threshold_pct);
+
+// The median of every speed probe a file recorded (speed_probe.h); NaN where none.
+double median_probe(const ResultFile& file);
 
 // Throws InputError for a negative or non-finite threshold.
 Comparison compare_results(const ResultFile& base, const ResultFile& next, CompareMetric metric,

@@ -116,6 +116,9 @@ int compare_command(const CompareArgs& args) {
       std::fprintf(stderr, "fobench compare: warning: the %s differs (BASE: %s; NEW: %s): %s\n",
                    d.setting.c_str(), d.base.c_str(), d.next.c_str(), d.consequence.c_str());
     }
+    if (const std::string note = host_speed_note(parts.front()); !note.empty()) {
+      std::fprintf(stderr, "fobench compare: warning: %s\n", note.c_str());
+    }
     if (junit) {
       write_compare_junit(std::cout, parts, base_side, new_side);
     } else {

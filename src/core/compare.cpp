@@ -24,6 +24,17 @@
 #include "fob/types.h"
 
 namespace fob {
+
+double median_probe(const ResultFile& file) {
+  std::vector<double> probes;
+  for (const CaseResult& c : file.cases) {
+    for (const double p : c.round_probe) {
+      if (std::isfinite(p)) probes.push_back(p);
+    }
+  }
+  return probes.empty() ? std::numeric_limits<double>::quiet_NaN() : median(probes);
+}
+
 namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
@@ -77,16 +88,11 @@ Rounds step_samples(const CaseResult& c, double slow_limit = INFINITY, int* left
   return map_finite(steps, [](double s) { return s; });  // only the finite steps
 }
 
-// The probe time past which a file's slot ran in a slow phase: kSlowPhaseFactor times the median
-// of every probe in the file; infinite where none was recorded.
+// The probe time past which a file's slot ran in a slow phase: kSlowPhaseFactor times its
+// median probe; infinite where none was recorded.
 double slow_limit_of(const ResultFile& file) {
-  std::vector<double> probes;
-  for (const CaseResult& c : file.cases) {
-    for (const double p : c.round_probe) {
-      if (std::isfinite(p)) probes.push_back(p);
-    }
-  }
-  return probes.empty() ? INFINITY : kSlowPhaseFactor * median(probes);
+  const double m = median_probe(file);
+  return std::isnan(m) ? INFINITY : kSlowPhaseFactor * m;
 }
 
 // One file's cases by key, in file order; the first compute_only of a shape is its reference,
@@ -396,6 +402,8 @@ Comparison compare_results(const ResultFile& base, const ResultFile& next, Compa
   Comparison out;
   out.metric = metric;
   out.threshold_pct = threshold_pct;
+  out.base_probe = median_probe(base);
+  out.new_probe = median_probe(next);
   const double threshold = threshold_pct / 100;
   CaseIndex new_index(next);
   const CaseIndex base_refs(base), new_refs(next);  // untouched by pairing, for look-ups

@@ -3,6 +3,7 @@
 // reason in one line and its exit status, and the gate a pair of files asks for.
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <exception>
 #include <string>
 #include <vector>
@@ -10,6 +11,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "fob/compare.h"
+#include "fob/speed_probe.h"
 #include "fob/types.h"
 
 namespace fob {
@@ -58,6 +60,28 @@ std::vector<std::string> cases_with(const Comparison& c, Verdict v) {
 
 }  // namespace
 
+namespace {
+
+int inconclusive_exit(InconclusiveAs as) {
+  if (as == InconclusiveAs::pass) return kExitOk;
+  return as == InconclusiveAs::fail ? kExitVerifyFailed : kExitInconclusive;
+}
+
+}  // namespace
+
+std::string host_speed_note(const Comparison& c) {
+  const double speed = c.host_speed_ratio();
+  if (!std::isfinite(speed) || (speed <= kSlowPhaseFactor && speed >= 1 / kSlowPhaseFactor)) {
+    return "";
+  }
+  char text[256];
+  std::snprintf(text, sizeof text,
+                "the host ran at another speed: NEW's median speed probe is %.2fx BASE's (a busier "
+                "or slower machine), so a change measures the machine as well as the link",
+                speed);
+  return text;
+}
+
 GateResult gate_result(const Comparison& c, InconclusiveAs inconclusive_as) {
   return gate_result(std::vector<Comparison>{c}, inconclusive_as);
 }
@@ -80,6 +104,26 @@ GateResult gate_result(const std::vector<Comparison>& parts, InconclusiveAs inco
     if (missing.empty()) {
       for (const UnmatchedCase& u : c.only_base) missing.push_back(u.key.text());
     }
+  }
+  // Two files measured while the machine ran at different speeds (a busier host: the speed
+  // probe) cannot tell a slower link from a slower machine: a regression then is not a FAIL.
+  const double speed = parts.empty() ? NAN : parts.front().host_speed_ratio();
+  const bool other_speed =
+      std::isfinite(speed) && (speed > kSlowPhaseFactor || speed < 1 / kSlowPhaseFactor);
+  if (!regressed.empty() && other_speed) {
+    char ratio[32];
+    std::snprintf(ratio, sizeof ratio, "%.2f", speed);
+    GateResult g;
+    g.verdict = GateVerdict::inconclusive;
+    g.reason = std::to_string(regressed.size()) +
+               " case(s) got worse, but the host ran at another speed in NEW (its median speed "
+               "probe " +
+               std::string(ratio) +
+               "x BASE's: a busier or slower machine, which an emulated link and the GEMMs "
+               "follow): rerun both on an idle machine; " +
+               first_names(regressed);
+    g.exit_code = inconclusive_exit(inconclusive_as);
+    return g;
   }
   if (!regressed.empty()) {
     return {GateVerdict::fail,
@@ -105,9 +149,7 @@ GateResult gate_result(const std::vector<Comparison>& parts, InconclusiveAs inco
                   "%: the files could not have seen such a change (more rounds "
                   "narrow it; see `rounds needed`): " +
                   first_names(wide);
-    g.exit_code = inconclusive_as == InconclusiveAs::pass   ? kExitOk
-                  : inconclusive_as == InconclusiveAs::fail ? kExitVerifyFailed
-                                                            : kExitInconclusive;
+    g.exit_code = inconclusive_exit(inconclusive_as);
     return g;
   }
   return {GateVerdict::pass,

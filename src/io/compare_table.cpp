@@ -359,6 +359,7 @@ std::vector<Fact> facts(const std::vector<Comparison>& parts, const CompareSide&
   const SystemInfo &b = base.file.system, &n = next.file.system;
   out.push_back({"link_emulation_differs", Cell::of_bool(b.link_emulation != n.link_emulation)});
   out.push_back({"timer_differs", Cell::of_bool(b.timer != n.timer)});
+  out.push_back({"host_speed_ratio", Cell::of_real(c.host_speed_ratio())});
   out.push_back({"skipped", Cell::of_int(c.skipped)});
   out.push_back({"skipped_reason", Cell::of(c.skipped_reason)});
   out.push_back({"regressed", Cell::of_int(c.count(Verdict::regressed))});
@@ -404,6 +405,10 @@ TableDocument compare_document(const std::vector<Comparison>& parts, const Compa
     doc.prose.emplace_back();
     doc.prose.push_back("**WARNING: the " + d.setting + " differs** (BASE: " + d.base +
                         "; NEW: " + d.next + "): " + d.consequence + ".");
+  }
+  if (const std::string note = host_speed_note(c); !note.empty()) {
+    doc.prose.emplace_back();
+    doc.prose.push_back("**WARNING: " + note + ".**");
   }
   doc.epilogue = md_epilogue(c);
   doc.epilogue.back() = compare_result_line(parts);

@@ -528,6 +528,32 @@ TEST(Compare, TheInterconnectGateJudgesWhatTheLinkDecides) {
   EXPECT_THROW(parse_gate_mode("auto"), InputError);
 }
 
+// Files measured while the host ran at different speeds (median speed probes 2x apart: a busy
+// machine) cannot tell a slower link from a slower machine: what got worse is INCONCLUSIVE,
+// naming the speed, not a FAIL.
+TEST(Compare, AnotherHostSpeedMakesARegressionInconclusive) {
+  const auto file = [](double comm, double probe, uint64_t seed) {
+    CaseResult c = make_case("0001", "comm_only", noisy(comm, 0.01, 8, seed));
+    c.round_probe.assign(c.round_iters.size(), probe);
+    return file_of({c});
+  };
+  const ResultFile base = file(4e-3, 1e-4, 1);
+  const GateResult busy = gate_result(
+      gate_parts(base, file(6e-3, 2e-4, 2), GateMode::interconnect, CompareMetric::t, 5),
+      InconclusiveAs::inconclusive);
+  EXPECT_EQ(busy.verdict, GateVerdict::inconclusive);
+  EXPECT_NE(busy.reason.find("median speed probe 2.00x BASE's"), std::string::npos) << busy.reason;
+  const Comparison c = compare_results(base, file(6e-3, 2e-4, 2), CompareMetric::busbw, 5);
+  EXPECT_NE(host_speed_note(c).find("2.00x"), std::string::npos);
+  // At the same host speed the drop is a FAIL.
+  EXPECT_EQ(gate_result(gate_parts(base, file(6e-3, 1.05e-4, 3), GateMode::interconnect,
+                                   CompareMetric::t, 5),
+                        InconclusiveAs::inconclusive)
+                .verdict,
+            GateVerdict::fail);
+  EXPECT_EQ(host_speed_note(compare_results(base, base, CompareMetric::t, 5)), "");
+}
+
 // JUnit XML carries names from files anyone may have written: escaped, valid UTF-8, one line.
 TEST(Compare, JunitEscapesWhatTheFilesHold) {
   CaseResult b = make_case("0000", "flash", noisy(10e-3, 0.01, 8, 95));
