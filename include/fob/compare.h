@@ -99,9 +99,12 @@ struct Comparison {
   // Each file's median host speed probe (speed_probe.h), NaN where none was recorded: how fast
   // the machine ran while each file was measured.
   double base_probe = 0, new_probe = 0;
-  // NEW's median probe over BASE's: above kSlowPhaseFactor (or below its inverse) the machine
-  // ran at another speed, which an emulated link and a CPU's GEMMs follow; NaN where unknown.
+  // NEW's median probe over BASE's, reported only: between two runs on an idle machine it moved
+  // by 1.4x, so it does not judge; NaN where unknown.
   double host_speed_ratio() const { return new_probe / base_probe; }
+  // Each file's median over its cases of the host CPUs other work kept busy while it ran
+  // (the facts' host_others_cpus), NaN where not recorded.
+  double base_load = 0, new_load = 0;
 
   int count(Verdict verdict) const;
 };
@@ -163,8 +166,8 @@ GateResult gate_result(const Comparison& comparison, InconclusiveAs inconclusive
 // INCONCLUSIVE when a deciding part is unsure, else PASS.
 GateResult gate_result(const std::vector<Comparison>& parts, InconclusiveAs inconclusive_as);
 
-// Empty, or a warning that the two files were measured while the host ran at different speeds
-// (their median speed probes past kSlowPhaseFactor apart).
+// Empty, or a warning that either file was measured while other work kept kBusyHostCpus or more
+// of the host's CPUs busy (named, with how many).
 std::string host_speed_note(const Comparison& comparison);
 
 // "all" or "interconnect"; InputError naming --gate, the value and the choices ("auto" is the
@@ -180,6 +183,9 @@ std::vector<Comparison> gate_parts(const ResultFile& base, const ResultFile& nex
 
 // The median of every speed probe a file recorded (speed_probe.h); NaN where none.
 double median_probe(const ResultFile& file);
+// The median over a file's cases of the host CPUs other work kept busy (host_others_cpus in
+// the case's facts); NaN where none was recorded.
+double median_host_load(const ResultFile& file);
 
 // Throws InputError for a negative or non-finite threshold.
 Comparison compare_results(const ResultFile& base, const ResultFile& next, CompareMetric metric,

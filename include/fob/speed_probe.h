@@ -14,4 +14,18 @@ double host_speed_probe();
 // A slot ran in a slow phase when its probe took this many times the run's median probe.
 inline constexpr double kSlowPhaseFactor = 1.3;
 
+// The host's busy CPU time over all its CPUs (/proc/stat: user, nice, system, irq, softirq,
+// steal), this process's CPU time (getrusage) and the steady clock, in seconds: between two
+// readings, busy minus what the run's own processes took is what other work ran. A speed
+// probe cannot see that work (it runs between the others' time slices); this can. busy is
+// negative where /proc/stat cannot be read.
+struct HostCpu {
+  double busy = -1, own = 0, wall = 0;
+};
+HostCpu host_cpu_now();
+
+// Other work kept at least this many of the host's CPUs busy while a file was measured: the
+// file was measured under load.
+inline constexpr double kBusyHostCpus = 0.5;
+
 }  // namespace fob

@@ -10,6 +10,7 @@
 // rounds has a few distinct resamples and gave intervals of width 0.
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <map>
 #include <numeric>
@@ -33,6 +34,20 @@ double median_probe(const ResultFile& file) {
     }
   }
   return probes.empty() ? std::numeric_limits<double>::quiet_NaN() : median(probes);
+}
+
+double median_host_load(const ResultFile& file) {
+  const std::string key = "host_others_cpus=";
+  std::vector<double> loads;
+  for (const CaseResult& c : file.cases) {
+    for (const std::string& fact : c.facts) {
+      const size_t at = fact.find(key);
+      if (at == std::string::npos) continue;
+      const double v = std::strtod(fact.c_str() + at + key.size(), nullptr);
+      if (std::isfinite(v) && v >= 0) loads.push_back(v);
+    }
+  }
+  return loads.empty() ? std::numeric_limits<double>::quiet_NaN() : median(loads);
 }
 
 namespace {
@@ -404,6 +419,8 @@ Comparison compare_results(const ResultFile& base, const ResultFile& next, Compa
   out.threshold_pct = threshold_pct;
   out.base_probe = median_probe(base);
   out.new_probe = median_probe(next);
+  out.base_load = median_host_load(base);
+  out.new_load = median_host_load(next);
   const double threshold = threshold_pct / 100;
   CaseIndex new_index(next);
   const CaseIndex base_refs(base), new_refs(next);  // untouched by pairing, for look-ups

@@ -237,12 +237,18 @@ std::vector<CaseResult> Executor::run_cases(const std::vector<const Plan*>& plan
         backend_.fill_timing_data(plan);
         // The host's speed just before and just after the slot: a slow phase shows in either.
         samples[c].probe = host_speed_probe();
+        const HostCpu before = host_cpu_now();
         for (int i = 0; i < warmup; ++i) iterate(plan, options.timeout_s, true);
         time_iterations(plan, options, iters, samples[c]);
+        const HostCpu after = host_cpu_now();
         samples[c].probe = std::max(samples[c].probe, host_speed_probe());
+        samples[c].busy_known = samples[c].busy_known && before.busy >= 0 && after.busy >= 0;
+        samples[c].busy += after.busy - before.busy;
+        samples[c].own += after.own - before.own;
+        samples[c].wall += after.wall - before.wall;
         if (round == rounds - 1) {
           // What the hardware did, while the case is prepared: its last round is done.
-          results[c].facts = gather_facts(plan);
+          results[c].facts = gather_facts(plan, samples[c]);
           // Once more after the timed iterations, as nccl-tests checks after its loop: the
           // iterations that were timed (with --graphs, a replay of the captured graph, not the
           // eager first run) must compute the same result.
@@ -332,10 +338,32 @@ void Executor::time_iterations(const Plan& plan, const ExecOptions& options, int
   }
 }
 
-std::vector<std::string> Executor::gather_facts(const Plan& plan) {
+std::string Executor::host_load_fact(const Samples& samples) {
+  const watchdog::Wait wait("summing the CPU time of the ranks of each host");
+  MPI_Comm node = MPI_COMM_NULL;
+  MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node);
+  double own = samples.own;
+  int known = samples.busy_known ? 1 : 0, local = 0;
+  MPI_Allreduce(MPI_IN_PLACE, &own, 1, MPI_DOUBLE, MPI_SUM, node);
+  MPI_Allreduce(MPI_IN_PLACE, &known, 1, MPI_INT, MPI_MIN, node);
+  MPI_Comm_rank(node, &local);
+  MPI_Comm_free(&node);
+  // /proc/stat counts in clock ticks (10 ms): over less than half a second of slots the
+  // quotient is mostly rounding.
+  if (local != 0 || known == 0 || !(samples.wall >= 0.5)) return "";
+  char text[64];
+  std::snprintf(text, sizeof text, "host_others_cpus=%.3f",
+                std::max(0.0, samples.busy - own) / samples.wall);
+  return text;
+}
+
+std::vector<std::string> Executor::gather_facts(const Plan& plan, const Samples& samples) {
   std::vector<std::string> mine;
   for (const std::string& fact : backend_.case_facts(plan)) {
     mine.push_back("rank " + std::to_string(rank_) + ": " + fact);
+  }
+  if (const std::string load = host_load_fact(samples); !load.empty()) {
+    mine.push_back("rank " + std::to_string(rank_) + ": " + load);
   }
   const watchdog::Wait wait("gathering every rank's account of how the case ran");
   const auto all = gather_bytes(comm_, joined_lines(mine));

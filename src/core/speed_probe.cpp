@@ -2,9 +2,13 @@
 // library's threads nor its dispatch change the work it times.
 #include "fob/speed_probe.h"
 
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <cstdio>
 
 namespace fob {
 
@@ -44,6 +48,30 @@ double host_speed_probe() {
   volatile float sink = c[kN * kN - 1];
   (void)sink;
   return best;
+}
+
+HostCpu host_cpu_now() {
+  HostCpu h;
+  h.wall =
+      std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+  rusage u{};
+  if (getrusage(RUSAGE_SELF, &u) == 0) {
+    h.own = static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+            static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
+  }
+  std::FILE* f = std::fopen("/proc/stat", "r");
+  if (f == nullptr) return h;
+  unsigned long long v[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  const int got = std::fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2],
+                              &v[3], &v[4], &v[5], &v[6], &v[7]);
+  std::fclose(f);
+  const long tick = sysconf(_SC_CLK_TCK);
+  if (got == 8 && tick > 0) {
+    // user, nice, system, (idle, iowait skipped), irq, softirq, steal
+    h.busy =
+        static_cast<double>(v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) / static_cast<double>(tick);
+  }
+  return h;
 }
 
 }  // namespace fob

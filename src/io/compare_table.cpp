@@ -360,6 +360,8 @@ std::vector<Fact> facts(const std::vector<Comparison>& parts, const CompareSide&
   out.push_back({"link_emulation_differs", Cell::of_bool(b.link_emulation != n.link_emulation)});
   out.push_back({"timer_differs", Cell::of_bool(b.timer != n.timer)});
   out.push_back({"host_speed_ratio", Cell::of_real(c.host_speed_ratio())});
+  out.push_back({"base_host_others_cpus", Cell::of_real(c.base_load)});
+  out.push_back({"new_host_others_cpus", Cell::of_real(c.new_load)});
   out.push_back({"skipped", Cell::of_int(c.skipped)});
   out.push_back({"skipped_reason", Cell::of(c.skipped_reason)});
   out.push_back({"regressed", Cell::of_int(c.count(Verdict::regressed))});
