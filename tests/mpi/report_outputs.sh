@@ -106,7 +106,10 @@ done
 # A format nobody writes is exit 2, naming the key, the value and every choice.
 for cmd in "report $in" "compare $in $in" "sim --tune --machine $machine -c $smoke"; do
   # shellcheck disable=SC2086 # the words of each command
-  expect_input_error "bad_format_${cmd%% *}" "--format: unknown value 'pdf' (valid choices: md, csv, json, latex)" \
+  expect_input_error "bad_format_${cmd%% *}" "--format: unknown value 'pdf' (valid choices: md, csv, json, latex" \
     $cmd --format pdf
 done
+# compare writes JUnit XML for CI as well, and names it among the choices.
+grep -qF "latex, junit)" "$scratch/bad_format_compare.err" ||
+  fail "compare --format pdf does not name junit: $(cat "$scratch/bad_format_compare.err")"
 echo "ok: report, compare and sim --tune take every table format"
