@@ -49,20 +49,27 @@ struct Segment {
 
 // compute_only is kept as a single T_comp bar: it is the floor the other bars' lowest segment
 // is measured against, so seeing it next to them helps. comm_only has no T_comp share and is
-// left out.
+// left out. The segments add up to the case's T, the time its label states: a case that ran
+// faster than its shape's compute_only (their slots ran in different phases of the machine) has
+// its T_comp segment cut at T and says so, where stacking the whole T_comp would draw the bar
+// above its own label.
 std::vector<Segment> segments(const Summary& s) {
+  const double t = s.t_median;
   if (s.has_role(StrategyRole::compute_reference)) {
-    return {{"T_comp", "seg-comp", "#4e79a7", s.t_median}};
+    return {{"T_comp", "seg-comp", "#4e79a7", t}};
   }
-  if (!std::isfinite(s.t_comp)) {
-    return {
-        {"T, not split (no compute_only case of its shape)", "seg-total", "#bab0ac", s.t_median}};
+  if (!std::isfinite(s.t_comp) || !(std::isfinite(t) && t >= 0)) {
+    return {{"T, not split (no compute_only case of its shape)", "seg-total", "#bab0ac", t}};
   }
-  const double penalty = std::isfinite(s.slicing_penalty) ? std::max(s.slicing_penalty, 0.0) : 0;
-  const double exposed = std::max(s.t_median - s.t_comp - penalty, 0.0);
-  return {{"T_comp", "seg-comp", "#4e79a7", s.t_comp},
+  const double comp = std::clamp(s.t_comp, 0.0, t);
+  const double penalty =
+      std::isfinite(s.slicing_penalty) ? std::clamp(s.slicing_penalty, 0.0, t - comp) : 0;
+  const char* comp_name = comp < s.t_comp
+                              ? "T_comp, cut at this case's T (compute_only's median is above it)"
+                              : "T_comp";
+  return {{comp_name, "seg-comp", "#4e79a7", comp},
           {"slicing penalty", "seg-penalty", "#edc948", penalty},
-          {"exposed communication", "seg-exposed", "#e15759", exposed}};
+          {"exposed communication", "seg-exposed", "#e15759", t - comp - penalty}};
 }
 
 constexpr double kLabelFont = 12;

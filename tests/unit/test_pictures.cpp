@@ -477,6 +477,45 @@ TEST(PicturesBreakdown, GroupLabelsNameOnlyTheFieldsThatVary) {
             std::string::npos);
 }
 
+// The number attribute `name` of the element that starts at `at`.
+double number_attr(const std::string& svg, size_t at, const std::string& name) {
+  const size_t v = svg.find(" " + name + "=\"", at) + name.size() + 3;
+  return std::stod(svg.substr(v, svg.find('"', v) - v));
+}
+
+// Read as a person reads the picture: every bar's height, in ms on the axis that the T_lb
+// line's stated time fixes, is the T its label states; also where a case ran faster than its
+// shape's compute_only, whose T_comp segment would otherwise stack above the label.
+TEST(PicturesBreakdown, EveryBarStandsAtTheHeightItsLabelStates) {
+  ResultFile f = sample_file();
+  f.cases.push_back(make_case("0008", "slicing:4", 8, baseline_pattern(), 0.4));  // T 2.04 ms
+  std::ostringstream out;
+  write_breakdown_svg(out, f);
+  const std::string svg = out.str();
+  const size_t tlb_title = svg.find("T_lb = max(T_comp, T_comm) = 4 ms");
+  ASSERT_NE(tlb_title, std::string::npos);
+  const size_t tlb = svg.rfind("<line", tlb_title);
+  const double tlb_y = number_attr(svg, tlb, "y1");
+  int bars = 0;
+  for (size_t g = svg.find("class=\"bar-group\""); g != std::string::npos;
+       g = svg.find("class=\"bar-group\"", g + 1), ++bars) {
+    const size_t group_end = svg.find("</g>", g);
+    double height = 0, bottom = 0;
+    for (size_t r = svg.find("<rect", g); r < group_end; r = svg.find("<rect", r + 1)) {
+      height += number_attr(svg, r, "height");
+      bottom = std::max(bottom, number_attr(svg, r, "y") + number_attr(svg, r, "height"));
+    }
+    const size_t label = svg.find("class=\"bar-time\"", g);
+    ASSERT_LT(label, group_end);
+    const size_t text = svg.find('>', label) + 1;
+    const double stated_ms = std::stod(svg.substr(text, svg.find('<', text) - text));
+    const double drawn_ms = height * 4 / (bottom - tlb_y);  // the T_lb line stands at 4 ms
+    EXPECT_NEAR(drawn_ms, stated_ms, 0.01 * stated_ms + 0.01) << svg.substr(g, group_end - g);
+  }
+  EXPECT_EQ(bars, 7);
+  EXPECT_NE(svg.find("slicing:4 (case 0008): T_comp, cut at this case"), std::string::npos);
+}
+
 // A simulated file's banner is short and names the machine; the detail is in its tooltip and
 // in the caption, and the legend sits below it.
 TEST(Pictures, ASimulatedBannerIsShortWithItsDetailInTheCaption) {
