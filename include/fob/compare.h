@@ -45,8 +45,9 @@ struct CaseChange {
   // The rounds with a value on each side; fewer than kMinCompareRounds is too few to judge.
   int base_rounds = 0, new_rounds = 0;
   // Rounds left out on each side because their slot ran in a slow phase of the machine (its
-  // speed probe past kSlowPhaseFactor times the file's median probe), while enough others
-  // remained: named, not averaged in.
+  // speed probe past kSlowPhaseFactor times the file's median probe, or its own median past
+  // kSlowRoundFactor times the case's lower quartile), while they were a minority and enough
+  // others remained: named, not averaged in.
   int base_slow = 0, new_slow = 0;
   Verdict verdict = Verdict::no_change;
 };
@@ -108,6 +109,12 @@ struct Comparison {
 
   int count(Verdict verdict) const;
 };
+
+// A round whose median step took this many times its case's lower quartile of round medians
+// ran in a slow phase; such rounds (and those whose speed probe was slow) are left out while
+// they are at most kMaxSlowShare of a case's rounds (compare.cpp, step_samples).
+inline constexpr double kSlowRoundFactor = 1.25;
+inline constexpr double kMaxSlowShare = 0.4;
 
 // A side needs this many rounds for its case to be judged: with fewer, the spread between
 // rounds (what a run's drift is measured by) is one value or none.

@@ -11,8 +11,10 @@ namespace fob {
 // so only the host's speed changes what it returns.
 double host_speed_probe();
 
-// A slot ran in a slow phase when its probe took this many times the run's median probe.
-inline constexpr double kSlowPhaseFactor = 1.3;
+// A slot ran in a slow phase when its probe took this many times the run's median probe: the
+// phases to catch run at about half speed, and a probe that shared its core for one of a
+// neighbour's time slices took 1.3 to 1.5 times its median on an otherwise idle machine.
+inline constexpr double kSlowPhaseFactor = 1.6;
 
 // The host's busy CPU time over all its CPUs (/proc/stat: user, nice, system, irq, softirq,
 // steal), this process's CPU time (getrusage) and the steady clock, in seconds: between two

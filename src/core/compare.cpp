@@ -77,9 +77,16 @@ Rounds map_finite(const Rounds& rounds, F f) {
 
 // Step times by round: iteration i is in the round whose cumulative range of iterations holds
 // it. Rounds that do not add up to the iterations (a hand-made case; the reader refuses such a
-// file) say nothing about which iteration ran when, so the case is then one round. A round whose
-// speed probe passed `slow_limit` ran in a slow phase of the machine: it is left out (counted
-// in `left_out`) while at least kMinCompareRounds others remain.
+// file) say nothing about which iteration ran when, so the case is then one round.
+//
+// A round ran in a slow phase of the machine when its slot's speed probe passed `slow_limit`,
+// or when its own median step took more than kSlowRoundFactor times the case's lower quartile
+// of round medians: the phases a probe's GEMM cannot see (the scheduler handing a polling
+// rank's core to a neighbour for a tick: small transfers at 2x, or 4 ms stalls, for several
+// rounds on end) show in the times themselves, and nothing in a link or a GEMM makes a third
+// of its rounds a quarter slower than the rest. Such rounds are left out (counted in
+// `left_out`) while they are at most kMaxSlowShare of the rounds and kMinCompareRounds others
+// remain; where more look slow, that is how the machine ran and every round counts.
 Rounds step_samples(const CaseResult& c, double slow_limit = INFINITY, int* left_out = nullptr) {
   if (left_out != nullptr) *left_out = 0;
   const std::vector<double> all = step_times(c);
@@ -88,19 +95,36 @@ Rounds step_samples(const CaseResult& c, double slow_limit = INFINITY, int* left
   const bool sane = std::all_of(sizes.begin(), sizes.end(), [](int32_t n) { return n >= 0; }) &&
                     std::accumulate(sizes.begin(), sizes.end(), int64_t{0}) == c.iters;
   if (!sane) sizes = {c.iters};
-  const bool probed = sane && c.round_probe.size() == sizes.size();
-  const auto slow = [&](size_t r) { return probed && c.round_probe[r] > slow_limit; };
-  size_t kept = 0;
-  for (size_t r = 0; r < sizes.size(); ++r) kept += slow(r) ? 0 : 1;
-  const bool leave_out = kept >= static_cast<size_t>(kMinCompareRounds);
   Rounds steps;
-  auto next = all.begin();
-  for (size_t r = 0; r < sizes.size(); ++r) {
-    if (!(leave_out && slow(r))) steps.emplace_back(next, next + sizes[r]);
-    if (leave_out && slow(r) && left_out != nullptr) ++*left_out;
-    next += sizes[r];
+  for (auto next = all.begin(); const int32_t n : sizes) {
+    steps.emplace_back(next, next + n);
+    next += n;
   }
-  return map_finite(steps, [](double s) { return s; });  // only the finite steps
+  steps = map_finite(steps, [](double s) { return s; });  // only the finite steps
+  if (steps.size() != sizes.size()) return steps;  // rounds without a step: none is judged slow
+  const bool probed = sane && c.round_probe.size() == sizes.size();
+  std::vector<double> medians;
+  for (const std::vector<double>& r : steps) medians.push_back(median(r));
+  std::vector<double> sorted = medians;
+  std::sort(sorted.begin(), sorted.end());
+  const double own_limit = kSlowRoundFactor * percentile(sorted, 0.25);
+  std::vector<bool> slow(steps.size());
+  size_t flagged = 0;
+  for (size_t r = 0; r < steps.size(); ++r) {
+    slow[r] = (probed && c.round_probe[r] > slow_limit) || medians[r] > own_limit;
+    flagged += slow[r] ? 1 : 0;
+  }
+  const size_t kept = steps.size() - flagged;
+  if (flagged == 0 || kept < static_cast<size_t>(kMinCompareRounds) ||
+      static_cast<double>(flagged) > kMaxSlowShare * static_cast<double>(steps.size())) {
+    return steps;
+  }
+  Rounds out;
+  for (size_t r = 0; r < steps.size(); ++r) {
+    if (!slow[r]) out.push_back(std::move(steps[r]));
+  }
+  if (left_out != nullptr) *left_out = static_cast<int>(flagged);
+  return out;
 }
 
 // The probe time past which a file's slot ran in a slow phase: kSlowPhaseFactor times its

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <limits>
 #include <thread>
+#include <vector>
 
 namespace fob {
 namespace {
@@ -23,11 +24,37 @@ void sleep_until_steady(double t) {
   std::this_thread::sleep_for(std::chrono::duration<double>(t - now));
 }
 
+// A sleeping thread wakes tens of microseconds late where its core went idle meanwhile (more
+// in a virtual machine, whose idle CPU the host deschedules), by an amount that drifts with the
+// machine's state: small transfers' emulated times moved 15% between runs so. Sleep until
+// kSpinWindow before `t`, then poll the clock, yielding the core to any thread that wants it.
+void wait_until_steady(double t) {
+  constexpr double kSpinWindow = 200e-6;
+  sleep_until_steady(t - kSpinWindow);
+  while (steady_seconds() < t) sched_yield();
+}
+
 // A thread's sleeps end up to its timer slack late, 50 us by default: more than a short pause
 // between polls. Once per thread that waits.
 void precise_sleeps() {
   static thread_local const bool set = prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0) == 0;
   (void)set;
+}
+
+// Per rank of `comm`, the rank in `comm` of the lowest rank on its node (collective): ranks
+// with the same value share a node.
+std::vector<int> node_leaders(MPI_Comm comm) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  MPI_Comm node = MPI_COMM_NULL;
+  MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
+  int leader = rank;
+  MPI_Allreduce(MPI_IN_PLACE, &leader, 1, MPI_INT, MPI_MIN, node);
+  MPI_Comm_free(&node);
+  std::vector<int> leaders(static_cast<size_t>(size));
+  MPI_Allgather(&leader, 1, MPI_INT, leaders.data(), 1, MPI_INT, comm);
+  return leaders;
 }
 
 }  // namespace
@@ -47,9 +74,15 @@ Link::Link(MPI_Comm comm, const LinkEmulation& emulation, const std::atomic<bool
   MPI_Comm_rank(comm_, &rank);
   MPI_Comm_size(comm_, &size);
   self_ = rank;
-  // Cristian's algorithm against rank 0, keeping the round trip with the least delay.
+  // Ranks on rank 0's node read the same steady clock (CLOCK_MONOTONIC is the node's), so their
+  // offset is 0 exactly; an estimate would be off by up to half a round trip, a constant of
+  // some microseconds for the whole run that moved small transfers' emulated times between
+  // runs by 15%. Ranks elsewhere use Cristian's algorithm against rank 0, keeping the round
+  // trip with the least delay.
+  const std::vector<int> leaders = node_leaders(comm_);
   constexpr int kRounds = 16;
   for (int peer = 1; peer < size; ++peer) {
+    if (leaders[peer] == leaders[0]) continue;
     if (rank == 0) {
       for (int i = 0; i < kRounds; ++i) {
         double dummy = 0;
@@ -180,7 +213,12 @@ bool Link::post_and_wait(const void* send, int send_count, MPI_Datatype send_typ
   const double start = std::max(posted, peer_posted);
   waiting_peer_ = recv_peer >= 0 ? recv_peer : send_peer;
   emulating_ = true;
-  sleep_until_steady(start + seconds - clock_offset_);
+  // Where this rank's compute thread runs, a polling wait would take its core: sleep then.
+  if (computing_ != nullptr && computing_->load(std::memory_order_relaxed)) {
+    sleep_until_steady(start + seconds - clock_offset_);
+  } else {
+    wait_until_steady(start + seconds - clock_offset_);
+  }
   emulating_ = false;
   waiting_peer_ = -1;
   return !abort_.load();
