@@ -1,6 +1,7 @@
 // The CPU backend: BLAS GEMMs (OpenBLAS in a normal build) on a compute thread, MPI transfers on a
 // comm thread, and completion flags with timestamps in place of CUDA events.
 #include <cblas.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -64,7 +65,22 @@ struct Prepared {
   int elem = 4;
   std::vector<std::unique_ptr<AlignedBuffer>> buffers;
   std::unique_ptr<AlignedBuffer> scratch[2];
+  // Over the iterations begun as timed (the warm-up's too): what the emulated link delivered, and
+  // the CPUs each stream's tasks started on (bit c: CPU c; CPUs past 63 are not told apart).
+  Link::Account link;
+  uint64_t cpus[kNumStreams] = {0, 0};
 };
+
+// "0,1" for the CPUs in `mask`.
+std::string cpu_list(uint64_t mask) {
+  std::string out;
+  for (int c = 0; c < 64; ++c) {
+    if (!(mask & (uint64_t{1} << c))) continue;
+    if (!out.empty()) out += ',';
+    out += std::to_string(c);
+  }
+  return out.empty() ? "-" : out;
+}
 
 // Scratch for ring reduce-scatter, in elements: two blocks in flight, each the largest block.
 int64_t scratch_elements(const Plan& plan) {
@@ -92,6 +108,20 @@ class CpuBackend : public Backend {
     compute_ = std::make_unique<CpuStream>(init);
     comm_ = std::make_unique<CpuStream>();
     link_.share_cores_with(computing_);
+  }
+
+  // Where this rank's tasks ran, and the rate its emulated link achieved against its target:
+  // a rank on a busy core, or a host too slow to keep the emulated rate, is named in the file.
+  std::vector<std::string> case_facts(const Plan& plan) override {
+    const Prepared& p = prepared(plan);
+    std::vector<std::string> facts{"compute_cpus=" + cpu_list(p.cpus[0]),
+                                   "comm_cpus=" + cpu_list(p.cpus[1])};
+    if (p.link.transfers > 0 && p.link.actual_s > 0) {
+      char text[96];
+      std::snprintf(text, sizeof text, "link_achieved=%.3f", p.link.target_s / p.link.actual_s);
+      facts.push_back(text);
+    }
+    return facts;
   }
 
   std::string name() const override { return "cpu"; }
@@ -186,9 +216,11 @@ class CpuBackend : public Backend {
 
   // The CPU's streams start each task as it is pushed: pushing is the launch, and costs the
   // host far less than a task, so nothing is held back for timed iterations.
-  void begin(const Plan& plan, bool /*timed*/) override {
+  void begin(const Plan& plan, bool timed) override {
     plan_ = &plan;
     current_ = &prepared(plan);
+    timed_ = timed;
+    link_before_ = link_.account();
     shared_inputs_.iterations_begin(current_);
     const size_t n = plan.tasks.size();
     const double nan = std::numeric_limits<double>::quiet_NaN();
@@ -221,6 +253,12 @@ class CpuBackend : public Backend {
       }
       abort_ = true;
       throw RuntimeFault(message);
+    }
+    if (timed_) {
+      const Link::Account& now = link_.account();
+      current_->link.target_s += now.target_s - link_before_.target_s;
+      current_->link.actual_s += now.actual_s - link_before_.actual_s;
+      current_->link.transfers += now.transfers - link_before_.transfers;
     }
     IterationTimes times;
     times.start = start_;
@@ -266,6 +304,10 @@ class CpuBackend : public Backend {
     if (compute && !slots_.acquire(abort_)) return;
     if (compute) computing_ = true;
     start_[task.id] = now_seconds() - t0_;
+    if (timed_) {
+      const int cpu = sched_getcpu();
+      if (cpu >= 0 && cpu < 64) current_->cpus[s] |= uint64_t{1} << cpu;
+    }
     if (current_->elem == 4) {
       execute<float>(task);
     } else {
@@ -503,6 +545,8 @@ class CpuBackend : public Backend {
   SharedInputs shared_inputs_;
 
   double t0_ = 0;
+  bool timed_ = false;
+  Link::Account link_before_;
   std::vector<double> start_, end_;
   std::vector<char> done_;
   std::mutex done_mu_;

@@ -49,6 +49,15 @@ class Link {
   // Human-readable state for timeout messages.
   std::string state() const;
 
+  // What the emulation delivered so far, summed over every emulated transfer: the time each
+  // should have taken (its latency and its bytes at the emulated rate, from when both sides
+  // had posted it) and the time it took to that point. Read it while no transfer runs.
+  struct Account {
+    double target_s = 0, actual_s = 0;
+    int64_t transfers = 0;
+  };
+  const Account& account() const { return account_; }
+
  private:
   bool post_and_wait(const void* send, int send_count, MPI_Datatype send_type, int send_peer,
                      void* recv, int recv_count, MPI_Datatype recv_type, int recv_peer, int tag,
@@ -67,6 +76,7 @@ class Link {
   int self_ = 0;
   std::atomic<int> waiting_peer_{-1};
   std::atomic<bool> emulating_{false};
+  Account account_;
   std::map<std::tuple<int, int64_t, int64_t, MPI_Datatype>, MPI_Datatype> strided_types_;
 };
 
