@@ -110,12 +110,6 @@ struct Comparison {
   int count(Verdict verdict) const;
 };
 
-// A round whose median step took this many times its case's lower quartile of round medians
-// ran in a slow phase; such rounds (and those whose speed probe was slow) are left out while
-// they are at most kMaxSlowShare of a case's rounds (compare.cpp, step_samples).
-inline constexpr double kSlowRoundFactor = 1.25;
-inline constexpr double kMaxSlowShare = 0.4;
-
 // A side needs this many rounds for its case to be judged: with fewer, the spread between
 // rounds (what a run's drift is measured by) is one value or none.
 inline constexpr int kMinCompareRounds = 3;
@@ -193,6 +187,10 @@ double median_probe(const ResultFile& file);
 // The median over a file's cases of the host CPUs other work kept busy (host_others_cpus in
 // the case's facts); NaN where none was recorded.
 double median_host_load(const ResultFile& file);
+
+// Judges `c`'s interval again against `threshold` (in its unit: a fraction, or seconds where
+// absolute): a history's tolerance (compare_history.h) may be wider than --threshold.
+void rejudge(CaseChange& c, CompareMetric metric, double threshold);
 
 // Throws InputError for a negative or non-finite threshold.
 Comparison compare_results(const ResultFile& base, const ResultFile& next, CompareMetric metric,

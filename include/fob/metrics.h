@@ -20,7 +20,14 @@ struct Summary : CaseKey {
   double exposed_comm = 0;
   // median compute-stream busy time of this case minus compute_only's, measured alike
   double slicing_penalty = 0;
+  // speedup is T_baseline / T paired round by round: the median over rounds of baseline's round
+  // median over this case's, with the median's 95% interval, over the rounds neither ran in a
+  // slow phase (the two slots of a round ran next to each other, so a phase of the machine hits
+  // both); the ratio of the medians where fewer than kMinPairedRounds rounds pair up.
   double speedup = 0, ideal_speedup = 0;
+  double speedup_ci_low = 0, speedup_ci_high = 0;
+  // T / T_lb paired the same way (with compute_only's and comm_only's rounds), and its interval.
+  double t_over_tlb = 0, t_over_tlb_ci_low = 0, t_over_tlb_ci_high = 0;
   double comm_reduction = 0, e2e_reduction = 0;
   double overlap_efficiency = 0;
   double hidden_frac = 0;       // "hidden (%)" in the markdown table
@@ -28,6 +35,12 @@ struct Summary : CaseKey {
   double tflops = 0;            // per rank, useful flops over T
   double algbw = 0, busbw = 0;  // GB/s, comm_only cases only (NaN elsewhere)
   double concurrency = 0;       // measured_concurrency(): a fraction, NaN without comm tasks
+  // nccl-tests' -a over ranks (rank_stats.h): each rank's median own step, seconds, and the
+  // rank with the largest; each rank's GEMM rate, TFLOP/s, and the rank with the lowest.
+  double rank_t_min = 0, rank_t_avg = 0, rank_t_max = 0;
+  int32_t slowest_rank = -1;
+  double rank_tflops_min = 0, rank_tflops_avg = 0, rank_tflops_max = 0;
+  int32_t slowest_gemm_rank = -1;
   // Why figures of this row cannot be trusted, "; "-separated; empty when they can
   // (trust.h: assess_trust, which also blanks the figures outside their meaningful range).
   std::string doubts;
@@ -47,6 +60,9 @@ double measured_concurrency(const CaseResult& c);
 // (Strategy::collective_bytes, busbw_factor: comm_only's). NaN for a strategy without a price,
 // a single rank or a zero time.
 double case_busbw(const CaseResult& c, double seconds);
+
+// Rounds a paired ratio needs; with fewer it is the ratio of the medians, without an interval.
+inline constexpr int kMinPairedRounds = 3;
 
 // Cases match their references by (workload, batch, seq, hidden, ffn, heads, dtype, world).
 // Every row is assessed (trust.h) before it is returned.

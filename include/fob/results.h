@@ -189,6 +189,17 @@ struct RunInfo {
   bool tuned = false;
 };
 
+// How a case's ranks compare (nccl-tests' -a: min, average and max over ranks; rank_stats.h).
+struct RankSpread {
+  // Over ranks, of each rank's median own step time (seconds); the rank with the largest.
+  double t_min = 0, t_avg = 0, t_max = 0;
+  int32_t slowest_rank = -1;
+  // Over ranks, of each rank's GEMM rate (flop/s): the flops of its compute-stream tasks over
+  // their time, median over the iterations; the rank with the lowest. NaN without compute.
+  double gemm_min = 0, gemm_avg = 0, gemm_max = 0;
+  int32_t slowest_gemm_rank = -1;
+};
+
 // What a case's summary row takes from that case alone (metrics.h, case_stats).
 struct CaseStats {
   double t_median = 0, t_min = 0, t_p90 = 0, t_p99 = 0, t_cv = 0;  // NaN: a step is unknown
@@ -198,6 +209,12 @@ struct CaseStats {
   double concurrency = 0;              // measured_concurrency()
   double sent_bytes = 0;               // what rank 0 sends over the step, for algbw and busbw
   std::string hardware_doubt;          // throttle_doubt() (hardware.h), "" where none
+  RankSpread ranks;                    // rank_spread() (rank_stats.h)
+  // Each round's median step, and whether the round ran in a slow phase (its probe past
+  // kSlowPhaseFactor times the case's median probe, or its median past kSlowRoundFactor times
+  // the lower quartile: speed_probe.h); what paired ratios are taken over (metrics.h).
+  std::vector<double> round_medians;
+  std::vector<char> round_slow;
 };
 
 struct ResultFile {

@@ -16,6 +16,12 @@ double host_speed_probe();
 // neighbour's time slices took 1.3 to 1.5 times its median on an otherwise idle machine.
 inline constexpr double kSlowPhaseFactor = 1.6;
 
+// A round whose median step took this many times its case's lower quartile of round medians
+// ran in a slow phase (one a probe's GEMM cannot see); rounds of slow phases, by either sign,
+// are left out of a comparison or a paired ratio while they are at most kMaxSlowShare of them.
+inline constexpr double kSlowRoundFactor = 1.25;
+inline constexpr double kMaxSlowShare = 0.4;
+
 // The host's busy CPU time over all its CPUs (/proc/stat: user, nice, system, irq, softirq,
 // steal), this process's CPU time (getrusage) and the steady clock, in seconds: between two
 // readings, busy minus what the run's own processes took is what other work ran. A speed

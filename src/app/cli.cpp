@@ -125,8 +125,21 @@ CLI::App* add_report(CLI::App& app, fob::ReportArgs& report) {
 CLI::App* add_compare(CLI::App& app, fob::CompareArgs& compare) {
   CLI::App* cmd = app.add_subcommand(
       "compare", "compare two results files case by case; exit 1 on a regression");
-  cmd->add_option("base", compare.base, "the reference results file")->required();
-  cmd->add_option("new", compare.next, "the results file to judge")->required();
+  cmd->add_option("files", compare.files,
+                  "BASE NEW: the reference results file and the one to judge (NEW alone with "
+                  "--history)")
+      ->required();
+  cmd->add_option("--base", compare.more_base,
+                  "another run of BASE's setting, pooled with it (repeatable)");
+  cmd->add_option("--new", compare.more_new,
+                  "another run of NEW's setting, pooled with it (repeatable)");
+  cmd->add_option("--history", compare.history,
+                  "a directory of past runs: NEW is held against the newest of them, pooled, "
+                  "with a tolerance of max(--threshold, k sigma of their spread)");
+  cmd->add_option("--history-runs", compare.history_runs,
+                  "how many of the newest runs --history takes (default 10)");
+  cmd->add_option("--history-k", compare.history_k,
+                  "k of --history's tolerance max(threshold, k sigma) (default 3)");
   cmd->add_option("--threshold", compare.threshold_pct,
                   "percent change past which a case regresses (default 5)");
   cmd->add_option("--metric", compare.metric, "T | exposed_comm | busbw (default T)");

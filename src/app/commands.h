@@ -49,7 +49,13 @@ struct ReportArgs {
 int report_command(const ReportArgs& args);
 
 struct CompareArgs {
-  std::string base, next;
+  // BASE NEW, or NEW alone with --history.
+  std::vector<std::string> files;
+  // More runs of each side's setting, pooled with it (--base, --new).
+  std::vector<std::string> more_base, more_new;
+  std::string history;    // --history DIR: NEW against the newest runs there
+  int history_runs = 10;  // --history-runs
+  double history_k = 3;   // --history-k: tolerance max(threshold, k sigma)
   double threshold_pct = 5;
   std::string metric = "T";                      // T | exposed_comm | busbw
   std::string format = "md";                     // parse_table_format

@@ -8,10 +8,12 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "commands.h"
 #include "fob/compare.h"
+#include "fob/compare_history.h"
 #include "fob/compare_report.h"
 #include "fob/result_files.h"
 #include "fob/results.h"
@@ -28,12 +30,12 @@ std::string fixed3(double v) {
 }
 
 // One file measured, the other from `fobench sim`: the prediction's error per case, no verdict.
-int check_prediction(const CompareArgs& args, const ResultFile& base, const ResultFile& next,
-                     TableFormat format) {
+int check_prediction(const std::string& base_path, const std::string& next_path,
+                     const ResultFile& base, const ResultFile& next, TableFormat format) {
   const bool base_simulated = !base.system.simulated.empty();
-  const CompareSide measured{"MEASURED", base_simulated ? args.next : args.base,
+  const CompareSide measured{"MEASURED", base_simulated ? next_path : base_path,
                              base_simulated ? next : base};
-  const CompareSide simulated{"SIMULATED", base_simulated ? args.base : args.next,
+  const CompareSide simulated{"SIMULATED", base_simulated ? base_path : next_path,
                               base_simulated ? base : next};
   const PredictionCheck check = compare_predictions(measured.file, simulated.file);
   if (check.cases.empty()) {
@@ -64,6 +66,59 @@ std::string nothing_to_compare(const ResultFile& base, const ResultFile& next,
   return why;
 }
 
+// One side of the comparison: its runs, pooled where there are several.
+struct Side {
+  std::vector<std::string> paths;
+  std::vector<ResultFile> runs;
+  ResultFile pooled;
+  std::string label;  // the path, or the first with how many more were pooled
+};
+
+Side read_side(std::vector<std::string> paths) {
+  Side side;
+  side.paths = std::move(paths);
+  for (const std::string& p : side.paths) side.runs.push_back(read_results(p));
+  side.pooled = side.runs.size() == 1 ? side.runs.front() : pool_results(side.runs, side.paths);
+  side.label = side.paths.front();
+  if (side.paths.size() > 1) {
+    side.label += " and " + std::to_string(side.paths.size() - 1) + " more run(s), pooled";
+  }
+  return side;
+}
+
+// BASE's and NEW's files from the arguments: BASE NEW with --base and --new pooled in, or NEW
+// (with --new) against --history's newest runs.
+std::pair<std::vector<std::string>, std::vector<std::string>> side_paths(const CompareArgs& a) {
+  std::vector<std::string> base, next;
+  if (!a.history.empty()) {
+    if (a.files.size() != 1 || !a.more_base.empty()) {
+      throw InputError("--history '" + a.history + "' is BASE: give NEW alone (got " +
+                       std::to_string(a.files.size()) + " file(s)" +
+                       (a.more_base.empty() ? "" : " and --base") + ")");
+    }
+    if (a.history_runs < 2) {
+      throw InputError("--history-runs " + std::to_string(a.history_runs) +
+                       " is too few; a history needs at least 2 runs (default 10)");
+    }
+    if (!std::isfinite(a.history_k) || !(a.history_k > 0)) {
+      throw InputError("--history-k " + fixed3(a.history_k) +
+                       " is not valid; give a number > 0 (default 3)");
+    }
+    base = history_files(a.history, a.history_runs);
+    next = {a.files.front()};
+  } else {
+    if (a.files.size() != 2) {
+      throw InputError("compare takes BASE and NEW (got " + std::to_string(a.files.size()) +
+                       " file(s)); with --history DIR, NEW alone");
+    }
+    base = {a.files[0]};
+    next = {a.files[1]};
+  }
+  base.insert(base.end(), a.more_base.begin(), a.more_base.end());
+  next.insert(next.end(), a.more_new.begin(), a.more_new.end());
+  return {base, next};
+}
+
 }  // namespace
 
 int compare_command(const CompareArgs& args) {
@@ -88,8 +143,10 @@ int compare_command(const CompareArgs& args) {
       throw InputError("--threshold " + fixed3(args.threshold_pct) +
                        " is not valid; give a percentage >= 0, e.g. 5");
     }
-    const ResultFile base = read_results(args.base);
-    const ResultFile next = read_results(args.next);
+    const auto [base_paths, new_paths] = side_paths(args);
+    const Side base_read = read_side(base_paths), new_read = read_side(new_paths);
+    const ResultFile& base = base_read.pooled;
+    const ResultFile& next = new_read.pooled;
     if (const std::string why = incomparable_machines(base.system, next.system); !why.empty()) {
       throw InputError(why);
     }
@@ -100,18 +157,26 @@ int compare_command(const CompareArgs& args) {
             "is a prediction check without one; choose " +
             table_format_choices());
       }
-      return check_prediction(args, base, next, format);
+      return check_prediction(base_read.label, new_read.label, base, next, format);
     }
     std::string gate_note;
     const GateMode mode =
         gate == "auto" ? gate_of_files(base, next, &gate_note) : parse_gate_mode(gate);
     if (!gate_note.empty()) std::fprintf(stderr, "fobench compare: note: %s\n", gate_note.c_str());
     std::vector<Comparison> parts = gate_parts(base, next, mode, metric, args.threshold_pct);
-    for (Comparison& part : parts) part.inconclusive_as = inconclusive_as;
+    for (Comparison& part : parts) {
+      part.inconclusive_as = inconclusive_as;
+      if (args.history.empty()) continue;
+      const int widened = apply_history_tolerance(part, base_read.runs, args.history_k);
+      std::fprintf(stderr,
+                   "fobench compare: note: %s: %d case(s) judged against k sigma = %g sigma of "
+                   "the %zu runs of --history, wider than --threshold\n",
+                   to_string(part.metric), widened, args.history_k, base_read.runs.size());
+    }
     if (parts.front().changes.empty())
       throw InputError(nothing_to_compare(base, next, parts.front()));
-    const CompareSide base_side{"BASE", args.base, base};
-    const CompareSide new_side{"NEW", args.next, next};
+    const CompareSide base_side{"BASE", base_read.label, base};
+    const CompareSide new_side{"NEW", new_read.label, next};
     for (const SettingDifference& d : setting_differences(base.system, next.system)) {
       std::fprintf(stderr, "fobench compare: warning: the %s differs (BASE: %s; NEW: %s): %s\n",
                    d.setting.c_str(), d.base.c_str(), d.next.c_str(), d.consequence.c_str());

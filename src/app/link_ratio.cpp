@@ -4,8 +4,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
+#include <vector>
 
 #include "fob/case_key.h"
+#include "fob/executor.h"
 #include "fob/metrics.h"
 #include "fob/strategy.h"
 #include "fob/types.h"
@@ -18,16 +21,37 @@ constexpr int kCorrections = 3;
 // The same bounds config.cpp puts on link_gbps.
 constexpr double kMinGbps = 1e-5, kMaxGbps = 1e9;
 
-// The median step of one reference case of `first`'s shape, on `backend`; every rank gets it.
-double probe_median(Backend& backend, const CaseSpec& first, StrategyRole role, int rank,
-                    MPI_Comm comm, const ExecOptions& timing) {
-  CaseSpec spec = first;
-  spec.strategy = parse_strategy(role_name(role));
+// compute_only and comm_only of `first`'s shape on one backend, interleaved round by round, so
+// that both slots of a round run in one phase of the machine: the median over rounds of each
+// round's T_comm / T_comp (the rounds of a slow phase left out, as a paired speedup leaves them),
+// and each case's median step for the account. Every rank gets them.
+struct PairedProbe {
+  double ratio = 0, t_comp = 0, t_comm = 0;
+};
+
+PairedProbe probe_pair(Backend& backend, const CaseSpec& first, int rank, MPI_Comm comm,
+                       const ExecOptions& timing) {
+  CaseSpec comp_spec = first, comm_spec = first;
+  comp_spec.strategy = parse_strategy(role_name(StrategyRole::compute_reference));
+  comm_spec.strategy = parse_strategy(role_name(StrategyRole::comm_reference));
+  const Plan comp_plan = make_plan(comp_spec, rank), comm_plan = make_plan(comm_spec, rank);
   Executor executor(backend, comm);
-  const CaseResult result = executor.run_case(make_plan(spec, rank), timing, "probe");
-  double t = rank == 0 ? median_step(result) : 0;
-  MPI_Bcast(&t, 1, MPI_DOUBLE, 0, comm);
-  return t;
+  const std::vector<CaseResult> results =
+      executor.run_cases({&comp_plan, &comm_plan}, {"probe0", "probe1"}, timing);
+  double out[3] = {0, 0, 0};
+  if (rank == 0) {
+    const CaseStats comp = case_stats(results[0]), link = case_stats(results[1]);
+    std::vector<double> ratios;
+    for (size_t r = 0; r < comp.round_medians.size() && r < link.round_medians.size(); ++r) {
+      if (comp.round_slow[r] || link.round_slow[r] || !(comp.round_medians[r] > 0)) continue;
+      ratios.push_back(link.round_medians[r] / comp.round_medians[r]);
+    }
+    out[0] = ratios.empty() ? link.t_median / comp.t_median : median(ratios);
+    out[1] = comp.t_median;
+    out[2] = link.t_median;
+  }
+  MPI_Bcast(out, 3, MPI_DOUBLE, 0, comm);
+  return {out[0], out[1], out[2]};
 }
 
 std::string shape_text(const CaseSpec& spec) {
@@ -42,37 +66,33 @@ std::string shape_text(const CaseSpec& spec) {
 LinkChoice choose_link(double ratio, const CaseSpec& first, int rank, BackendOptions options,
                        ExecOptions timing) {
   // A fresh backend's first iterations run cold (page faults, BLAS start-up): a few warm-up
-  // iterations keep them out of the medians the choice rests on.
+  // iterations keep them out of the medians the choice rests on. Five rounds of two
+  // iterations pair compute_only's and comm_only's slots in time.
   timing.iters = std::min(timing.iters, 10);
   timing.warmup = 3;
-  timing.rounds = 1;
+  timing.rounds = std::min(5, timing.iters);
   timing.verify = false;
   timing.progress_label.clear();
-  const double t_comp = [&] {
-    auto backend = make_cpu_backend(options);
-    return probe_median(*backend, first, StrategyRole::compute_reference, rank, options.comm,
-                        timing);
-  }();
-  const double target = ratio * t_comp;
-  double gbps = kFirstGuessGbps, t_comm = 0;
+  double gbps = kFirstGuessGbps;
+  PairedProbe probe;
   std::string steps;
   for (int k = 0; k < kCorrections; ++k) {
     options.link.gbps = gbps;
     auto backend = make_cpu_backend(options);
-    t_comm =
-        probe_median(*backend, first, StrategyRole::comm_reference, rank, options.comm, timing);
-    char step[96];
-    std::snprintf(step, sizeof step, "%s%.4g Gbit/s: %.3f ms", steps.empty() ? "" : ", ", gbps,
-                  t_comm * 1e3);
+    probe = probe_pair(*backend, first, rank, options.comm, timing);
+    char step[128];
+    std::snprintf(step, sizeof step, "%s%.4g Gbit/s: %.3f ms (T_comm/T_comp %.3f)",
+                  steps.empty() ? "" : ", ", gbps, probe.t_comm * 1e3, probe.ratio);
     steps += step;
-    if (!(t_comm > 0) || !(target > 0)) break;
-    gbps = std::clamp(gbps * t_comm / target, kMinGbps, kMaxGbps);
+    if (!(probe.ratio > 0) || !(ratio > 0)) break;
+    // The transfer time goes as one over the rate: scale the rate by how far the ratio is off.
+    gbps = std::clamp(gbps * probe.ratio / ratio, kMinGbps, kMaxGbps);
   }
-  char text[512];
+  char text[640];
   std::snprintf(text, sizeof text,
-                "link_gbps %.9g chosen by link_ratio %.3g on %s: compute_only took %.3f ms, so "
-                "T_comm was aimed at %.3f ms; comm_only at %s",
-                gbps, ratio, shape_text(first).c_str(), t_comp * 1e3, target * 1e3, steps.c_str());
+                "link_gbps %.9g chosen by link_ratio %.3g on %s: compute_only and comm_only "
+                "paired round by round, compute_only at %.3f ms; comm_only at %s",
+                gbps, ratio, shape_text(first).c_str(), probe.t_comp * 1e3, steps.c_str());
   return {gbps, text};
 }
 

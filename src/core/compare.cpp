@@ -251,6 +251,17 @@ void set_power(CaseChange& c, const Interval& ci) {
 
 }  // namespace
 
+void rejudge(CaseChange& c, CompareMetric metric, double threshold) {
+  c.threshold = threshold;
+  if (c.verdict == Verdict::too_few_rounds || !std::isfinite(c.ci_low) ||
+      !std::isfinite(c.ci_high)) {
+    return;
+  }
+  const Interval ci{c.ci_low, c.ci_high};
+  c.verdict = judge(metric, ci, threshold);
+  set_power(c, ci);
+}
+
 CompareMetric parse_compare_metric(const std::string& text) {
   if (text == "T") return CompareMetric::t;
   if (text == "exposed_comm") return CompareMetric::exposed_comm;

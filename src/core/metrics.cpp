@@ -20,6 +20,8 @@
 
 #include "fob/hardware.h"
 #include "fob/plan.h"
+#include "fob/rank_stats.h"
+#include "fob/speed_probe.h"
 #include "fob/strategy.h"
 #include "fob/trust.h"
 
@@ -191,6 +193,20 @@ double busbw_of(const CaseKey& c, double sent_bytes, double seconds) {
   return algbw_of(c, sent_bytes, seconds) * s->busbw_factor(c.world);
 }
 
+// The row's per-rank figures, and its straggler named in its doubts.
+void set_rank_spread(Summary& s, const RankSpread& r) {
+  s.rank_t_min = r.t_min;
+  s.rank_t_avg = r.t_avg;
+  s.rank_t_max = r.t_max;
+  s.slowest_rank = r.slowest_rank;
+  s.rank_tflops_min = r.gemm_min / 1e12;
+  s.rank_tflops_avg = r.gemm_avg / 1e12;
+  s.rank_tflops_max = r.gemm_max / 1e12;
+  s.slowest_gemm_rank = r.slowest_gemm_rank;
+  const std::string straggler = straggler_doubt(r);
+  if (!straggler.empty()) s.doubts += (s.doubts.empty() ? "" : "; ") + straggler;
+}
+
 }  // namespace
 
 double case_busbw(const CaseResult& c, double seconds) {
@@ -230,9 +246,50 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+namespace {
+
+// Each round's median step of `steps` (in iteration order), and which rounds ran in a slow
+// phase (CaseStats); both empty where the rounds do not add up to the steps.
+void set_rounds(const CaseResult& c, const std::vector<double>& steps, CaseStats& st) {
+  const std::vector<int32_t> sizes = c.rounds();
+  size_t total = 0;
+  for (const int32_t n : sizes) total += n > 0 ? static_cast<size_t>(n) : 0;
+  if (total != steps.size() || sizes.empty()) return;
+  size_t at = 0;
+  for (const int32_t n : sizes) {
+    const auto from = steps.begin() + static_cast<std::ptrdiff_t>(at);
+    st.round_medians.push_back(n > 0 ? median({from, from + n}) : kNaN);
+    at += static_cast<size_t>(std::max(n, 0));
+  }
+  std::vector<double> sorted, probes;
+  for (const double m : st.round_medians) {
+    if (std::isfinite(m)) sorted.push_back(m);
+  }
+  for (const double p : c.round_probe) {
+    if (std::isfinite(p)) probes.push_back(p);
+  }
+  std::sort(sorted.begin(), sorted.end());
+  const double own_limit = sorted.empty() ? kNaN : kSlowRoundFactor * percentile(sorted, 0.25);
+  const bool probed = c.round_probe.size() == sizes.size() && !probes.empty();
+  const double probe_limit = probed ? kSlowPhaseFactor * median(probes) : kNaN;
+  size_t flagged = 0;
+  for (size_t r = 0; r < sizes.size(); ++r) {
+    const bool slow = st.round_medians[r] > own_limit || (probed && c.round_probe[r] > probe_limit);
+    st.round_slow.push_back(slow ? 1 : 0);
+    flagged += slow ? 1 : 0;
+  }
+  // Where more look slow, that is how the machine ran: every round counts.
+  if (static_cast<double>(flagged) > kMaxSlowShare * static_cast<double>(sizes.size())) {
+    std::fill(st.round_slow.begin(), st.round_slow.end(), 0);
+  }
+}
+
+}  // namespace
+
 CaseStats case_stats(const CaseResult& c) {
   CaseStats st;
   std::vector<double> steps = step_times(c);
+  set_rounds(c, steps, st);
   if (steps.empty() || any_nan(steps)) {
     st.t_median = st.t_min = st.t_p90 = st.t_p99 = st.t_cv = kNaN;
     st.t_ci_low = st.t_ci_high = kNaN;
@@ -254,6 +311,10 @@ CaseStats case_stats(const CaseResult& c) {
   st.concurrency = measured_concurrency(c);
   st.sent_bytes = rank0_sent_bytes(c);
   st.hardware_doubt = throttle_doubt(c);
+  if (const std::string link = link_doubt(c); !link.empty()) {
+    st.hardware_doubt += (st.hardware_doubt.empty() ? "" : "; ") + link;
+  }
+  st.ranks = rank_spread(c);
   return st;
 }
 
@@ -269,29 +330,106 @@ std::vector<Summary> summarize(const std::vector<CaseResult>& cases) {
   return summarize(cases, stats);
 }
 
+namespace {
+
+// The reference cases of each shape (the first of each reference strategy per shape wins; a
+// sweep runs each reference once), by key.
+class References {
+ public:
+  References(const std::vector<CaseResult>& cases, const std::vector<CaseStats>& stats) {
+    for (size_t i = 0; i < cases.size(); ++i) {
+      if (cases[i].role() != StrategyRole::overlapping) by_key_.emplace(cases[i].key(), &stats[i]);
+    }
+  }
+  // The stats of `c`'s shape's case of `role`, or null.
+  const CaseStats* of(const CaseResult& c, StrategyRole role) const {
+    auto it = by_key_.find(c.key().with_strategy(role_name(role)));
+    return it == by_key_.end() ? nullptr : it->second;
+  }
+  double t(const CaseResult& c, StrategyRole role) const {
+    const CaseStats* st = of(c, role);
+    return st == nullptr ? kNaN : st->t_median;
+  }
+
+ private:
+  std::map<CaseKey, const CaseStats*> by_key_;
+};
+
+struct Paired {
+  double value = kNaN, low = kNaN, high = kNaN;
+  int left_out = 0;  // rounds of a slow phase
+};
+
+// `f(r)` over the rounds r that every one of `cases` has and none ran in a slow phase of; the
+// median and its interval where kMinPairedRounds or more pair up.
+template <typename F>
+Paired paired_rounds(const std::vector<const CaseStats*>& cases, F f) {
+  Paired p;
+  size_t n = 0;
+  for (const CaseStats* c : cases) {
+    if (c == nullptr || c->round_medians.size() != c->round_slow.size()) return p;
+    if (n == 0) n = c->round_medians.size();
+    if (c->round_medians.size() != n) return p;
+  }
+  std::vector<double> values;
+  for (size_t r = 0; r < n; ++r) {
+    const bool slow = std::any_of(cases.begin(), cases.end(),
+                                  [&](const CaseStats* c) { return c->round_slow[r] != 0; });
+    const double v = f(r);
+    if (slow) ++p.left_out;
+    if (!slow && std::isfinite(v)) values.push_back(v);
+  }
+  if (values.size() < static_cast<size_t>(kMinPairedRounds)) return Paired{};
+  std::sort(values.begin(), values.end());
+  p.value = median(values);
+  median_interval(values, &p.low, &p.high);
+  return p;
+}
+
+// speedup and T/T_lb of an overlapping case, paired round by round with its references.
+void set_paired(Summary& s, const CaseStats& st, const CaseResult& c, const References& refs) {
+  const CaseStats* base = refs.of(c, StrategyRole::serial_baseline);
+  const CaseStats* comp = refs.of(c, StrategyRole::compute_reference);
+  const CaseStats* comm = refs.of(c, StrategyRole::comm_reference);
+  const Paired speedup = paired_rounds(
+      {base, &st}, [&](size_t r) { return ratio(base->round_medians[r], st.round_medians[r]); });
+  const Paired bound = paired_rounds({&st, comp, comm}, [&](size_t r) {
+    return ratio(st.round_medians[r], std::max(comp->round_medians[r], comm->round_medians[r]));
+  });
+  if (std::isfinite(speedup.value)) s.speedup = speedup.value;
+  s.speedup_ci_low = speedup.low;
+  s.speedup_ci_high = speedup.high;
+  s.t_over_tlb = std::isfinite(bound.value) ? bound.value : ratio(s.t_median, s.t_lb);
+  s.t_over_tlb_ci_low = bound.low;
+  s.t_over_tlb_ci_high = bound.high;
+  const int left_out = std::max(speedup.left_out, bound.left_out);
+  if (left_out > 0 && std::isfinite(speedup.value)) {
+    s.doubts += (s.doubts.empty() ? "" : "; ") + std::to_string(left_out) +
+                " round(s) in a slow phase of the machine left out of the paired speedup";
+  }
+}
+
+// The overlap metrics of a strategy's row against its shape's references.
+void set_overlap_metrics(Summary& s, double t_base) {
+  const double t = s.t_median;
+  const double exposed_base = t_base - s.t_comp;
+  s.exposed_comm = t - s.t_comp;
+  s.speedup = ratio(t_base, t);
+  s.ideal_speedup = ratio(t_base, s.t_lb);
+  s.comm_reduction = 1.0 - ratio(s.exposed_comm, exposed_base);
+  s.e2e_reduction = 1.0 - ratio(t, t_base);
+  s.overlap_efficiency = ratio(t_base - t, t_base - s.t_lb);
+  s.hidden_frac = 1.0 - ratio(s.exposed_comm, s.t_comm);
+  const double pct = ratio(s.t_comm + s.t_comp - t, std::min(s.t_comm, s.t_comp));
+  s.overlap_pct = std::isnan(pct) ? kNaN : 100.0 * std::clamp(pct, 0.0, 1.0);
+}
+
+}  // namespace
+
 std::vector<Summary> summarize(const std::vector<CaseResult>& cases,
                                const std::vector<CaseStats>& stats) {
   if (stats.size() != cases.size()) throw std::logic_error("summarize: one CaseStats per case");
-  // First case of each reference strategy per shape wins; a sweep runs each reference once.
-  std::map<CaseKey, double> reference, reference_busy;
-  for (size_t i = 0; i < cases.size(); ++i) {
-    if (cases[i].role() != StrategyRole::overlapping) {
-      reference.emplace(cases[i].key(), stats[i].t_median);
-      reference_busy.emplace(cases[i].key(), stats[i].compute_busy);
-    }
-  }
-  // compute_only's own compute-stream busy time: what a case's busy time is compared with (its
-  // step time T_comp also holds the iteration's start and the gaps between tasks).
-  auto comp_busy = [&](const CaseResult& c) {
-    auto it =
-        reference_busy.find(c.key().with_strategy(role_name(StrategyRole::compute_reference)));
-    return it == reference_busy.end() ? kNaN : it->second;
-  };
-  auto ref = [&](const CaseResult& c, const char* strategy) {
-    auto it = reference.find(c.key().with_strategy(strategy));
-    return it == reference.end() ? kNaN : it->second;
-  };
-
+  const References refs(cases, stats);
   std::vector<Summary> out;
   out.reserve(cases.size());
   for (size_t i = 0; i < cases.size(); ++i) {
@@ -310,12 +448,14 @@ std::vector<Summary> summarize(const std::vector<CaseResult>& cases,
     s.t_ci_low = st.t_ci_low;
     s.t_ci_high = st.t_ci_high;
     s.doubts = st.hardware_doubt;
+    set_rank_spread(s, st.ranks);
 
     const double t = s.t_median;
-    const double t_base = ref(c, role_name(StrategyRole::serial_baseline));
-    s.t_comp = ref(c, role_name(StrategyRole::compute_reference));
-    s.t_comm = ref(c, role_name(StrategyRole::comm_reference));
+    s.t_comp = refs.t(c, StrategyRole::compute_reference);
+    s.t_comm = refs.t(c, StrategyRole::comm_reference);
     s.t_lb = (std::isnan(s.t_comp) || std::isnan(s.t_comm)) ? kNaN : std::max(s.t_comp, s.t_comm);
+    s.speedup_ci_low = s.speedup_ci_high = kNaN;
+    s.t_over_tlb = s.t_over_tlb_ci_low = s.t_over_tlb_ci_high = kNaN;
 
     const bool is_compute_only = c.has_role(StrategyRole::compute_reference);
     const bool is_comm_only = c.has_role(StrategyRole::comm_reference);
@@ -326,19 +466,15 @@ std::vector<Summary> summarize(const std::vector<CaseResult>& cases,
       s.speedup = s.ideal_speedup = s.comm_reduction = s.e2e_reduction = kNaN;
       s.overlap_efficiency = s.hidden_frac = s.overlap_pct = kNaN;
     } else {
-      const double exposed_base = t_base - s.t_comp;
-      s.exposed_comm = t - s.t_comp;
-      s.speedup = ratio(t_base, t);
-      s.ideal_speedup = ratio(t_base, s.t_lb);
-      s.comm_reduction = 1.0 - ratio(s.exposed_comm, exposed_base);
-      s.e2e_reduction = 1.0 - ratio(t, t_base);
-      s.overlap_efficiency = ratio(t_base - t, t_base - s.t_lb);
-      s.hidden_frac = 1.0 - ratio(s.exposed_comm, s.t_comm);
-      const double pct = ratio(s.t_comm + s.t_comp - t, std::min(s.t_comm, s.t_comp));
-      s.overlap_pct = std::isnan(pct) ? kNaN : 100.0 * std::clamp(pct, 0.0, 1.0);
+      set_overlap_metrics(s, refs.t(c, StrategyRole::serial_baseline));
+      set_paired(s, st, c, refs);
     }
 
-    s.slicing_penalty = is_comm_only ? kNaN : st.compute_busy - comp_busy(c);
+    // compute_only's own compute-stream busy time: what a case's busy time is compared with
+    // (its step time T_comp also holds the iteration's start and the gaps between tasks).
+    const CaseStats* comp = refs.of(c, StrategyRole::compute_reference);
+    s.slicing_penalty =
+        is_comm_only || comp == nullptr ? kNaN : st.compute_busy - comp->compute_busy;
     s.tflops = is_comm_only ? kNaN : ratio(st.rank_flops, t) / 1e12;
 
     s.algbw = algbw_of(c, st.sent_bytes, t);

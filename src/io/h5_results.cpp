@@ -87,6 +87,12 @@ struct SummaryRow {
   double concurrency;
   double t_ci_low, t_ci_high;
   const char* doubts;  // variable length: a row may give several reasons
+  double speedup_ci_low, speedup_ci_high;
+  double t_over_tlb, t_over_tlb_ci_low, t_over_tlb_ci_high;
+  double rank_t_min, rank_t_avg, rank_t_max;
+  int32_t slowest_rank;
+  double rank_tflops_min, rank_tflops_avg, rank_tflops_max;
+  int32_t slowest_gemm_rank;
 };
 
 H5Id summary_mem_type(const Where& w) {
@@ -135,6 +141,19 @@ H5Id summary_mem_type(const Where& w) {
   FOB_FIELD(t_ci_low, H5T_NATIVE_DOUBLE);
   FOB_FIELD(t_ci_high, H5T_NATIVE_DOUBLE);
   FOB_FIELD(doubts, any_str);
+  FOB_FIELD(speedup_ci_low, H5T_NATIVE_DOUBLE);
+  FOB_FIELD(speedup_ci_high, H5T_NATIVE_DOUBLE);
+  FOB_FIELD(t_over_tlb, H5T_NATIVE_DOUBLE);
+  FOB_FIELD(t_over_tlb_ci_low, H5T_NATIVE_DOUBLE);
+  FOB_FIELD(t_over_tlb_ci_high, H5T_NATIVE_DOUBLE);
+  FOB_FIELD(rank_t_min, H5T_NATIVE_DOUBLE);
+  FOB_FIELD(rank_t_avg, H5T_NATIVE_DOUBLE);
+  FOB_FIELD(rank_t_max, H5T_NATIVE_DOUBLE);
+  FOB_FIELD(slowest_rank, H5T_NATIVE_INT32);
+  FOB_FIELD(rank_tflops_min, H5T_NATIVE_DOUBLE);
+  FOB_FIELD(rank_tflops_avg, H5T_NATIVE_DOUBLE);
+  FOB_FIELD(rank_tflops_max, H5T_NATIVE_DOUBLE);
+  FOB_FIELD(slowest_gemm_rank, H5T_NATIVE_INT32);
 #undef FOB_FIELD
   return type;
 }
@@ -172,6 +191,11 @@ SummaryRow to_row(const Summary& s) {
   row.slicing_penalty = s.slicing_penalty;
   row.speedup = s.speedup;
   row.ideal_speedup = s.ideal_speedup;
+  row.speedup_ci_low = s.speedup_ci_low;
+  row.speedup_ci_high = s.speedup_ci_high;
+  row.t_over_tlb = s.t_over_tlb;
+  row.t_over_tlb_ci_low = s.t_over_tlb_ci_low;
+  row.t_over_tlb_ci_high = s.t_over_tlb_ci_high;
   row.comm_reduction = s.comm_reduction;
   row.e2e_reduction = s.e2e_reduction;
   row.overlap_efficiency = s.overlap_efficiency;
@@ -183,6 +207,14 @@ SummaryRow to_row(const Summary& s) {
   row.concurrency = s.concurrency;
   row.t_ci_low = s.t_ci_low;
   row.t_ci_high = s.t_ci_high;
+  row.rank_t_min = s.rank_t_min;
+  row.rank_t_avg = s.rank_t_avg;
+  row.rank_t_max = s.rank_t_max;
+  row.slowest_rank = s.slowest_rank;
+  row.rank_tflops_min = s.rank_tflops_min;
+  row.rank_tflops_avg = s.rank_tflops_avg;
+  row.rank_tflops_max = s.rank_tflops_max;
+  row.slowest_gemm_rank = s.slowest_gemm_rank;
   row.doubts = s.doubts.c_str();  // valid while `s` is
   return row;
 }

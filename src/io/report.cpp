@@ -329,6 +329,23 @@ std::string regime_note(const Group& group) {
   return "T_comm / T_comp: n/a (no compute_only and comm_only of this shape).";
 }
 
+// "1.21-1.27" for a paired ratio's interval, "-" where there is none.
+std::string interval_text(double low, double high) {
+  if (!std::isfinite(low) || !std::isfinite(high)) return "-";
+  char text[64];
+  std::snprintf(text, sizeof text, "%.3f-%.3f", low, high);
+  return text;
+}
+
+// nccl-tests' -a in one cell: each rank's median step, min / avg / max over ranks, in ms.
+std::string rank_spread_text(const Summary& s) {
+  if (!std::isfinite(s.rank_t_min) || s.world <= 1) return "-";
+  char text[96];
+  std::snprintf(text, sizeof text, "%.3f / %.3f / %.3f", s.rank_t_min * 1e3, s.rank_t_avg * 1e3,
+                s.rank_t_max * 1e3);
+  return text;
+}
+
 Table md_table(const Group& group) {
   // The case id first: what --case and the results file's /cases/<id> name a row by.
   std::vector<Column> columns{Column{"case"}};
@@ -345,11 +362,14 @@ Table md_table(const Group& group) {
                                                         {"e2e_reduction", "%"},
                                                         {"speedup", "x"},
                                                         {"ideal_speedup", "x"},
+                                                        {"T/T_lb", "x"},
                                                         {"overlap_efficiency", "%"},
                                                         {"hidden", "%"},
                                                         {"concurrency", "%"}}) {
     table.columns.push_back(human_col(heading, unit, std::string(unit) == "%" ? 1 : 3));
   }
+  table.columns.push_back(Column{"speedup 95% CI"});
+  table.columns.push_back(Column{"ranks min/avg/max", "ms"});
   Column verified{"verified"};
   verified.align = Align::center;
   table.columns.push_back(verified);
@@ -363,9 +383,12 @@ Table md_table(const Group& group) {
          {ms(row->t_median), pct(row->t_cv), ms(row->t_comp), ms(row->t_comm), ms(row->t_lb),
           ms(row->exposed_comm), pct(row->comm_reduction), pct(row->e2e_reduction),
           Cell::of_real(row->speedup), Cell::of_real(row->ideal_speedup),
-          pct(row->overlap_efficiency), pct(row->hidden_frac), pct(row->concurrency)}) {
+          Cell::of_real(row->t_over_tlb), pct(row->overlap_efficiency), pct(row->hidden_frac),
+          pct(row->concurrency)}) {
       cells.push_back(c);
     }
+    cells.push_back(Cell::of(interval_text(row->speedup_ci_low, row->speedup_ci_high)));
+    cells.push_back(Cell::of(rank_spread_text(*row)));
     cells.push_back(verified_cell(row->verified));
     cells.push_back(Cell::of(row->doubts));
     table.rows.push_back(std::move(cells));

@@ -72,6 +72,19 @@ const std::vector<ReportColumn>& report_columns() {
       real("concurrency", FOB_SOURCE(concurrency)),
       real("t_ci_low", "ms", FOB_SOURCE(t_ci_low)),
       real("t_ci_high", "ms", FOB_SOURCE(t_ci_high)),
+      real("speedup_ci_low", FOB_SOURCE(speedup_ci_low)),
+      real("speedup_ci_high", FOB_SOURCE(speedup_ci_high)),
+      real("t_over_tlb", FOB_SOURCE(t_over_tlb)),
+      real("t_over_tlb_ci_low", FOB_SOURCE(t_over_tlb_ci_low)),
+      real("t_over_tlb_ci_high", FOB_SOURCE(t_over_tlb_ci_high)),
+      real("rank_t_min", "ms", FOB_SOURCE(rank_t_min)),
+      real("rank_t_avg", "ms", FOB_SOURCE(rank_t_avg)),
+      real("rank_t_max", "ms", FOB_SOURCE(rank_t_max)),
+      integer("slowest_rank", FOB_SOURCE(slowest_rank)),
+      real("rank_tflops_min", FOB_SOURCE(rank_tflops_min)),
+      real("rank_tflops_avg", FOB_SOURCE(rank_tflops_avg)),
+      real("rank_tflops_max", FOB_SOURCE(rank_tflops_max)),
+      integer("slowest_gemm_rank", FOB_SOURCE(slowest_gemm_rank)),
       text("doubts", FOB_SOURCE(doubts)),
   };
   return columns;
@@ -89,6 +102,7 @@ Cell report_cell(const ReportColumn& column, const Summary& s) {
         } else if constexpr (std::is_same_v<T, double>) {
           return Cell::of_real(value * column.scale);
         } else {
+          // A rank of -1 (slowest_rank: nothing timed) is printed as the file holds it.
           if (column.column.type != CellType::boolean) return Cell::of_int(value);
           return value < 0 ? Cell::none() : Cell::of_bool(value != 0);
         }

@@ -292,4 +292,32 @@ expect_in "$scratch/inconclusive_as.err" "--inconclusive-as 'maybe' is not known
 compare_expect 2 format "$a" "$b" --format xml
 expect_in "$scratch/format.err" "md, csv, json, latex, junit"
 expect_in "$scratch/format.err" "valid choices: md, csv, json, latex"
+
+# Many runs, one verdict: further runs pooled into each side (their rounds one after another),
+# and a history directory NEW is held against; runs of another setting are not pooled, and a
+# history neither follows a planted link nor counts what is not a results file.
+compare_expect "0|5" pooled "$a" "$b" --base "$b" --new "$a" --threshold $threshold
+expect_in "$scratch/pooled.out" "and 1 more run(s), pooled"
+grep -Eq "\| 10( \(\+[0-9] slow\))?/10( \(\+[0-9] slow\))? \|" "$scratch/pooled.out" ||
+  fail "pooled.out does not say each side had 10 rounds: $(cat "$scratch/pooled.out")"
+compare_expect 1 pooled_slow "$a" "$slow" --base "$b" --threshold $threshold
+compare_expect 2 pooled_other "$a" "$b" --base "$slow"
+expect_in "$scratch/pooled_other.err" "cannot pool $slow with $a: its link emulation is"
+history="$scratch/history"
+mkdir "$history"
+cp "$a" "$history/run1.h5"
+cp "$b" "$history/run2.h5"
+ln -s "$slow" "$history/planted.h5"
+echo "not a results file" > "$history/notes.txt"
+compare_expect "0|5" history --history "$history" "$a" --threshold $threshold
+expect_in "$scratch/history.err" "of the 2 runs of --history"
+expect_in "$scratch/history.out" "run1.h5 and 1 more run(s), pooled"
+compare_expect 1 history_slow --history "$history" "$slow" --threshold $threshold
+compare_expect 2 history_two_files --history "$history" "$a" "$b"
+expect_in "$scratch/history_two_files.err" "give NEW alone"
+compare_expect 2 history_runs --history "$history" "$a" --history-runs 1
+expect_in "$scratch/history_runs.err" "--history-runs 1 is too few"
+rm "$history/run2.h5"
+compare_expect 2 history_short --history "$history" "$a"
+expect_in "$scratch/history_short.err" "holds 1 results file(s)"
 echo "compare_regression: ok"

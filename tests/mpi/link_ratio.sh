@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# --link-ratio: the run probes before it starts, records in the file the speed it chose and how,
+# --link-ratio: the run probes before it starts (compute_only and comm_only paired round by
+# round), records in the file the speed it chose and how,
 # and the report ends each table with the T_comm / T_comp it reached; --link-from and a resume
 # reuse the recorded speed instead of choosing anew. How close the landing is
 # depends on the machine's noise, so that is a benchmark's, not this test's.
@@ -17,7 +18,7 @@ import h5py
 link = h5py.File(sys.argv[1], "r")["system"].attrs["link_emulation"]
 link = link.decode() if isinstance(link, bytes) else str(link)
 assert link.startswith("emulated: ") and "chosen by link_ratio 0.5" in link, link
-assert "compute_only took" in link and "comm_only at 1 Gbit/s" in link, link
+assert "paired round by round" in link and "comm_only at 1 Gbit/s" in link, link
 PY
 "$FOBENCH" report "$out" > "$scratch/report.md" || fail "report exited $?"
 grep -q "^T_comm / T_comp = [0-9.]*: " "$scratch/report.md" ||

@@ -205,8 +205,8 @@ TEST(Concurrency, SummaryAndReportCarryIt) {
   EXPECT_NE(csv.str().find("# concurrency: concurrency is the share"), std::string::npos);
   EXPECT_NE(json.str().find("\"concurrency\": 0.75, "), std::string::npos) << json.str();
   EXPECT_NE(json.str().find("\"concurrency\": null, "), std::string::npos) << json.str();
-  // Markdown: a percentage column before `verified`.
-  EXPECT_NE(md.str().find("| concurrency (%) | verified |"), std::string::npos) << md.str();
+  // Markdown: a percentage column before the paired speedup's interval.
+  EXPECT_NE(md.str().find("| concurrency (%) | speedup 95% CI |"), std::string::npos) << md.str();
   EXPECT_NE(md.str().find(" | 75.0 | - | "), std::string::npos) << md.str();
 }
 

@@ -146,7 +146,8 @@ TEST(Trust, EveryFormatCarriesDispersionAndDoubts) {
   EXPECT_NE(md.str().find("cv (%)"), std::string::npos) << md.str();
   std::ostringstream csv;
   write_report(csv, file, TableFormat::csv);
-  EXPECT_NE(csv.str().find("t_ci_low_ms,t_ci_high_ms,doubts"), std::string::npos) << csv.str();
+  EXPECT_NE(csv.str().find("t_ci_low_ms,t_ci_high_ms,"), std::string::npos) << csv.str();
+  EXPECT_NE(csv.str().find(",doubts\n"), std::string::npos) << csv.str();
 }
 
 TEST(Trust, CalibrateSaysWhatMakesItsFitDoubtful) {
