@@ -8,9 +8,9 @@
 # results/bench-compare-power-<time>.md and prints it.
 #
 #   bench/compare_power.sh [FOBENCH]      (ninja -C build bench-compare-power)
-#   PAIRS=10 GBPS=3 BUSY_SETTINGS="0 2" bench/compare_power.sh
+#   PAIRS=10 GBPS=3 BUSY_SETTINGS="0 2" KEEP=/tmp/power bench/compare_power.sh
 #
-# A run takes about 35 s on an idle 2-core machine, so PAIRS=10 over both load settings is
+# A run takes about 30 s on an idle 2-core machine, so PAIRS=10 over both load settings is
 # some 40 minutes. Counted per pair: the gate's verdict by its exit status (0 PASS, 1 FAIL,
 # 5 INCONCLUSIVE, 6 MISSING).
 set -euo pipefail
@@ -20,13 +20,19 @@ pairs=${PAIRS:-10}
 gbps=${GBPS:-3}
 busy_settings=${BUSY_SETTINGS:-"0 2"}
 threshold=${THRESHOLD:-5}
-work=$(mktemp -d)
+# KEEP=DIR keeps the runs and each comparison's report there (a new directory); else they go.
+if [ -n "${KEEP:-}" ]; then
+  mkdir "$KEEP"
+  work=$KEEP
+else
+  work=$(mktemp -d)
+fi
 spinners=()
 stop_spinners() {
   for p in "${spinners[@]}"; do kill "$p" 2> /dev/null || true; done
   spinners=()
 }
-trap 'stop_spinners; rm -rf "$work"' EXIT
+trap 'stop_spinners; [ -n "${KEEP:-}" ] || rm -rf "$work"' EXIT
 mkdir -p results
 out="results/bench-compare-power-$(date -u +%Y%m%dT%H%M%SZ).md"
 
@@ -37,9 +43,10 @@ run() { # run FILE SLOWDOWN: the config over a link SLOWDOWN times slower than G
     --link-gbps "$g" --force -o "$1" > /dev/null 2>&1
 }
 
-gate() { # gate BASE NEW: compare's exit status
+gate() { # gate BASE NEW: compare's exit status (its report kept beside NEW with KEEP)
   local rc=0
-  "$fobench" compare "$1" "$2" --threshold "$threshold" > /dev/null 2>&1 || rc=$?
+  "$fobench" compare "$1" "$2" --threshold "$threshold" > "$2.vs.$(basename "$1").md" 2>&1 ||
+    rc=$?
   echo "$rc"
 }
 
@@ -69,19 +76,21 @@ counts() {
 } > "$out"
 
 for busy in $busy_settings; do
+  mkdir -p "$work/busy$busy"
   for _ in $(seq 1 "$busy"); do
     (while :; do :; done) &
     spinners+=($!)
   done
-  for i in $(seq 0 "$pairs"); do run "$work/base$i.h5" 1; done
+  dir="$work/busy$busy"
+  for i in $(seq 0 "$pairs"); do run "$dir/base$i.h5" 1; done
   same=()
-  for i in $(seq 1 "$pairs"); do same+=("$(gate "$work/base$((i - 1)).h5" "$work/base$i.h5")"); done
+  for i in $(seq 1 "$pairs"); do same+=("$(gate "$dir/base$((i - 1)).h5" "$dir/base$i.h5")"); done
   echo "| $busy | $pairs | the same setting | $(counts "${same[@]}") |" >> "$out"
   for slowdown in 1.10 1.25; do
     slow=()
     for i in $(seq 1 "$pairs"); do
-      run "$work/slow.h5" "$slowdown"
-      slow+=("$(gate "$work/base$i.h5" "$work/slow.h5")")
+      run "$dir/slow$slowdown-$i.h5" "$slowdown"
+      slow+=("$(gate "$dir/base$i.h5" "$dir/slow$slowdown-$i.h5")")
     done
     echo "| $busy | $pairs | a link $slowdown times slower | $(counts "${slow[@]}") |" >> "$out"
   done

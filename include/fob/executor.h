@@ -59,7 +59,7 @@ class Executor {
     double probe = 0;                 // this rank's slowest speed probe around the slot
     // Summed over the case's slots so far: the host's busy CPU, this process's, and the wall
     // time (HostCpu), for the share of the host other work took while the case ran.
-    double busy = 0, own = 0, wall = 0;
+    double busy = 0, own = 0, wall = 0, steal = 0;
     bool busy_known = true;
   };
 
@@ -68,9 +68,11 @@ class Executor {
   // Every rank's Backend::case_facts(), "rank R: key=value", on rank 0 (empty elsewhere).
   std::vector<std::string> gather_facts(const Plan& plan, const Samples& samples);
   // "host_others_cpus=X": the host's CPUs other work kept busy during the case's slots, from
-  // one rank of each host (Samples::busy less every local rank's own CPU time); empty where
+  // one rank of each host (Samples::busy less every local rank's own CPU time), with
+  // "host_steal_cpus=Y" (of the busy time, what a hypervisor gave other guests) and
+  // "host_loadavg=Z" (the one-minute load average after the case's last slot); empty where
   // /proc/stat could not be read or the slots lasted under half a second. Collective.
-  std::string host_load_fact(const Samples& samples);
+  std::vector<std::string> host_load_facts(const Samples& samples);
   // The barrier after rank 0 wrote a slot of `iters` iterations of a case.
   void wait_for_the_write(const Plan& plan, int iters, const std::string& id);
   // Poisons the outputs, runs one iteration and checks it; `when` names the moment in messages.

@@ -29,8 +29,14 @@ inline constexpr double kMaxSlowShare = 0.4;
 // negative where /proc/stat cannot be read.
 struct HostCpu {
   double busy = -1, own = 0, wall = 0;
+  // Of `busy`, the time a hypervisor ran other guests on this machine's CPUs (/proc/stat's
+  // steal; 0 where the kernel reports none).
+  double steal = 0;
 };
 HostCpu host_cpu_now();
+
+// The host's load average over the last minute (/proc/loadavg), NaN where unreadable.
+double host_load_average();
 
 // Other work kept at least this many of the host's CPUs busy while a file was measured: the
 // file was measured under load.

@@ -260,6 +260,7 @@ std::vector<CaseResult> Executor::run_cases(const std::vector<const Plan*>& plan
         samples[c].probe = std::max(samples[c].probe, host_speed_probe());
         samples[c].busy_known = samples[c].busy_known && before.busy >= 0 && after.busy >= 0;
         samples[c].busy += after.busy - before.busy;
+        samples[c].steal += after.steal - before.steal;
         samples[c].own += after.own - before.own;
         samples[c].wall += after.wall - before.wall;
         if (round == rounds - 1) {
@@ -356,7 +357,7 @@ void Executor::time_iterations(const Plan& plan, const ExecOptions& options, int
   }
 }
 
-std::string Executor::host_load_fact(const Samples& samples) {
+std::vector<std::string> Executor::host_load_facts(const Samples& samples) {
   const watchdog::Wait wait("summing the CPU time of the ranks of each host");
   MPI_Comm node = MPI_COMM_NULL;
   MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node);
@@ -368,11 +369,14 @@ std::string Executor::host_load_fact(const Samples& samples) {
   MPI_Comm_free(&node);
   // /proc/stat counts in clock ticks (10 ms): over less than half a second of slots the
   // quotient is mostly rounding.
-  if (local != 0 || known == 0 || !(samples.wall >= 0.5)) return "";
-  char text[64];
-  std::snprintf(text, sizeof text, "host_others_cpus=%.3f",
+  if (local != 0 || known == 0 || !(samples.wall >= 0.5)) return {};
+  char others[64], steal[64], load[64];
+  std::snprintf(others, sizeof others, "host_others_cpus=%.3f",
                 std::max(0.0, samples.busy - own) / samples.wall);
-  return text;
+  std::snprintf(steal, sizeof steal, "host_steal_cpus=%.3f",
+                std::max(0.0, samples.steal) / samples.wall);
+  std::snprintf(load, sizeof load, "host_loadavg=%.2f", host_load_average());
+  return {others, steal, load};
 }
 
 std::vector<std::string> Executor::gather_facts(const Plan& plan, const Samples& samples) {
@@ -380,8 +384,8 @@ std::vector<std::string> Executor::gather_facts(const Plan& plan, const Samples&
   for (const std::string& fact : backend_.case_facts(plan)) {
     mine.push_back("rank " + std::to_string(rank_) + ": " + fact);
   }
-  if (const std::string load = host_load_fact(samples); !load.empty()) {
-    mine.push_back("rank " + std::to_string(rank_) + ": " + load);
+  for (const std::string& fact : host_load_facts(samples)) {
+    mine.push_back("rank " + std::to_string(rank_) + ": " + fact);
   }
   const watchdog::Wait wait("gathering every rank's account of how the case ran");
   const auto all = gather_bytes(comm_, joined_lines(mine));

@@ -9,6 +9,7 @@
 #include <array>
 #include <chrono>
 #include <cstdio>
+#include <limits>
 
 namespace fob {
 
@@ -70,8 +71,18 @@ HostCpu host_cpu_now() {
     // user, nice, system, (idle, iowait skipped), irq, softirq, steal
     h.busy =
         static_cast<double>(v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) / static_cast<double>(tick);
+    h.steal = static_cast<double>(v[7]) / static_cast<double>(tick);
   }
   return h;
+}
+
+double host_load_average() {
+  std::FILE* f = std::fopen("/proc/loadavg", "r");
+  if (f == nullptr) return std::numeric_limits<double>::quiet_NaN();
+  double load = std::numeric_limits<double>::quiet_NaN();
+  if (std::fscanf(f, "%lf", &load) != 1) load = std::numeric_limits<double>::quiet_NaN();
+  std::fclose(f);
+  return load;
 }
 
 }  // namespace fob

@@ -15,6 +15,29 @@ grep -q "EMULATED" "$scratch/report.md" || fail "the report does not say the lin
 "$FOB_PYTHON" "$(dirname "$0")/check_schema.py" "$out" "$scratch/report.csv" "$scratch/report.json"
 grep -q "^- timer: host steady_clock$" "$scratch/report.md" || fail "the report does not name the timer"
 grep -q "| concurrency (%) |" "$scratch/report.md" || fail "the report has no concurrency column"
+grep -q "| ranks min/avg/max (ms) |" "$scratch/report.md" || fail "the report has no per-rank column"
+# How each rank ran: the CPUs its streams ran on, and what its emulated link achieved against
+# its target, a fraction in (0, 1]; the per-rank figures in /summary.
+"$FOB_PYTHON" - "$out" <<'PY' || fail "the file does not say how each rank ran"
+import sys
+import h5py
+f = h5py.File(sys.argv[1], "r")
+for cid, case in f["cases"].items():
+    facts = case.attrs["facts"]
+    facts = facts.decode() if isinstance(facts, bytes) else str(facts)
+    strategy = case.attrs["strategy"]
+    strategy = strategy.decode() if isinstance(strategy, bytes) else str(strategy)
+    for rank in (0, 1):
+        mine = dict(line.split(": ", 1)[1].split("=", 1) for line in facts.splitlines()
+                    if line.startswith(f"rank {rank}: "))
+        if strategy != "comm_only":
+            assert mine["compute_cpus"] != "-", (cid, mine)
+        if strategy != "compute_only":
+            assert mine["comm_cpus"] != "-", (cid, mine)
+            assert 0 < float(mine["link_achieved"]) <= 1.0001, (cid, mine)
+summary = f["summary"][()]
+assert all(r["slowest_rank"] in (0, 1) and r["rank_t_min"] <= r["rank_t_max"] for r in summary)
+PY
 
 # A file written before /system had a timer still reads, and says its timer is unknown.
 cp "$out" "$scratch/old.h5"
