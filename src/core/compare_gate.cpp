@@ -145,8 +145,10 @@ GateResult gate_result(const std::vector<Comparison>& parts, InconclusiveAs inco
                   " rounds on a side, too few to judge (run with --rounds 10): " + first_names(few)
             : std::to_string(wide.size()) + " case(s) have an interval reaching past +-" + t +
                   "%: the files could not have seen such a change (more rounds "
-                  "narrow it; see `rounds needed`): " +
-                  first_names(wide);
+                  "narrow it; see `rounds needed`" +
+                  // A loaded machine widens intervals: what to change is the machine.
+                  (machine.empty() ? std::string() : ", or an idle machine: " + machine) +
+                  "): " + first_names(wide);
     g.exit_code = inconclusive_exit(inconclusive_as);
     return g;
   }

@@ -508,6 +508,16 @@ TEST(Compare, ALoadedHostMakesARegressionInconclusive) {
             std::string::npos)
       << load.reason;
   EXPECT_DOUBLE_EQ(median_host_load(loaded), 1.95);
+  // An interval the load made too wide to judge says so too: what to change is the machine.
+  CaseResult wide = make_case("0001", "comm_only", noisy(4.15e-3, 0.08, 8, 5));
+  wide.facts = {"rank 0: host_others_cpus=1.950"};
+  const GateResult unsure =
+      gate_result(gate_parts(base, file_of({wide}), GateMode::interconnect, CompareMetric::t, 5),
+                  InconclusiveAs::inconclusive);
+  EXPECT_EQ(unsure.verdict, GateVerdict::inconclusive);
+  EXPECT_NE(unsure.reason.find("or an idle machine: the host was busy with other work"),
+            std::string::npos)
+      << unsure.reason;
 }
 
 // JUnit XML carries names from files anyone may have written: escaped, valid UTF-8, one line.
