@@ -469,13 +469,17 @@ class Flusher {
     ++slots_done_;
     if (run_.rank != 0) return;
     watchdog::test_stop_point("writing case " + r.id);
-    run_.writer->add_case(r);
-    if (round + 1 < rounds_total) {
-      partly_.insert(r.id);
-    } else {
-      partly_.erase(r.id);
+    {
+      // A stop signal is held until the note counts the case just written.
+      const stop::WriteSection section;
+      run_.writer->add_case(r);
+      if (round + 1 < rounds_total) {
+        partly_.insert(r.id);
+      } else {
+        partly_.erase(r.id);
+      }
+      stop::set_note(kept_note(*run_.writer, partly_.size()));
     }
-    stop::set_note(kept_note(*run_.writer, partly_.size()));
     const double elapsed =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
     const double left = elapsed / slots_done_ * (slots_total_ - slots_done_);
