@@ -218,9 +218,16 @@ std::string case_id(size_t index) {
   return id;
 }
 
-// Whether a case already in a results file is this spec, measured to the end.
-bool finished(const CaseResult& c, const CaseSpec& spec, int iters) {
-  return c.key() == CaseKey::of(spec) && c.iters == iters;
+// Whether a case already in a results file is this spec, measured to the end. A case that
+// --auto-slices tuned holds the count it chose (flash:4 where the config says flash): that is
+// the spec's case when the strategy is the same and the run tunes too.
+bool finished(const CaseResult& c, const CaseSpec& spec, int iters, bool auto_slices) {
+  CaseKey want = CaseKey::of(spec);
+  const std::string family = c.strategy.substr(0, c.strategy.find(':'));
+  if (auto_slices && !c.auto_slices.empty() && family == spec.strategy.strategy->name) {
+    want.strategy = c.strategy;
+  }
+  return c.key() == want && c.iters == iters;
 }
 
 // --auto-slices: for a slicing, flash or flash_qs case, time each count that divides the rows per

@@ -46,8 +46,9 @@ void resolve_backends(Config& config, const std::vector<Config>& points);
 // "0007": a case's id, its index across the whole sweep.
 std::string case_id(size_t index);
 
-// Whether a case already in a results file is this spec, measured to the end.
-bool finished(const CaseResult& c, const CaseSpec& spec, int iters);
+// Whether a case already in a results file is this spec, measured to the end (with
+// --auto-slices, at whatever count the run chose).
+bool finished(const CaseResult& c, const CaseSpec& spec, int iters, bool auto_slices);
 
 // --auto-slices: times each slice count for a few iterations and sets the fastest in `spec`;
 // returns what was measured ("" when the strategy has no slice count). Collective.
