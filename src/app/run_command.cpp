@@ -421,7 +421,8 @@ void resume_results(Run& run) {
   for (const auto& group : run.groups) {
     for (const CaseSpec& spec : group) {
       for (const CaseResult& c : run.writer->cases()) {
-        if (c.id == case_id(i) && finished(c, spec, run.config.iters, run.config.auto_slices)) run.skip[i] = 1;
+        if (c.id == case_id(i) && finished(c, spec, run.config.iters, run.config.auto_slices))
+          run.skip[i] = 1;
       }
       ++i;
     }
