@@ -2,6 +2,7 @@
 // read back whatever they hold (src/io/).
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -57,10 +58,15 @@ class ResultWriter {
 // name does not end in .partial.
 std::string partial_target(const std::string& partial);
 
+// The most a results file (finished or journal) may hold: far past any sweep's (100,000 cases),
+// and a bound a reader checks against the file's size before it reads a byte.
+inline constexpr uint64_t kMaxResultsFileBytes = uint64_t{8} << 30;
+
 // Reads a file written by ResultWriter: a finished HDF5 file (parsed in a child process under
 // memory and time limits, src/io/read_results.cpp) or a journal NAME.h5.partial, also one
 // still being written. Throws InputError when it is not a fobench file, is damaged or crafted,
-// has a newer schema, or cannot be opened; never crashes or hangs on what it holds.
+// has a newer schema, is sparse or past kMaxResultsFileBytes, or cannot be opened; never
+// crashes or hangs on what it holds.
 ResultFile read_results(const std::string& path);
 // Whether `path` starts like a journal (what --resume continues); InputError when it cannot
 // be opened as a regular file.

@@ -3,7 +3,6 @@
 #include "run_support.h"
 
 #include <hdf5.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -56,14 +55,7 @@ std::string recorded_env() {
 }
 
 std::string read_config_file(const std::string& path) {
-  // Sized before it is read: a file past the bound is refused without being loaded.
-  struct stat st {};
-  if (stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_size > kMaxConfigBytes) {
-    throw InputError("config: " + quote_value(path) + " is " + std::to_string(st.st_size) +
-                     " bytes, more than the " + std::to_string(kMaxConfigBytes) +
-                     " a config may hold");
-  }
-  return read_regular_file(path, "config");
+  return read_regular_file(path, "config", kMaxConfigBytes);
 }
 
 // Rank 0 reads the file; every rank gets its text, or every rank gets the same error.

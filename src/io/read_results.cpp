@@ -26,6 +26,7 @@
 #include "fob/output_file.h"
 #include "fob/result_files.h"
 #include "fob/results.h"
+#include "fob/text_file.h"
 #include "fob/types.h"
 #include "h5_reader.h"
 #include "journal.h"
@@ -53,35 +54,7 @@ std::string read_whole(const std::string& path) {
     if (errno == ENOENT) throw InputError("cannot open '" + path + "' as HDF5: no such file");
     throw InputError("cannot open '" + path + "' as HDF5: " + std::strerror(errno));
   }
-  struct stat st {};
-  std::string bytes;
-  std::string error;
-  if (fstat(fd, &st) != 0) {
-    error = std::strerror(errno);
-  } else if (!S_ISREG(st.st_mode)) {
-    const char* kind = S_ISDIR(st.st_mode)    ? "a directory"
-                       : S_ISFIFO(st.st_mode) ? "a FIFO"
-                       : S_ISSOCK(st.st_mode) ? "a socket"
-                                              : "a device";
-    close(fd);
-    throw InputError("results file: '" + path + "' is " + kind + ", not a regular file");
-  } else {
-    bytes.resize(static_cast<size_t>(st.st_size));
-    size_t done = 0;
-    while (done < bytes.size() && error.empty()) {
-      const ssize_t n = read(fd, bytes.data() + done, bytes.size() - done);
-      if (n > 0) {
-        done += static_cast<size_t>(n);
-      } else if (n == 0) {
-        bytes.resize(done);  // it shrank meanwhile: HDF5 then finds it truncated
-      } else if (errno != EINTR) {
-        error = std::strerror(errno);
-      }
-    }
-  }
-  close(fd);
-  if (!error.empty()) throw InputError("results file: cannot read '" + path + "': " + error);
-  return bytes;
+  return read_open_file(fd, path, "results file", kMaxResultsFileBytes);
 }
 
 void write_all(int fd, const std::string& bytes) {

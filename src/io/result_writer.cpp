@@ -5,6 +5,7 @@
 // ever opened.
 #include <fcntl.h>
 #include <hdf5.h>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
@@ -21,6 +22,7 @@
 #include "fob/output_file.h"
 #include "fob/result_files.h"
 #include "fob/results.h"
+#include "fob/text_file.h"
 #include "fob/types.h"
 #include "h5_schema.h"
 #include "h5_util.h"
@@ -141,6 +143,9 @@ ResultWriter::ResultWriter(const std::string& partial_path)
   const int fd = open_existing_regular(partial_, "--resume");
   std::string bytes;
   try {
+    struct stat st {};
+    if (fstat(fd, &st) != 0) throw InputError("--resume: cannot read '" + partial_ + "'");
+    require_plausible_size(st, partial_, "results file", kMaxResultsFileBytes);
     char buf[1 << 16];
     for (;;) {
       const ssize_t n = read(fd, buf, sizeof buf);

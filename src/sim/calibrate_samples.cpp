@@ -21,26 +21,35 @@ namespace fob::calib {
 // not.
 std::string regenerate(CaseView& v) {
   const CaseResult& c = *v.c;
+  v.plans.clear();
+  // Before any plan is made: a file's claimed world does not make plans its records cannot hold.
+  if (c.ranks() < c.world) {
+    return "it holds " + std::to_string(c.ranks()) + " of its " + std::to_string(c.world) +
+           " ranks (a simulated ring, stored_ranks), not a measurement of each";
+  }
   try {
     const CaseSpec spec = c.spec();
     v.dtype = spec.dtype;
     v.strategy = spec.strategy.strategy;
-    v.plans = make_plans(spec);
+    // Rank by rank, each held to the tasks the file recorded for it, so that the plans take
+    // memory in proportion to the file's tasks table, not to what its fields claim.
+    v.plans.reserve(static_cast<size_t>(c.world));
+    size_t tasks = 0;
+    for (int r = 0; r < c.world; ++r) {
+      v.plans.push_back(make_plan(spec, r));
+      tasks += v.plans.back().tasks.size();
+      if (static_cast<int32_t>(v.plans.back().tasks.size()) > c.max_tasks ||
+          tasks > c.tasks.size()) {
+        v.plans.clear();
+        return "rank " + std::to_string(r) + " has more tasks now than recorded";
+      }
+    }
   } catch (const std::exception& e) {
     v.plans.clear();
     return e.what();
   }
-  if (c.ranks() < c.world) {
-    v.plans.clear();
-    return "it holds " + std::to_string(c.ranks()) + " of its " + std::to_string(c.world) +
-           " ranks (a simulated ring, stored_ranks), not a measurement of each";
-  }
   for (int r = 0; r < c.world; ++r) {
-    const Plan& p = v.plans[static_cast<size_t>(r)];
-    if (static_cast<int32_t>(p.tasks.size()) > c.max_tasks) {
-      return "rank " + std::to_string(r) + " has more tasks now than recorded";
-    }
-    for (const Task& t : p.tasks) {
+    for (const Task& t : v.plans[static_cast<size_t>(r)].tasks) {
       const size_t i = c.task_index(r, t.id);
       if (i >= c.tasks.size()) return "the tasks table is short";
       const TaskRecord& rec = c.tasks[i];

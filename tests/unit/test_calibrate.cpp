@@ -2,13 +2,18 @@
 // simulator runs the real plans with a cost model of per-shape GEMM efficiencies, a memory
 // rate, a link and a contention factor, and the fit must give them back.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
 #include "../common/measured_case.h"
+#include "../common/small_case.h"
 #include "fob/calibrate.h"
 #include "fob/sim.h"
 #include "fob/strategy.h"
@@ -251,6 +256,50 @@ TEST(Calibrate, SkipsCasesWhosePlansChanged) {
   const std::vector<GemmPoint>& points = m.compute.at(DType::fp32).gemm_efficiency;
   ASSERT_EQ(points.size(), 1U);
   EXPECT_EQ(points[0].k, 64);
+}
+
+// Calibrates `files` with `room` bytes of address space beyond what the process maps now, then
+// exits 0 when the fit's notes name `note`, 1 when not (a death test's child).
+[[noreturn]] void calibrate_within(const std::vector<ResultFile>& files, rlim_t room,
+                                   const std::string& note) {
+  long pages = 0;
+  if (FILE* f = std::fopen("/proc/self/statm", "r")) {
+    if (std::fscanf(f, "%ld", &pages) != 1) pages = 0;
+    std::fclose(f);
+  }
+  const rlim_t most =
+      static_cast<rlim_t>(pages) * static_cast<rlim_t>(sysconf(_SC_PAGESIZE)) + room;
+  const rlimit mem{most, most};
+  setrlimit(RLIMIT_AS, &mem);
+  FitReport rep;
+  calibrate(files, "x", &rep);
+  std::exit(has_note(rep, note) ? 0 : 1);
+}
+
+// A crafted case claims 2048 ranks of Flash-Overlap (thousands of tasks each) but records one
+// task per rank: calibrate makes no plan past the tasks the file holds, so it leaves the case
+// out within a small allowance of memory, where it once took gigabytes.
+TEST(Calibrate, ACaseClaimingAHugeWorldCostsWhatItsFileHolds) {
+  const int world = 2048;
+  CaseResult big = small_case("big", world);
+  big.workload = "mlp_bwd";
+  big.strategy = "flash";
+  big.seq = 2 * world;
+  big.hidden = 4 * world;
+  big.ffn = 4 * world;
+  big.iters = 1;
+  big.step_seconds.assign(world, 1e-3);
+  big.task_start.assign(world, 0.0);
+  big.task_end.assign(world, 1e-3);
+  big.timers = {"host steady_clock"};
+  big.iteration_timer.assign(world, 0);
+  ASSERT_TRUE(big.arrays_match());
+  std::vector<CaseResult> cases = {
+      measured(find_workload("mlp"), shape(64), "compute_only", 2, "a"),
+      measured(find_workload("mlp"), shape(64), "comm_only", 2, "b")};
+  std::vector<ResultFile> files = {file_of(cases, 2), file_of({big}, world)};
+  EXPECT_EXIT(calibrate_within(files, rlim_t{256} << 20, "more tasks now than recorded"),
+              ::testing::ExitedWithCode(0), "");
 }
 
 }  // namespace

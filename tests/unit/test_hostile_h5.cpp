@@ -26,6 +26,7 @@
 #include "../common/temp_dir.h"
 #include "fob/result_files.h"
 #include "fob/results.h"
+#include "fob/text_file.h"
 #include "fob/types.h"
 #include "io/h5_reader.h"
 
@@ -425,6 +426,38 @@ TEST(HostileH5, ImageInMemoryReadsAsTheFile) {
     FAIL() << "read a truncated image";
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("'named.h5'"), std::string::npos) << e.what();
+  }
+}
+
+// A results file (finished or journal), a config or a machine file whose size is mostly holes,
+// or past what such a file may hold, is refused by its size: nothing of it is read, so the
+// reader takes no memory for what it only claims (a 6 GiB sparse file once took 6 GiB).
+TEST(HostileH5, SparseOrOversizedFilesAreRefusedByTheirSize) {
+  TempDir dir;
+  const std::string h5 = good_file(dir);
+  const std::string journal = dir.file("cut.h5.partial");
+  { ResultWriter writer(dir.file("cut.h5"), false, RunInfo{}, small_system("cpu", "mpi", 2, "t")); }
+  const std::string config = dir.file("big.yaml");
+  std::ofstream(config) << "workload: mlp\n";
+  for (const std::string& path : {h5, journal, config}) {
+    ASSERT_EQ(truncate(path.c_str(), off_t{6} << 30), 0) << path;
+  }
+  expect_refused(h5, {"claims 6442450944 bytes", "sparse"});
+  expect_refused(journal, {"sparse"});
+  ASSERT_EQ(truncate(h5.c_str(), off_t{9} << 30), 0);
+  expect_refused(h5, {"more than the 8589934592 a results file may hold"});
+  try {
+    read_regular_file(config, "config");
+    FAIL() << "read a 6 GiB config";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("a config may hold"), std::string::npos) << e.what();
+  }
+  ASSERT_EQ(truncate(config.c_str(), off_t{32} << 20), 0);
+  try {
+    read_regular_file(config, "machine file");
+    FAIL() << "read a sparse machine file";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("sparse"), std::string::npos) << e.what();
   }
 }
 
