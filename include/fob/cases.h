@@ -29,6 +29,9 @@ struct RunArgs {
 // The current UTC time in strftime `format`.
 std::string utc_now(const char* format);
 
+// A new run's id (RunInfo::run_id): 16 hex digits from the system's random source.
+std::string new_run_id();
+
 // The value of config key `key` given on the command line (the last one), if any: the resume
 // check and `sim` ask whether -o was given before there is a config.
 std::optional<std::string> given(const RunArgs& args, const char* key);

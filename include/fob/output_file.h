@@ -57,6 +57,11 @@ class TempFile {
   bool committed_ = false;
 };
 
+// The temporaries of `target` and of its journal (".NAME.XXXXXX.tmp", ".NAME.partial.XXXXXX.tmp")
+// that a run killed while writing left beside it, each with its owner, age and size. Only
+// lists: whoever holds `target`'s lock (OutputLock) knows no run of it is writing them.
+std::vector<std::string> stale_temporaries(const std::string& target);
+
 // `bytes` as the new contents of `path`, through a TempFile.
 void write_file_atomically(const std::string& path, std::string_view bytes);
 

@@ -48,6 +48,8 @@ class ResultWriter {
 
  private:
   void remember(const CaseResult& result);
+  // Says on stderr which temporaries of the file a killed run left (stale_temporaries).
+  void name_stale_temporaries() const;
   std::string path_, partial_;
   std::unique_ptr<OutputLock> lock_;
   std::unique_ptr<JournalWriter> journal_;

@@ -187,6 +187,9 @@ struct RunInfo {
   // `fobench sim --tune`: the file holds every parameter of each strategy side by side, and the
   // speedup picture draws each strategy at its fastest (root attribute `tuned`).
   bool tuned = false;
+  // 16 random hex digits drawn when a run starts (a resume keeps its file's): every journal
+  // record carries it, so that a record of another run is never taken for one of this run.
+  std::string run_id{};
 };
 
 // How a case's ranks compare (nccl-tests' -a: min, average and max over ranks; rank_stats.h).

@@ -237,6 +237,7 @@ void agree_on_settings(Run& run) {
   check_same_settings(run, effective);
   run.run_info.git_commit = git_commit();
   run.run_info.created_utc = utc_now("%Y-%m-%dT%H:%M:%SZ");
+  run.run_info.run_id = new_run_id();
   run.run_info.command_line = run.args.command_line;
   run.run_info.config_yaml = effective;
   if (run.config.output.empty()) {

@@ -2,9 +2,11 @@
 #include "fob/cases.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 #include <ctime>
 #include <limits>
+#include <random>
 #include <set>
 
 #include "fob/config_keys.h"
@@ -16,6 +18,14 @@ std::string utc_now(const char* format) {
   std::time_t t = std::time(nullptr);
   char text[64];
   std::strftime(text, sizeof text, format, std::gmtime(&t));
+  return text;
+}
+
+std::string new_run_id() {
+  std::random_device random;
+  const uint64_t id = (uint64_t{random()} << 32) ^ random();
+  char text[24];
+  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(id));
   return text;
 }
 

@@ -86,6 +86,7 @@ void put_run(Encoder& e, const RunInfo& run) {
   e.str(run.command_line);
   e.str(run.config_yaml);
   e.u8(run.tuned ? 1 : 0);
+  e.str(run.run_id);
 }
 
 RunInfo get_run(Decoder& d) {
@@ -95,6 +96,7 @@ RunInfo get_run(Decoder& d) {
   run.command_line = d.text(h5io::Text::lines);
   run.config_yaml = d.text(h5io::Text::lines);
   run.tuned = d.u8() != 0;
+  run.run_id = d.text(h5io::Text::line);
   return run;
 }
 

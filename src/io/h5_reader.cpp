@@ -228,6 +228,7 @@ ResultFile read_file(hid_t file, const Where& w) {
   ResultFile out;
   out.run.git_commit = opt_str(file, "git_commit", Text::line, w);
   out.run.created_utc = opt_str(file, "created_utc", Text::line, w);
+  out.run.run_id = opt_str(file, "run_id", Text::line, w);
   out.run.command_line = opt_str(file, "command_line", Text::lines, w);
   out.run.config_yaml = opt_str(file, "config_yaml", Text::lines, w);
   out.run.tuned =

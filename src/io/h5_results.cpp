@@ -341,6 +341,7 @@ void write_header(hid_t file, const RunInfo& run, const SystemInfo& sys, const s
   if (run.tuned) write_attr_i32(file, "tuned", 1, w);
   write_attr_str(file, "git_commit", run.git_commit, w);
   write_attr_str(file, "created_utc", run.created_utc, w);
+  if (!run.run_id.empty()) write_attr_str(file, "run_id", run.run_id, w);
   write_attr_str(file, "command_line", run.command_line, w);
   write_attr_str(file, "config_yaml", run.config_yaml, w);
   write_system(file, sys, path);

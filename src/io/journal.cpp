@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <limits>
+#include <optional>
 #include <string>
 
 #include "case_codec.h"
@@ -22,7 +23,11 @@ namespace {
 
 constexpr std::string_view kMagic("FOBJRNL\n", 8);
 constexpr size_t kStartBytes = kMagic.size() + sizeof(uint32_t);
-constexpr size_t kFrameBytes = sizeof(uint32_t) + sizeof(uint64_t) + sizeof(uint64_t);
+// Each record opens with this mark, so that past a damaged record the next one is found by
+// its mark (and then its checksum), not by the damaged record's length.
+constexpr uint32_t kRecordMark = 0x52424F46;  // "FOBR"
+constexpr size_t kHeadBytes = 2 * sizeof(uint32_t) + 2 * sizeof(uint64_t);
+constexpr size_t kFrameBytes = kHeadBytes + sizeof(uint64_t);
 
 enum class Tag : uint32_t { header = 1, whole_case = 2, rounds = 3 };
 
@@ -35,14 +40,35 @@ uint64_t checksum(std::string_view bytes) {
   return h;
 }
 
+// The run a record belongs to, as its frame carries it: RunInfo::run_id's 16 hex digits.
+uint64_t run_tag(const std::string& run_id) {
+  uint64_t tag = 0;
+  for (const char ch : run_id) {
+    const int digit = ch >= '0' && ch <= '9'   ? ch - '0'
+                      : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10
+                                               : 0;
+    tag = tag << 4 | static_cast<uint64_t>(digit);
+  }
+  return tag;
+}
+
 // One record: the frame around `payload`.
-std::string record(Tag tag, const std::string& payload) {
+std::string record(Tag tag, uint64_t run, const std::string& payload) {
   codec::Encoder e;
+  e.u32(kRecordMark);
   e.u32(static_cast<uint32_t>(tag));
+  e.u64(run);
   e.u64(payload.size());
   e.bytes() += payload;
   e.u64(checksum(e.bytes()));
   return std::move(e.bytes());
+}
+
+std::string header_record(const RunInfo& run, const SystemInfo& sys) {
+  codec::Encoder header;
+  codec::put_run(header, run);
+  codec::put_system(header, sys);
+  return record(Tag::header, run_tag(run.run_id), header.bytes());
 }
 
 std::string rounds_payload(const CaseResult& c, int from_iter, int from_round) {
@@ -88,7 +114,8 @@ void apply_rounds(codec::Decoder& d, std::vector<CaseResult>& cases) {
   auto it =
       std::find_if(cases.begin(), cases.end(), [&](const CaseResult& c) { return c.id == id; });
   if (it == cases.end()) d.fail("rounds of a case recorded nowhere before");
-  CaseResult& c = *it;
+  // Applied to a copy, so that a record refused halfway leaves its case as it was.
+  CaseResult c = *it;
   const int32_t from_iter = d.i32(), from_round = d.i32();
   if (from_iter != c.iters || from_round != static_cast<int32_t>(c.rounds().size())) {
     d.fail("rounds that do not follow case " + c.id + "'s last one");
@@ -113,6 +140,7 @@ void apply_rounds(codec::Decoder& d, std::vector<CaseResult>& cases) {
     extend(c.round_probe, probes);
   }
   codec::check_case(c, d);
+  *it = std::move(c);
 }
 
 void apply_case(codec::Decoder& d, std::vector<CaseResult>& cases) {
@@ -130,13 +158,179 @@ std::string where(const std::string& path, size_t index) {
   return "'" + path + "', journal record " + std::to_string(index + 1);
 }
 
+// A record's frame found intact at `at`: its mark, a length the bytes hold, its checksum.
+struct Frame {
+  uint32_t tag = 0;
+  uint64_t run = 0;
+  size_t at = 0, length = 0, end = 0;
+  std::string_view payload(std::string_view bytes) const {
+    return bytes.substr(at + kHeadBytes, length);
+  }
+};
+
+// Reads a journal's records in order. A record whose frame does not verify is damage: the next
+// record is sought by its mark, each candidate checked by its checksum, within a budget of
+// hashing (kResyncBudget times the journal's size) so that a file planted with marks cannot
+// make the search quadratic. Records of another run, and records that contradict the ones
+// before, are left out too. Everything left out is said, with its record number and offset.
+class JournalReader {
+ public:
+  static constexpr size_t kResyncBudget = 4;
+
+  JournalReader(std::string_view bytes, const std::string& path)
+      : bytes_(bytes), path_(path), budget_(kResyncBudget * bytes.size() + (1 << 20)) {}
+
+  ResultFile read(JournalScan* scan) {
+    size_t at = kStartBytes;
+    while (at < bytes_.size()) {
+      const std::optional<Frame> frame = frame_at(at);
+      if (!frame) {
+        at = skip_damage(at);
+        continue;
+      }
+      take(*frame);
+      at = frame->end;
+    }
+    if (!header_) throw InputError("'" + path_ + "': the journal's header is missing or damaged");
+    for (const std::string& note : notes_) {
+      file_.system.notes += (file_.system.notes.empty() ? "" : "; ") + ("journal: " + note);
+    }
+    if (scan) fill(*scan);
+    return std::move(file_);
+  }
+
+ private:
+  std::optional<Frame> frame_at(size_t at) {
+    if (bytes_.size() - at < kFrameBytes) return std::nullopt;
+    codec::Decoder d(bytes_.substr(at, kHeadBytes), where(path_, index_));
+    if (d.u32() != kRecordMark) return std::nullopt;
+    Frame f;
+    f.tag = d.u32();
+    f.run = d.u64();
+    const uint64_t length = d.u64();
+    if (length > bytes_.size() - at - kFrameBytes) return std::nullopt;
+    f.at = at;
+    f.length = static_cast<size_t>(length);
+    f.end = at + kFrameBytes + f.length;
+    uint64_t sum = 0;
+    std::memcpy(&sum, bytes_.data() + f.end - sizeof sum, sizeof sum);
+    hashed_ += kHeadBytes + f.length;
+    if (sum != checksum(bytes_.substr(at, kHeadBytes + f.length))) return std::nullopt;
+    return f;
+  }
+
+  // Past the damage at `at`: the offset of the next record that verifies, or the journal's
+  // end when none does (or the search's budget runs out).
+  size_t skip_damage(size_t at) {
+    size_t next = at + 1;
+    const std::string_view mark(reinterpret_cast<const char*>(&kRecordMark), sizeof kRecordMark);
+    for (;; ++next) {
+      next = bytes_.find(mark, next);
+      if (next == std::string_view::npos || hashed_ > budget_) {
+        next = bytes_.size();
+        break;
+      }
+      if (frame_at(next)) break;
+    }
+    if (first_left_out_ == std::string_view::npos) first_left_out_ = at;
+    const std::string span = std::to_string(next - at) + " bytes at byte " + std::to_string(at);
+    if (next == bytes_.size()) {
+      std::string note = "record " + std::to_string(index_ + 1) + " (" + span +
+                         ") is cut short or damaged (a write in progress, or one a crash cut "
+                         "short) and is left out";
+      if (hashed_ > budget_) note += " with the rest of the journal, too damaged to search";
+      notes_.push_back(note);
+    } else {
+      notes_.push_back("record " + std::to_string(index_ + 1) + " (" + span +
+                       ") is damaged (its checksum does not match) and is left out; the "
+                       "records after it are read");
+    }
+    ++index_;
+    return next;
+  }
+
+  void take(const Frame& f) {
+    codec::Decoder d(f.payload(bytes_), where(path_, index_));
+    const std::string at =
+        "record " + std::to_string(index_ + 1) + " at byte " + std::to_string(f.at);
+    ++index_;
+    if (!header_) {
+      if (f.tag != static_cast<uint32_t>(Tag::header)) {
+        d.fail("the journal does not start with its header");
+      }
+      file_.run = codec::get_run(d);
+      file_.system = codec::get_system(d);
+      if (d.left() != 0) d.fail("bytes left over after the record");
+      if (run_tag(file_.run.run_id) != f.run) d.fail("a header whose run id is not its frame's");
+      header_ = f;
+      return;
+    }
+    std::string why;
+    if (f.run != header_->run) {
+      char run[24];
+      std::snprintf(run, sizeof run, "%016llx", static_cast<unsigned long long>(f.run));
+      why = "belongs to another run (run id " + std::string(run) + ", this journal's " +
+            file_.run.run_id + ")";
+    } else {
+      why = apply(f, d);
+    }
+    if (why.empty()) {
+      kept_.push_back(f);
+      return;
+    }
+    if (first_left_out_ == std::string_view::npos) first_left_out_ = f.at;
+    notes_.push_back(at + " " + why + " and is left out");
+  }
+
+  // Why the record cannot be applied, or "" once it is.
+  std::string apply(const Frame& f, codec::Decoder& d) {
+    try {
+      if (f.tag == static_cast<uint32_t>(Tag::whole_case)) {
+        apply_case(d, file_.cases);
+      } else if (f.tag == static_cast<uint32_t>(Tag::rounds)) {
+        apply_rounds(d, file_.cases);
+      } else if (f.tag == static_cast<uint32_t>(Tag::header)) {
+        return "is a second header";
+      } else {
+        return "is of kind " + std::to_string(f.tag) + ", which this fobench does not know";
+      }
+      if (d.left() != 0) d.fail("bytes left over after the record");
+    } catch (const InputError& e) {
+      return std::string("cannot be applied (") + e.what() + ")";
+    }
+    return "";
+  }
+
+  void fill(JournalScan& scan) const {
+    const bool kept_after = std::any_of(kept_.begin(), kept_.end(),
+                                        [&](const Frame& f) { return f.at > first_left_out_; });
+    scan.intact_bytes = first_left_out_ == std::string_view::npos ? bytes_.size() : first_left_out_;
+    scan.left_out = notes_;
+    if (!kept_after) return;
+    // Records kept past one left out: the journal without the left-out ones, its header
+    // saying what was left out, for a resume to write in its place.
+    scan.image =
+        std::string(bytes_.substr(0, kStartBytes)) + header_record(file_.run, file_.system);
+    for (const Frame& f : kept_) scan.image += bytes_.substr(f.at, f.end - f.at);
+  }
+
+  std::string_view bytes_;
+  const std::string& path_;
+  size_t budget_, hashed_ = 0, index_ = 0;
+  size_t first_left_out_ = std::string_view::npos;
+  std::optional<Frame> header_;
+  std::vector<Frame> kept_;
+  std::vector<std::string> notes_;
+  ResultFile file_;
+};
+
 }  // namespace
 
 bool is_journal(std::string_view head) {
   return head.substr(0, kMagic.size()) == kMagic;
 }
 
-ResultFile read_journal(std::string_view bytes, const std::string& path, size_t* intact_bytes) {
+ResultFile read_journal(std::string_view bytes, const std::string& path, JournalScan* scan) {
   if (!is_journal(bytes) || bytes.size() < kStartBytes) {
     throw InputError("'" + path + "' is not a fobench journal");
   }
@@ -147,52 +341,7 @@ ResultFile read_journal(std::string_view bytes, const std::string& path, size_t*
                      ", this fobench reads format " + std::to_string(kJournalVersion) +
                      " only; read it with the fobench that wrote it");
   }
-  ResultFile file;
-  size_t at = kStartBytes, index = 0;
-  std::string damage;
-  for (; at < bytes.size(); ++index) {
-    codec::Decoder frame(bytes.substr(at), where(path, index));
-    if (frame.left() < kFrameBytes) {
-      damage = "a record cut short";
-      break;
-    }
-    const uint32_t tag = frame.u32();
-    const uint64_t length = frame.u64();
-    if (length > frame.left() - sizeof(uint64_t)) {
-      damage = "a record cut short";
-      break;
-    }
-    const size_t framed = sizeof(uint32_t) + sizeof(uint64_t) + static_cast<size_t>(length);
-    uint64_t sum = 0;
-    std::memcpy(&sum, bytes.data() + at + framed, sizeof sum);
-    if (sum != checksum(bytes.substr(at, framed))) {
-      damage = "a record whose checksum does not match";
-      break;
-    }
-    codec::Decoder d(bytes.substr(at + framed - length, length), where(path, index));
-    if ((index == 0) != (tag == static_cast<uint32_t>(Tag::header))) {
-      d.fail(index == 0 ? "the journal does not start with its header" : "a second header");
-    }
-    if (tag == static_cast<uint32_t>(Tag::header)) {
-      file.run = codec::get_run(d);
-      file.system = codec::get_system(d);
-    } else if (tag == static_cast<uint32_t>(Tag::whole_case)) {
-      apply_case(d, file.cases);
-    } else if (tag == static_cast<uint32_t>(Tag::rounds)) {
-      apply_rounds(d, file.cases);
-    } else {
-      d.fail("a record of kind " + std::to_string(tag) + ", which this fobench does not know");
-    }
-    if (d.left() != 0) d.fail("bytes left over after the record");
-    at += framed + sizeof(uint64_t);
-  }
-  if (index == 0) throw InputError("'" + path + "': the journal's header is missing or damaged");
-  if (!damage.empty()) {
-    file.system.notes += (file.system.notes.empty() ? "" : "; ") + std::string("journal: ") +
-                         damage + " after " + std::to_string(index) + " intact record(s) (" +
-                         std::to_string(bytes.size() - at) +
-                         " bytes: a write in progress, or one a crash cut short) is left out";
-  }
+  ResultFile file = JournalReader(bytes, path).read(scan);
   std::sort(file.cases.begin(), file.cases.end(),
             [](const CaseResult& a, const CaseResult& b) { return a.id < b.id; });
   // As the HDF5 file says them: the timer asked for, and the one(s) that took the times.
@@ -200,21 +349,24 @@ ResultFile read_journal(std::string_view bytes, const std::string& path, size_t*
   if (!file.cases.empty()) {
     file.system.timer = files_timer(file.system.timer_requested, file.cases);
   }
-  if (intact_bytes) *intact_bytes = at;
   return file;
 }
 
 // ---- writing --------------------------------------------------------------------------------
 
 JournalWriter::JournalWriter(const std::string& path, const RunInfo& run, const SystemInfo& sys)
-    : path_(path) {
+    : JournalWriter(path, start_bytes() + header_record(run, sys), run.run_id) {}
+
+std::string JournalWriter::start_bytes() {
   codec::Encoder start;
   start.bytes() += kMagic;
   start.u32(kJournalVersion);
-  codec::Encoder header;
-  codec::put_run(header, run);
-  codec::put_system(header, sys);
-  const std::string image = start.bytes() + record(Tag::header, header.bytes());
+  return std::move(start.bytes());
+}
+
+JournalWriter::JournalWriter(const std::string& path, const std::string& image,
+                             const std::string& run_id)
+    : path_(path), run_(run_tag(run_id)) {
   TempFile tmp(path);
   tmp.write_all(image);
   tmp.commit(true);
@@ -222,8 +374,9 @@ JournalWriter::JournalWriter(const std::string& path, const RunInfo& run, const 
   size_ = image.size();
 }
 
-JournalWriter::JournalWriter(const std::string& path, int fd, size_t intact_bytes)
-    : path_(path), fd_(fd), size_(intact_bytes) {
+JournalWriter::JournalWriter(const std::string& path, int fd, size_t intact_bytes,
+                             const std::string& run_id)
+    : path_(path), fd_(fd), size_(intact_bytes), run_(run_tag(run_id)) {
   // A torn record at the end (a crash mid-append) is cut off before anything follows it.
   if (ftruncate(fd_, static_cast<off_t>(size_)) != 0 || fsync(fd_) != 0) {
     const std::string why = std::strerror(errno);
@@ -240,7 +393,7 @@ JournalWriter::~JournalWriter() {
 void JournalWriter::add_case(const CaseResult& c) {
   codec::Encoder e;
   codec::put_case(e, c);
-  append(record(Tag::whole_case, e.bytes()));
+  append(record(Tag::whole_case, run_, e.bytes()));
 }
 
 void JournalWriter::add_cases(const std::vector<CaseResult>& cases) {
@@ -248,13 +401,13 @@ void JournalWriter::add_cases(const std::vector<CaseResult>& cases) {
   for (const CaseResult& c : cases) {
     codec::Encoder e;
     codec::put_case(e, c);
-    records += record(Tag::whole_case, e.bytes());
+    records += record(Tag::whole_case, run_, e.bytes());
   }
   append(records);
 }
 
 void JournalWriter::add_rounds(const CaseResult& c, int from_iter, int from_round) {
-  append(record(Tag::rounds, rounds_payload(c, from_iter, from_round)));
+  append(record(Tag::rounds, run_, rounds_payload(c, from_iter, from_round)));
 }
 
 void JournalWriter::append(const std::string& records) {

@@ -12,10 +12,12 @@
 // groups and datasets each case needs.)
 //
 // Layout (little-endian): the 8 bytes "FOBJRNL\n", a u32 format version (kJournalVersion), then
-// records, each a u32 tag, a u64 payload length, the payload (case_codec.h) and a u64 FNV-1a of
-// tag, length and payload. The first record is the header (RunInfo and SystemInfo); a `case`
-// record holds a whole case and replaces any earlier one of its id; a `rounds` record appends
-// rounds to a case recorded before.
+// records, each the mark "FOBR", a u32 tag, the u64 run it belongs to (RunInfo::run_id), a u64
+// payload length, the payload (case_codec.h) and a u64 FNV-1a of all before it. The first record
+// is the header (RunInfo and SystemInfo); a `case` record holds a whole case and replaces any
+// earlier one of its id; a `rounds` record appends rounds to a case recorded before. A record of
+// another run, one that fails its checksum or one that contradicts those before it is left out
+// and said; the records after it are read on (found by their mark).
 #pragma once
 
 #include <string>
@@ -27,19 +29,29 @@
 
 namespace fob {
 
-// 2: cases carry launch times and the hardware's account of them; /system its hardware.
-inline constexpr uint32_t kJournalVersion = 3;
+// 4: every record carries its run's id and opens with a mark.
+inline constexpr uint32_t kJournalVersion = 4;
 
 // Whether `head` (a file's first bytes) starts like a journal.
 bool is_journal(std::string_view head);
 
-// What a journal's bytes hold: every intact record applied in order. A torn or damaged tail (a
-// write in progress, or one a crash cut short) is left out and said in system.notes;
-// `intact_bytes`, where given, is how many leading bytes the intact records take. InputError
-// when the header is missing or damaged, the version is not kJournalVersion, or an intact
-// record contradicts the ones before it.
+// What reading a journal left out, for a resume to act on.
+struct JournalScan {
+  // The leading bytes before the first record left out (all of them when none was).
+  size_t intact_bytes = 0;
+  // Where records were kept after one left out: the journal without the left-out records, its
+  // header's notes saying what they were (a resume writes it in place of the file); else empty.
+  std::string image;
+  // Each record left out: its number, its offset and why.
+  std::vector<std::string> left_out;
+};
+
+// What a journal's bytes hold: every intact record of its run applied in order. What is left
+// out (a torn tail, a damaged record, a record of another run or one that contradicts the
+// records before it) is said in system.notes and, where given, in `scan`. InputError when the
+// header is missing or damaged or the version is not kJournalVersion.
 ResultFile read_journal(std::string_view bytes, const std::string& path,
-                        size_t* intact_bytes = nullptr);
+                        JournalScan* scan = nullptr);
 
 // Appends records to a journal: created fresh (the header written and synced, renamed over
 // `path`), or continued after its last intact record. Each append is written whole and synced
@@ -47,8 +59,11 @@ ResultFile read_journal(std::string_view bytes, const std::string& path,
 class JournalWriter {
  public:
   JournalWriter(const std::string& path, const RunInfo& run, const SystemInfo& sys);
-  // Takes over `fd` (an open journal whose first `intact_bytes` are intact records).
-  JournalWriter(const std::string& path, int fd, size_t intact_bytes);
+  // Written fresh as `image` (JournalScan::image), renamed over `path`.
+  JournalWriter(const std::string& path, const std::string& image, const std::string& run_id);
+  // Takes over `fd` (an open journal of run `run_id` whose first `intact_bytes` are intact
+  // records).
+  JournalWriter(const std::string& path, int fd, size_t intact_bytes, const std::string& run_id);
   ~JournalWriter();
   JournalWriter(const JournalWriter&) = delete;
   JournalWriter& operator=(const JournalWriter&) = delete;
@@ -65,10 +80,12 @@ class JournalWriter {
   void remove();
 
  private:
+  static std::string start_bytes();
   void append(const std::string& records);
   std::string path_;
   int fd_ = -1;
   size_t size_ = 0;
+  uint64_t run_ = 0;  // the run its records belong to
 };
 
 }  // namespace fob

@@ -1,15 +1,20 @@
 #include "fob/output_file.h"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <pwd.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <climits>
 #include <cstring>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "fob/types.h"
 #include "output_file_detail.h"
@@ -303,6 +308,37 @@ int open_existing_regular(const std::string& path, const std::string& what) {
   // Reads and writes of a regular file wait for the disk, as the caller expects.
   fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
   return fd;
+}
+
+std::vector<std::string> stale_temporaries(const std::string& target) {
+  const auto [prefix, name] = split_path(target);
+  DIR* dir = opendir(folder_of(target).c_str());
+  if (dir == nullptr) return {};
+  std::vector<std::string> found;
+  const auto now = std::chrono::system_clock::now();
+  for (const dirent* entry; (entry = readdir(dir)) != nullptr;) {
+    const std::string entry_name = entry->d_name;
+    // ".NAME.XXXXXX.tmp" or ".NAME.partial.XXXXXX.tmp": a temporary of the results file or of
+    // its journal.
+    bool ours = false;
+    for (const std::string& of : {name, name + ".partial"}) {
+      ours = ours || (entry_name.size() == 1 + of.size() + 1 + kTempRandomChars + 4 &&
+                      entry_name.compare(0, 1 + of.size() + 1, "." + of + ".") == 0 &&
+                      ends_with(entry_name, kTempSuffix));
+    }
+    struct stat st {};
+    if (!ours || fstatat(dirfd(dir), entry->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) continue;
+    const passwd* owner = getpwuid(st.st_uid);
+    const auto age = std::chrono::duration_cast<std::chrono::minutes>(
+        now - std::chrono::system_clock::from_time_t(st.st_mtime));
+    found.push_back("'" + prefix + entry_name + "' (owner " +
+                    (owner ? std::string(owner->pw_name) : std::to_string(st.st_uid)) + ", " +
+                    std::to_string(age.count()) + " min old, " + std::to_string(st.st_size) +
+                    " bytes" + (S_ISREG(st.st_mode) ? "" : ", not a regular file") + ")");
+  }
+  closedir(dir);
+  std::sort(found.begin(), found.end());
+  return found;
 }
 
 }  // namespace fob

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <string>
@@ -94,6 +95,7 @@ ResultWriter::ResultWriter(const std::string& path, bool force, const RunInfo& r
   // Named before anything else happens to it: no other run may be writing this file.
   check_output_path("-o", path_, true, inputs);
   lock_ = std::make_unique<OutputLock>(path_);
+  name_stale_temporaries();
   check_output_path("-o", path_, force, inputs);
   std::error_code ec;
   const fs::file_status partial = fs::symlink_status(partial_, ec);
@@ -136,6 +138,7 @@ std::string partial_target(const std::string& partial) {
 ResultWriter::ResultWriter(const std::string& partial_path)
     : path_(partial_target(partial_path)), partial_(partial_path) {
   lock_ = std::make_unique<OutputLock>(path_);
+  name_stale_temporaries();
   std::error_code ec;
   if (std::filesystem::exists(std::filesystem::symlink_status(path_, ec))) {
     throw InputError("--resume: '" + path_ + "' already exists; the run it belongs to finished");
@@ -159,13 +162,39 @@ ResultWriter::ResultWriter(const std::string& partial_path)
     close(fd);
     throw;
   }
-  size_t intact = 0;
-  const ResultFile existing = read_journal(bytes, partial_, &intact);
-  journal_ = std::make_unique<JournalWriter>(partial_, fd, intact);
+  JournalScan scan;
+  const ResultFile existing = read_journal(bytes, partial_, &scan);
+  for (const std::string& note : scan.left_out) {
+    std::fprintf(stderr, "fobench: --resume '%s': journal %s\n", partial_.c_str(), note.c_str());
+  }
+  if (scan.image.empty()) {
+    journal_ =
+        std::make_unique<JournalWriter>(partial_, fd, scan.intact_bytes, existing.run.run_id);
+  } else {
+    // Records kept after one left out: the journal is written anew without the left-out ones
+    // (its header saying what they were), so that what is appended follows intact records.
+    close(fd);
+    const stop::WriteSection section;
+    journal_ = std::make_unique<JournalWriter>(partial_, scan.image, existing.run.run_id);
+    std::fprintf(stderr,
+                 "fobench: --resume '%s': rewritten without the %zu record(s) left out; the %zu "
+                 "case(s) it holds go on\n",
+                 partial_.c_str(), scan.left_out.size(), existing.cases.size());
+  }
   for (const CaseResult& c : existing.cases) remember(c);
 }
 
 ResultWriter::~ResultWriter() = default;
+
+void ResultWriter::name_stale_temporaries() const {
+  for (const std::string& tmp : stale_temporaries(path_)) {
+    std::fprintf(stderr,
+                 "fobench: note: %s is a temporary a run killed while writing '%s' left behind; "
+                 "this run holds the file's lock, so no run is writing it: it is safe to "
+                 "delete\n",
+                 tmp.c_str(), path_.c_str());
+  }
+}
 
 void ResultWriter::remember(const CaseResult& result) {
   CaseResult kept = described(result);

@@ -62,8 +62,12 @@ if [ -e "$scratch/elsewhere.h5" ] || [ -e "$scratch/elsewhere.h5.partial" ]; the
   fail "a refused resume wrote another file"
 fi
 
+# What a run killed while renaming its finished file leaves: the resume names it.
+echo half > "$scratch/.cut.h5.Zz9Zz9.tmp"
 mpirun_np 2 run -c "$cfg" --resume "$out.partial" > /dev/null 2> "$scratch/resume.err" ||
   { cat "$scratch/resume.err" >&2; fail "resume exited $?"; }
+grep -q "^fobench: note: '$scratch/.cut.h5.Zz9Zz9.tmp' (owner [a-z0-9_]*, [0-9]* min old, 5 bytes) is a temporary a run killed while writing '$out' left behind; .* safe to delete$" \
+  "$scratch/resume.err" || { cat "$scratch/resume.err" >&2; fail "the stale temporary is not named"; }
 if [ ! -e "$out" ] || [ -e "$out.partial" ]; then fail "resume did not finish the file"; fi
 grep -q "case 0000" "$scratch/resume.err" && fail "resume ran case 0000 again although it was complete"
 

@@ -3,10 +3,12 @@
 // bytes are refused without a crash.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "../common/small_case.h"
 #include "../common/temp_dir.h"
@@ -85,11 +87,11 @@ TEST(Journal, EachFlushAppendsOnlyItsCase) {
     writer.add_case(c);
     const std::string after = bytes_of(path + ".partial");
     // Everything flushed before is still there, byte for byte, and the flush added one record
-    // of this case's size (its encoding and a 20-byte frame), however many came before.
+    // of this case's size (its encoding and a 32-byte frame), however many came before.
     ASSERT_EQ(after.compare(0, before.size(), before), 0) << "case " << i << " rewrote the file";
     codec::Encoder e;
     codec::put_case(e, c);
-    EXPECT_EQ(after.size() - before.size(), e.bytes().size() + 20) << "case " << i;
+    EXPECT_EQ(after.size() - before.size(), e.bytes().size() + 32) << "case " << i;
     before = after;
   }
   const ResultFile file = writer.finish();
@@ -148,7 +150,7 @@ TEST(Journal, TornTailIsLeftOutAndCutByResume) {
   expect_same_timings(back.cases[1], measured("0001", 5, 3));
 }
 
-TEST(Journal, AFlippedByteLeavesOutItsRecordAndWhatFollows) {
+TEST(Journal, AFlippedByteInTheLastRecordLeavesOutThatRecord) {
   TempDir dir;
   const std::string path = dir.file("run.h5");
   stopped_after_two_cases(path);
@@ -156,6 +158,108 @@ TEST(Journal, AFlippedByteLeavesOutItsRecordAndWhatFollows) {
   bytes[bytes.size() - 60] ^= 0x10;
   const ResultFile file = read_journal(bytes, "flipped");
   EXPECT_EQ(file.cases.size(), 1u);
+}
+
+// The journal of a run stopped after cases 0000..0003 of `run_id`, and the offset of each
+// case's record.
+std::vector<size_t> four_cases(const std::string& path, const std::string& run_id) {
+  RunInfo run;
+  run.run_id = run_id;
+  ResultWriter writer(path, false, run, system_info());
+  std::vector<size_t> at;
+  for (int i = 0; i < 4; ++i) {
+    at.push_back(static_cast<size_t>(fs::file_size(path + ".partial")));
+    writer.add_case(measured("000" + std::to_string(i), 5, i + 1));
+  }
+  return at;
+}
+
+// A damaged record in the middle leaves out that record alone: the ones after it are found by
+// their mark and kept, the note names the record and its offset, and a resume writes the
+// journal anew without it, saying so, and goes on with the rest.
+TEST(Journal, ADamagedRecordLeavesOutItselfAndTheRecordsAfterItAreKept) {
+  TempDir dir;
+  const std::string path = dir.file("run.h5");
+  const std::vector<size_t> at = four_cases(path, "00000000000000aa");
+  std::string bytes = bytes_of(path + ".partial");
+  bytes[at[1] + 100] ^= 0x10;
+  { std::ofstream(path + ".partial", std::ios::binary | std::ios::trunc) << bytes; }
+  JournalScan scan;
+  const ResultFile file = read_journal(bytes, "flipped", &scan);
+  ASSERT_EQ(file.cases.size(), 3u);
+  EXPECT_EQ(file.cases[1].id, "0002");
+  expect_same_timings(file.cases[2], measured("0003", 5, 4));
+  const std::string note = "record 3 (" + std::to_string(at[2] - at[1]) + " bytes at byte " +
+                           std::to_string(at[1]) + ") is damaged";
+  EXPECT_NE(file.system.notes.find(note), std::string::npos) << file.system.notes;
+  EXPECT_EQ(scan.intact_bytes, at[1]);
+  ASSERT_FALSE(scan.image.empty());
+  {
+    ResultWriter resumed(path + ".partial");
+    EXPECT_EQ(resumed.cases().size(), 3u);
+    resumed.add_case(measured("0001", 5, 9));
+  }
+  const ResultFile back = read_results(path + ".partial");
+  ASSERT_EQ(back.cases.size(), 4u);
+  expect_same_timings(back.cases[1], measured("0001", 5, 9));
+  EXPECT_NE(back.system.notes.find(note), std::string::npos) << back.system.notes;
+  EXPECT_EQ(back.run.run_id, "00000000000000aa");
+}
+
+// A record of another run appended to a journal (both valid, of one config) is refused by the
+// run id its frame carries, named with its offset, and never enters the finished file.
+TEST(Journal, ARecordOfAnotherRunIsLeftOutAndNamed) {
+  TempDir dir;
+  const std::string ours = dir.file("ours.h5"), theirs = dir.file("theirs.h5");
+  const std::vector<size_t> at = four_cases(ours, "00000000000000aa");
+  const std::vector<size_t> other = four_cases(theirs, "00000000000000bb");
+  const std::string foreign = bytes_of(theirs + ".partial").substr(other[3]);
+  const size_t end = static_cast<size_t>(fs::file_size(ours + ".partial"));
+  { std::ofstream(ours + ".partial", std::ios::binary | std::ios::app) << foreign; }
+  const ResultFile file = read_results(ours + ".partial");
+  ASSERT_EQ(file.cases.size(), 4u);
+  expect_same_timings(file.cases[3], measured("0003", 5, 4));
+  EXPECT_NE(file.system.notes.find("record 6 at byte " + std::to_string(end) +
+                                   " belongs to another run (run id 00000000000000bb, this "
+                                   "journal's 00000000000000aa) and is left out"),
+            std::string::npos)
+      << file.system.notes;
+  {
+    ResultWriter resumed(ours + ".partial");
+    resumed.finish();
+  }
+  const ResultFile done = read_results(ours);
+  ASSERT_EQ(done.cases.size(), 4u);
+  expect_same_timings(done.cases[3], measured("0003", 5, 4));
+  EXPECT_EQ(done.run.run_id, "00000000000000aa");
+  (void)at;
+}
+
+// Marks planted everywhere cannot make the search past damage quadratic: a journal of a few MB
+// whose every byte after its header is a mark with a huge claimed length reads in bounded work.
+TEST(Journal, PlantedMarksAreSearchedWithinABudget) {
+  TempDir dir;
+  const std::string path = dir.file("run.h5");
+  stopped_after_two_cases(path);
+  std::string bytes = bytes_of(path + ".partial");
+  const std::string mark = "FOBR";
+  std::string planted;
+  codec::Encoder e;
+  e.u32(0x52424F46);
+  e.u32(2);
+  e.u64(0);
+  e.u64(1 << 20);  // each claims a megabyte: hashing it all would be quadratic
+  while (planted.size() < (4u << 20)) planted += e.bytes();
+  bytes += planted;
+  const auto start = std::chrono::steady_clock::now();
+  const ResultFile file = read_journal(bytes, "planted");
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(file.cases.size(), 2u);
+  EXPECT_NE(file.system.notes.find("too damaged to search"), std::string::npos)
+      << file.system.notes;
+  // The budget is 4 passes over the bytes; a quadratic search would hash ~4e12 bytes.
+  EXPECT_LT(seconds, 60.0);
 }
 
 TEST(Journal, HostileBytesAreRefusedNeverTrusted) {

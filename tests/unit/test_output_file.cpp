@@ -272,5 +272,22 @@ TEST(OpenExistingRegular, OpensOnlyARegularFileWithOneLink) {
   EXPECT_EQ(read_text(p.victim), "Precious");
 }
 
+// What a run killed while writing leaves beside its results file is listed with its owner, age
+// and size; temporaries of other files, and other names, are not.
+TEST(StaleTemporaries, NamesTheResultsFilesAndTheJournalsOnly) {
+  TempDir dir;
+  const std::string target = dir.file("run.h5");
+  for (const char* name : {".run.h5.AbC123.tmp", ".run.h5.partial.xYz789.tmp",
+                           ".other.h5.AbC123.tmp", ".run.h5.AbC12.tmp", "run.h5.AbC123.tmp"}) {
+    std::ofstream(dir.file(name)) << "half";
+  }
+  const std::vector<std::string> found = stale_temporaries(target);
+  ASSERT_EQ(found.size(), 2u) << (found.empty() ? "" : found[0]);
+  EXPECT_EQ(found[0].rfind("'" + dir.file(".run.h5.AbC123.tmp") + "' (owner ", 0), 0u) << found[0];
+  EXPECT_NE(found[0].find(", 0 min old, 4 bytes)"), std::string::npos) << found[0];
+  EXPECT_NE(found[1].find(".run.h5.partial.xYz789.tmp"), std::string::npos) << found[1];
+  EXPECT_TRUE(stale_temporaries(dir.file("none.h5")).empty());
+}
+
 }  // namespace
 }  // namespace fob
