@@ -241,6 +241,7 @@ class JournalReader {
       if (hashed_ > budget_) note += " with the rest of the journal, too damaged to search";
       notes_.push_back(note);
     } else {
+      rewrite_ = true;
       notes_.push_back("record " + std::to_string(index_ + 1) + " (" + span +
                        ") is damaged (its checksum does not match) and is left out; the "
                        "records after it are read");
@@ -279,6 +280,7 @@ class JournalReader {
       return;
     }
     if (first_left_out_ == std::string_view::npos) first_left_out_ = f.at;
+    rewrite_ = true;
     notes_.push_back(at + " " + why + " and is left out");
   }
 
@@ -302,13 +304,12 @@ class JournalReader {
   }
 
   void fill(JournalScan& scan) const {
-    const bool kept_after = std::any_of(kept_.begin(), kept_.end(),
-                                        [&](const Frame& f) { return f.at > first_left_out_; });
     scan.intact_bytes = first_left_out_ == std::string_view::npos ? bytes_.size() : first_left_out_;
     scan.left_out = notes_;
-    if (!kept_after) return;
-    // Records kept past one left out: the journal without the left-out ones, its header
-    // saying what was left out, for a resume to write in its place.
+    // A torn tail alone is what any crash leaves: cut off, it leaves nothing to say. Anything
+    // else left out is said in the header of the journal a resume writes in its place,
+    // without the left-out records.
+    if (!rewrite_) return;
     scan.image =
         std::string(bytes_.substr(0, kStartBytes)) + header_record(file_.run, file_.system);
     for (const Frame& f : kept_) scan.image += bytes_.substr(f.at, f.end - f.at);
@@ -318,6 +319,7 @@ class JournalReader {
   const std::string& path_;
   size_t budget_, hashed_ = 0, index_ = 0;
   size_t first_left_out_ = std::string_view::npos;
+  bool rewrite_ = false;  // something other than a torn tail was left out
   std::optional<Frame> header_;
   std::vector<Frame> kept_;
   std::vector<std::string> notes_;

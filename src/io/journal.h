@@ -39,7 +39,7 @@ bool is_journal(std::string_view head);
 struct JournalScan {
   // The leading bytes before the first record left out (all of them when none was).
   size_t intact_bytes = 0;
-  // Where records were kept after one left out: the journal without the left-out records, its
+  // Where more than a torn tail was left out: the journal without the left-out records, its
   // header's notes saying what they were (a resume writes it in place of the file); else empty.
   std::string image;
   // Each record left out: its number, its offset and why.

@@ -171,7 +171,7 @@ ResultWriter::ResultWriter(const std::string& partial_path)
     journal_ =
         std::make_unique<JournalWriter>(partial_, fd, scan.intact_bytes, existing.run.run_id);
   } else {
-    // Records kept after one left out: the journal is written anew without the left-out ones
+    // More than a torn tail left out: the journal is written anew without the left-out records
     // (its header saying what they were), so that what is appended follows intact records.
     close(fd);
     const stop::WriteSection section;
