@@ -37,6 +37,9 @@ for cid, case in f["cases"].items():
             assert 0 < float(mine["link_achieved"]) <= 1.0001, (cid, mine)
 summary = f["summary"][()]
 assert all(r["slowest_rank"] in (0, 1) and r["rank_t_min"] <= r["rank_t_max"] for r in summary)
+run_id = f.attrs["run_id"]
+run_id = run_id.decode() if isinstance(run_id, bytes) else str(run_id)
+assert len(run_id) == 16 and all(c in "0123456789abcdef" for c in run_id), run_id
 PY
 
 # A file written before /system had a timer still reads, and says its timer is unknown.
