@@ -324,7 +324,9 @@ std::string read_attr_str(hid_t obj, const char* name, Text kind, const Where& w
   if (variable < 0) fail(w, op);
   std::string value;
   if (variable > 0) {
-    // HDF5 allocates what the file's heap object holds, which the file's own size bounds.
+    // HDF5 allocates the length the heap object declares, which a crafted file may set far
+    // past the file's size (HDF5 1.10.8 zeroes it before reading): what bounds it is the
+    // reading child's memory limit (read_results.cpp), a refusal (exit 2) when passed.
     H5Id mem = make_type(H5Tcopy(H5T_C_S1), w);
     check(H5Tset_size(mem, H5T_VARIABLE), w, op);
     check(H5Tset_cset(mem, H5Tget_cset(type)), w, op);

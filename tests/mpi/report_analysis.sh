@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The report's formats from one real run: CSV and JSON carry the same numbers, LaTeX and
 # --group-by make one table per group, python/fobench_pandas.py reads the same columns and
-# numbers into pandas (check_pandas.py), and bad input (not a fobench file, a newer schema, an
-# absent case, a bad option) is exit 2.
+# numbers into pandas and refuses hostile files made from the run's (links, FIFOs, devices,
+# sparse files, gzip bombs, missing fields: check_pandas.py), and bad input (not a fobench file,
+# a newer schema, an absent case, a bad option) is exit 2.
 # shellcheck source=common.sh
 source "$(dirname "$0")/common.sh"
 out="$scratch/r.h5"
