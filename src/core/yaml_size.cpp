@@ -15,7 +15,7 @@ namespace {
 
 class SizeGuard : public YAML::EventHandler {
  public:
-  explicit SizeGuard(const std::string& source) : source_(source) {}
+  SizeGuard(const std::string& source, const std::string& what) : source_(source), what_(what) {}
 
   void OnDocumentStart(const YAML::Mark&) override {}
   void OnDocumentEnd() override {}
@@ -50,9 +50,8 @@ class SizeGuard : public YAML::EventHandler {
 
   void node(const YAML::Mark& mark, const std::string& scalar) {
     if (++values_ > kMaxConfigValues) {
-      throw InputError(at(mark) + "the config holds more than " + std::to_string(kMaxConfigValues) +
-                       " values; one run takes at most " + std::to_string(kMaxSweepCases) +
-                       " cases; split the sweep");
+      throw InputError(at(mark) + "the " + what_ + " holds more than " +
+                       std::to_string(kMaxConfigValues) + " values" + hint());
     }
     if (open_.empty()) return;
     Open& parent = open_.back();
@@ -60,16 +59,22 @@ class SizeGuard : public YAML::EventHandler {
     // A top-level key names, in the message, the list that follows it.
     if (open_.size() == 1 && parent.map && parent.items % 2 == 1) key_ = scalar;
     if (!parent.map && parent.items > static_cast<int64_t>(kMaxSweepCases)) {
-      const std::string name = key_.empty()               ? std::string("config")
+      const std::string name = key_.empty()               ? what_
                                : key_.size() > kMaxQuoted ? quote_value(key_)
                                                           : key_;
       throw InputError(at(mark) + name + ": a list of more than " + std::to_string(kMaxSweepCases) +
-                       " values, more than the " + std::to_string(kMaxSweepCases) +
-                       " cases one run takes; split the sweep");
+                       " values" + hint());
     }
   }
 
+  // Why the bound: a config's values become cases, a machine file's are a machine's.
+  std::string hint() const {
+    if (what_ != "config") return ", the most a " + what_ + " may hold";
+    return "; one run takes at most " + std::to_string(kMaxSweepCases) + " cases; split the sweep";
+  }
+
   const std::string& source_;
+  const std::string& what_;
   std::vector<Open> open_;
   int64_t values_ = 0;
   std::string key_;
@@ -77,13 +82,14 @@ class SizeGuard : public YAML::EventHandler {
 
 }  // namespace
 
-void check_yaml_size(const std::string& yaml_text, const std::string& source) {
+void check_yaml_size(const std::string& yaml_text, const std::string& source,
+                     const std::string& what) {
   if (static_cast<int64_t>(yaml_text.size()) > kMaxConfigBytes) {
     throw InputError(source + ": " + std::to_string(yaml_text.size()) + " bytes, more than the " +
-                     std::to_string(kMaxConfigBytes) + " a config may hold");
+                     std::to_string(kMaxConfigBytes) + " a " + what + " may hold");
   }
   std::istringstream in(yaml_text);
-  SizeGuard guard(source);
+  SizeGuard guard(source, what);
   try {
     YAML::Parser parser(in);
     parser.HandleNextDocument(guard);

@@ -11,6 +11,8 @@ namespace fob {
 // yaml-cpp costs hundreds of bytes: a 20 MB list of numbers would take gigabytes on every rank
 // before any key could refuse it, so it is refused here, with memory that does not grow with it.
 // Syntax errors are left to YAML::Load, which reports them.
-void check_yaml_size(const std::string& yaml_text, const std::string& source);
+// `what` names the kind of file in messages ("config", "machine file").
+void check_yaml_size(const std::string& yaml_text, const std::string& source,
+                     const std::string& what = "config");
 
 }  // namespace fob

@@ -14,6 +14,8 @@
 #include <sstream>
 #include <vector>
 
+#include "core/yaml_size.h"
+
 namespace fob {
 namespace {
 
@@ -392,6 +394,7 @@ void read_gpu(const Reader& r, const YAML::Node& root, Machine& m) {
 }  // namespace
 
 Machine parse_machine(const std::string& yaml_text, const std::string& source) {
+  check_yaml_size(yaml_text, source, "machine file");
   YAML::Node root;
   try {
     root = YAML::Load(yaml_text);

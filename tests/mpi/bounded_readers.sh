@@ -57,6 +57,17 @@ bounded config_sparse 2 "a config may hold" "$FOBENCH" run -c "$scratch/sparse.y
 truncate -s 32M "$scratch/machine.yaml"
 bounded machine_sparse 2 "sparse file" "$FOBENCH" sim -c "$smoke" --world 2 \
   --machine "$scratch/machine.yaml"
+# 50 MB of list items: yaml-cpp would build gigabytes of nodes; counted as it streams, refused.
+"$FOB_PYTHON" - "$scratch/items.yaml" <<'PY'
+import sys
+item = "{m: 1, n: 1, k: 1, efficiency: 0.5},"
+with open(sys.argv[1], "w") as f:
+    f.write("name: x\nsource: y\ncompute:\n  fp32: {peak_tflops: 1, gemm_efficiency: [")
+    f.write(item * (50_000_000 // len(item)))
+    f.write("]}\n")
+PY
+bounded machine_items 2 "the machine file holds more than 400000 values" "$FOBENCH" sim \
+  -c "$smoke" --world 2 --machine "$scratch/items.yaml"
 [ ! -e "$scratch/m.yaml" ] || fail "a refused calibrate wrote its machine file"
 
 # A record of another run (of the same config) appended to a journal: named with its offset,
