@@ -40,6 +40,12 @@ class WriteFault : public RuntimeFault {
   using RuntimeFault::RuntimeFault;
 };
 
+// A message as it may reach a terminal: control characters (but line breaks and tabs) shown as
+// \xNN, so that a path or value from anyone cannot send an escape sequence; the message cut at
+// kMaxMessageBytes, so that none floods it.
+inline constexpr size_t kMaxMessageBytes = 4096;
+std::string printable(const std::string& message);
+
 enum class DType : uint8_t { fp32, fp64, bf16, fp16 };
 const char* to_string(DType dtype);
 DType parse_dtype(const std::string& text);  // throws InputError naming the choices

@@ -57,7 +57,7 @@ int finalize(int code) {
   // A failed write's message already says what was kept: it is not told twice.
   const std::string kept = dynamic_cast<const WriteFault*>(&e) ? "" : stop::note();
   if (!kept.empty()) what += "; " + kept;
-  std::fprintf(stderr, "fobench: %s\n", what.c_str());
+  std::fprintf(stderr, "fobench: %s\n", printable(what).c_str());
   std::fflush(stderr);
   MPI_Abort(comm, kExitRuntimeFault);
   _exit(kExitRuntimeFault);  // MPI_Abort does not return; should it, do not go on
@@ -181,7 +181,7 @@ std::optional<int> run_phase(Run& run, Stage stage, const std::function<void()>&
   } catch (const InputError& e) {
     if (stage == Stage::measuring) fault(run.comm, run.rank, e);
     if (run.rank == 0 || dynamic_cast<const RankInputError*>(&e)) {
-      std::fprintf(stderr, "fobench: error: %s\n", e.what());
+      std::fprintf(stderr, "fobench: error: %s\n", printable(e.what()).c_str());
     }
     run.backend.reset();
     return finalize(kExitBadInput);

@@ -199,7 +199,7 @@ int check_run(const RunArgs& args, int world) {
     if (!args.dry_run) resolve_backends(config, points);
     return kExitOk;
   } catch (const InputError& e) {
-    std::fprintf(stderr, "fobench: error: %s\n", e.what());
+    std::fprintf(stderr, "fobench: error: %s\n", printable(e.what()).c_str());
     return kExitBadInput;
   }
 }

@@ -82,7 +82,9 @@ void install(int rank) {
   (void)installed;
 }
 
-void set_note(const std::string& note) {
+void set_note(const std::string& text) {
+  // Made printable here: the handler can only copy it out.
+  const std::string note = printable(text);
   const int next = 1 - g_current.load();
   const size_t n = std::min(note.size(), kNoteLen - 1);
   std::memcpy(g_notes[next], note.data(), n);

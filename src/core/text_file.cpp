@@ -27,10 +27,11 @@ constexpr uint64_t kSparseFrom = uint64_t{1} << 20;
 void require_regular_file(const std::string& path, const std::string& what) {
   struct stat st {};
   if (stat(path.c_str(), &st) != 0) {
-    throw InputError(what + ": cannot read '" + path + "': " + std::strerror(errno));
+    throw InputError(what + ": cannot read " + quote_value(path) + ": " + std::strerror(errno));
   }
   if (S_ISREG(st.st_mode)) return;
-  throw InputError(what + ": '" + path + "' is " + kind_of(st.st_mode) + ", not a regular file");
+  throw InputError(what + ": " + quote_value(path) + " is " + kind_of(st.st_mode) +
+                   ", not a regular file");
 }
 
 void require_plausible_size(const struct stat& st, const std::string& path, const std::string& what,
@@ -54,9 +55,9 @@ std::string read_open_file(int fd, const std::string& path, const std::string& w
   std::string text, error;
   struct stat st {};
   try {
-    if (fstat(fd, &st) != 0) throw InputError(what + ": cannot read '" + path + "'");
+    if (fstat(fd, &st) != 0) throw InputError(what + ": cannot read " + quote_value(path));
     if (!S_ISREG(st.st_mode)) {
-      throw InputError(what + ": '" + path + "' is " + kind_of(st.st_mode) +
+      throw InputError(what + ": " + quote_value(path) + " is " + kind_of(st.st_mode) +
                        ", not a regular file");
     }
     require_plausible_size(st, path, what, max_bytes);
@@ -79,7 +80,7 @@ std::string read_open_file(int fd, const std::string& path, const std::string& w
     }
   }
   close(fd);
-  if (!error.empty()) throw InputError(what + ": cannot read '" + path + "': " + error);
+  if (!error.empty()) throw InputError(what + ": cannot read " + quote_value(path) + ": " + error);
   return text;
 }
 
@@ -89,7 +90,8 @@ std::string read_regular_file(const std::string& path, const std::string& what,
   // Judged on the open file, so a file swapped in after the check is the one judged; opened
   // without blocking, so a FIFO swapped in cannot hang the reader.
   const int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) throw InputError(what + ": cannot read '" + path + "': " + std::strerror(errno));
+  if (fd < 0)
+    throw InputError(what + ": cannot read " + quote_value(path) + ": " + std::strerror(errno));
   return read_open_file(fd, path, what, max_bytes);
 }
 

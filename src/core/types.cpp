@@ -1,6 +1,8 @@
 #include "fob/types.h"
 
 #include <array>
+#include <cstdio>
+#include <string>
 
 #include "fob/config.h"
 
@@ -48,6 +50,24 @@ int dtype_bytes(DType dtype) {
       return 2;
   }
   return 0;
+}
+
+std::string printable(const std::string& message) {
+  std::string out;
+  for (const char c : message) {
+    const auto ch = static_cast<unsigned char>(c);
+    if ((ch < 0x20 && c != '\n' && c != '\t') || ch == 0x7f) {
+      char text[8];
+      std::snprintf(text, sizeof text, "\\x%02x", ch);
+      out += text;
+    } else {
+      out += c;
+    }
+    if (out.size() > kMaxMessageBytes) {
+      return out.substr(0, kMaxMessageBytes) + "... (" + std::to_string(message.size()) + " bytes)";
+    }
+  }
+  return out;
 }
 
 uint64_t fnv1a(const std::string& text) {

@@ -165,7 +165,8 @@ ResultWriter::ResultWriter(const std::string& partial_path)
   JournalScan scan;
   const ResultFile existing = read_journal(bytes, partial_, &scan);
   for (const std::string& note : scan.left_out) {
-    std::fprintf(stderr, "fobench: --resume '%s': journal %s\n", partial_.c_str(), note.c_str());
+    std::fprintf(stderr, "%s\n",
+                 printable("fobench: --resume '" + partial_ + "': journal " + note).c_str());
   }
   if (scan.image.empty()) {
     journal_ =
@@ -176,10 +177,11 @@ ResultWriter::ResultWriter(const std::string& partial_path)
     close(fd);
     const stop::WriteSection section;
     journal_ = std::make_unique<JournalWriter>(partial_, scan.image, existing.run.run_id);
-    std::fprintf(stderr,
-                 "fobench: --resume '%s': rewritten without the %zu record(s) left out; the %zu "
-                 "case(s) it holds go on\n",
-                 partial_.c_str(), scan.left_out.size(), existing.cases.size());
+    std::fprintf(stderr, "%s\n",
+                 printable("fobench: --resume '" + partial_ + "': rewritten without the " +
+                           std::to_string(scan.left_out.size()) + " record(s) left out; the " +
+                           std::to_string(existing.cases.size()) + " case(s) it holds go on")
+                     .c_str());
   }
   for (const CaseResult& c : existing.cases) remember(c);
 }
@@ -188,11 +190,12 @@ ResultWriter::~ResultWriter() = default;
 
 void ResultWriter::name_stale_temporaries() const {
   for (const std::string& tmp : stale_temporaries(path_)) {
-    std::fprintf(stderr,
-                 "fobench: note: %s is a temporary a run killed while writing '%s' left behind; "
-                 "this run holds the file's lock, so no run is writing it: it is safe to "
-                 "delete\n",
-                 tmp.c_str(), path_.c_str());
+    std::fprintf(
+        stderr, "%s\n",
+        printable("fobench: note: " + tmp + " is a temporary a run killed while writing '" + path_ +
+                  "' left behind; this run holds the file's lock, so no run is writing "
+                  "it: it is safe to delete")
+            .c_str());
   }
 }
 

@@ -117,3 +117,11 @@ bounded resume_damaged 0 "rewritten without the 1 record(s) left out; the 1 case
 n=$("$FOBENCH" report "$scratch/damaged.h5" --format csv | grep -v '^#' | tail -n +2 | wc -l)
 [ "$n" = 3 ] || fail "the resumed damaged journal ended with $n cases, expected 3"
 echo "ok: damaged record left out, the ones after it kept, the resume measured the rest"
+
+# A path or value echoed in a message reaches the terminal escaped: no raw escape sequence.
+rc=0
+"$FOBENCH" report "$scratch/"$'\e[31mred\a' 2> "$scratch/escape.err" || rc=$?
+[ "$rc" = 2 ] || fail "a missing file with an escape in its name: exit $rc"
+grep -q 'red\\x07' "$scratch/escape.err" || fail "the name is not shown escaped: $(cat -v "$scratch/escape.err")"
+! grep -q $'\e' "$scratch/escape.err" || fail "a raw escape reached stderr: $(cat -v "$scratch/escape.err")"
+echo "ok: an escape in a path is shown as \\x1b"

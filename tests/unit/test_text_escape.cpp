@@ -10,6 +10,7 @@
 #include "fob/report.h"
 #include "fob/results.h"
 #include "fob/trace.h"
+#include "fob/types.h"
 #include "io/json_text.h"
 
 namespace fob {
@@ -120,6 +121,16 @@ TEST(HostileStrings, ReachNoReportOrTraceRaw) {
   EXPECT_TRUE(valid_utf8(trace.str())) << trace.str();
   EXPECT_FALSE(has_control(trace.str(), "\n")) << trace.str();
   EXPECT_NE(trace.str().find("\\u001b"), std::string::npos);
+}
+
+// An error message carries paths and values from anyone: on the terminal, a control character
+// is \xNN (lines and tabs kept), and a huge one is cut.
+TEST(Printable, ShowsControlCharactersAndCutsFloods) {
+  EXPECT_EQ(printable("cannot open '\x1b[31mred\x07' as HDF5\n\tnext"),
+            "cannot open '\\x1b[31mred\\x07' as HDF5\n\tnext");
+  EXPECT_EQ(printable(std::string("a\0b\x7f", 4)), "a\\x00b\\x7f");
+  const std::string flood = printable(std::string(100000, 'x'));
+  EXPECT_EQ(flood, std::string(kMaxMessageBytes, 'x') + "... (100000 bytes)");
 }
 
 }  // namespace
