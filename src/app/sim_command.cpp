@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <exception>
 #include <filesystem>
@@ -11,6 +12,7 @@
 #include <sstream>
 #include <thread>
 
+#include "backends/cpu/host_memory.h"
 #include "commands.h"
 #include "fob/cases.h"
 #include "fob/machine.h"
@@ -22,6 +24,7 @@
 #include "fob/text_file.h"
 #include "fob/version.h"
 #include "fob/workload.h"
+#include "sim_bounds.h"
 #include "sim_tune.h"
 
 namespace fob {
@@ -33,12 +36,12 @@ std::vector<int> parse_worlds(const std::string& text) {
     char* end = nullptr;
     const long n = std::strtol(item.c_str(), &end, 10);
     if (item.empty() || *end != '\0' || n < 1 || n > kMaxWorld) {
-      throw InputError("--world: '" + item +
-                       "' is not a world size; valid: 1..65536, as in 4,8,64");
+      throw InputError("--world: " + quote_value(item) +
+                       " is not a world size; valid: 1..65536, as in 4,8,64");
     }
     worlds.push_back(static_cast<int>(n));
   }
-  if (worlds.empty()) throw InputError("--world: '" + text + "' names no world size");
+  if (worlds.empty()) throw InputError("--world: " + quote_value(text) + " names no world size");
   return worlds;
 }
 
@@ -53,18 +56,76 @@ struct Simulated {
   std::vector<CaseStats> stats;
 };
 
+// The cores that simulate cases at once.
+unsigned sim_threads(size_t cases) {
+  return std::max(1u, std::min(std::thread::hardware_concurrency(), static_cast<unsigned>(cases)));
+}
+
+// Progress on stderr once a simulation runs past kQuietSeconds: the cases done and the share of
+// the estimated work (each case's tasks) done, every kEverySeconds, from a thread of its own so
+// that one long case does not silence it.
+class Progress {
+ public:
+  static constexpr double kQuietSeconds = 3, kEverySeconds = 5;
+  explicit Progress(const SimEstimate& estimate) : estimate_(estimate) {
+    for (const SimCaseCost& c : estimate.cases) total_ += static_cast<double>(c.work());
+    thread_ = std::thread([this] { report(); });
+  }
+  ~Progress() {
+    {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      stop_ = true;
+    }
+    wake_.notify_all();
+    thread_.join();
+  }
+  Progress(const Progress&) = delete;
+  Progress& operator=(const Progress&) = delete;
+
+  void done(size_t i) {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    ++cases_;
+    work_ += static_cast<double>(estimate_.cases[i].work());
+  }
+
+ private:
+  void report() {
+    const auto start = std::chrono::steady_clock::now();
+    auto next = start + std::chrono::duration<double>(kQuietSeconds);
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (!wake_.wait_until(lock, next, [this] { return stop_; })) {
+      const double seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      std::fprintf(stderr,
+                   "fobench sim: %zu of %zu cases simulated, about %.0f%% of the estimated "
+                   "work, after %.0f s\n",
+                   cases_, estimate_.cases.size(), total_ > 0 ? 100 * work_ / total_ : 0.0,
+                   seconds);
+      next += std::chrono::duration<double>(kEverySeconds);
+    }
+  }
+  const SimEstimate& estimate_;
+  double total_ = 0, work_ = 0;
+  size_t cases_ = 0;
+  bool stop_ = false;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::thread thread_;
+};
+
 // Cases are independent, so the host's cores simulate several at once; results keep the
 // cases' order. A case reported but not written keeps only what its summary row needs (its
 // key and stats): a sweep of large worlds then holds one case's timings per core at a time.
 // The first error is rethrown once every worker has stopped.
-Simulated simulate_all(const std::vector<CaseSpec>& specs, const CostModel& cost,
-                       bool keep_timings) {
+Simulated simulate_all(const std::vector<CaseSpec>& specs, const CostModel& cost, bool keep_timings,
+                       const SimEstimate& estimate) {
   Simulated out;
   out.cases.resize(specs.size());
   out.stats.resize(specs.size());
   std::atomic<size_t> next{0};
   std::mutex error_mutex;
   std::exception_ptr error;
+  Progress progress(estimate);
   auto work = [&] {
     for (size_t i = next++; i < specs.size(); i = next++) {
       try {
@@ -74,6 +135,7 @@ Simulated simulate_all(const std::vector<CaseSpec>& specs, const CostModel& cost
         out.stats[i] = case_stats(result);
         if (!keep_timings) result = described(result);
         out.cases[i] = std::move(result);
+        progress.done(i);
       } catch (...) {
         const std::lock_guard<std::mutex> lock(error_mutex);
         if (!error) error = std::current_exception();
@@ -81,8 +143,7 @@ Simulated simulate_all(const std::vector<CaseSpec>& specs, const CostModel& cost
       }
     }
   };
-  const unsigned threads = std::max(
-      1u, std::min(std::thread::hardware_concurrency(), static_cast<unsigned>(specs.size())));
+  const unsigned threads = sim_threads(specs.size());
   std::vector<std::thread> pool;
   for (unsigned t = 1; t < threads; ++t) pool.emplace_back(work);
   work();
@@ -141,8 +202,8 @@ void check_dtypes(const std::vector<Config>& points, const Machine& machine) {
     for (const auto& [d, c] : machine.compute) {
       have += (have.empty() ? "" : ", ") + std::string(to_string(d));
     }
-    throw InputError(std::string("dtype: '") + to_string(point.dtype) + "' is not in machine '" +
-                     machine.name + "'; valid: " + have);
+    throw InputError(std::string("dtype: '") + to_string(point.dtype) + "' is not in machine " +
+                     quote_value(machine.name) + "; valid: " + have);
   }
 }
 
@@ -166,6 +227,40 @@ ResultFile simulated_file(const SimArgs& args, const Config& config, const Machi
   return file;
 }
 
+// The -o file, written whole or not at all: a simulation is run again, never resumed, so the
+// journal of part of one (NAME.h5.partial) is removed when anything fails before the file is
+// finished, a bad_alloc or a full disk included. An empty path: no file.
+class SimOutput {
+ public:
+  SimOutput(const SimArgs& args, const ResultFile& file, const std::string& path) {
+    if (path.empty()) return;
+    std::vector<std::string> inputs{args.machine};
+    if (!args.run.config_path.empty()) inputs.push_back(args.run.config_path);
+    writer_ = std::make_unique<ResultWriter>(path, args.run.force, file.run, file.system, inputs);
+  }
+  ~SimOutput() {
+    if (!writer_ || finished_) return;
+    // Removed while this process still holds the file's lock.
+    std::error_code ec;
+    std::filesystem::remove(writer_->partial_path(), ec);
+    writer_.reset();
+  }
+  SimOutput(const SimOutput&) = delete;
+  SimOutput& operator=(const SimOutput&) = delete;
+
+  void write(const std::vector<CaseResult>& cases) {
+    if (!writer_) return;
+    // Nothing here was measured: one flush for every case.
+    writer_->add_cases(cases);
+    writer_->finish();
+    finished_ = true;
+  }
+
+ private:
+  std::unique_ptr<ResultWriter> writer_;
+  bool finished_ = false;
+};
+
 }  // namespace
 
 int sim_command(const SimArgs& args) {
@@ -178,34 +273,21 @@ int sim_command(const SimArgs& args) {
         args.worlds.empty() ? std::vector<int>{machine.ranks_per_node} : parse_worlds(args.worlds);
     const TableFormat format = parse_table_format(args.format);
     check_dtypes(points, machine);
-    // Every case is checked before anything is simulated or written.
-    std::vector<CaseSpec> specs;
-    for (int world : worlds) {
-      for (const Config& point : points) {
-        for (const CaseSpec& spec :
-             args.tune ? tune_cases(point, world) : make_cases(point, world)) {
-          specs.push_back(spec);
-        }
-      }
-    }
-    ResultFile file = simulated_file(args, config, machine, worlds);
-    std::unique_ptr<ResultWriter> writer;
-    const std::optional<std::string> output = given(args.run, "output");
-    if (!output.value_or("").empty()) {
-      std::vector<std::string> inputs{args.machine};
-      if (!args.run.config_path.empty()) inputs.push_back(args.run.config_path);
-      writer =
-          std::make_unique<ResultWriter>(*output, args.run.force, file.run, file.system, inputs);
-    }
+    // Every case is checked, counted and its cost estimated before anything is simulated,
+    // allocated or written.
+    const std::vector<CaseSpec> specs = sim_cases(points, worlds, args.tune);
     const MachineCost cost(machine);
-    Simulated simulated = simulate_all(specs, cost, writer != nullptr);
+    const std::optional<std::string> output = given(args.run, "output");
+    const bool writes = !output.value_or("").empty();
+    const SimEstimate estimate =
+        check_sim_bounds(specs, cost, writes, sim_threads(specs.size()), host_available_bytes(),
+                         args.tune ? "sim --tune" : "sim");
+    ResultFile file = simulated_file(args, config, machine, worlds);
+    SimOutput out(args, file, writes ? *output : "");
+    Simulated simulated = simulate_all(specs, cost, writes, estimate);
     file.cases = std::move(simulated.cases);
     file.stats = std::move(simulated.stats);
-    if (writer) {
-      // Nothing here was measured: one flush for every case.
-      writer->add_cases(file.cases);
-      writer->finish();
-    }
+    out.write(file.cases);
     if (args.tune) {
       write_table(std::cout, tune_document(file, summarize(file)), format);
     } else {
@@ -214,7 +296,7 @@ int sim_command(const SimArgs& args) {
     const double seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     std::fprintf(stderr, "fobench sim: %zu cases simulated in %.2f s%s%s\n", specs.size(), seconds,
-                 writer ? "; wrote " : "", writer ? writer->final_path().c_str() : "");
+                 writes ? "; wrote " : "", writes ? output->c_str() : "");
     return kExitOk;
   });
 }

@@ -125,4 +125,51 @@ fi
 expect_input_error rpn_past_max "ranks-per-node: 70000" sim --machine "$scratch/pipe.yaml" \
   --ranks-per-node 70000 --workload ag_gemm --dtype fp32 -o "$scratch/big.h5"
 [ ! -e "$scratch/big.h5.partial" ] || fail "a rejected sim wrote a file"
+
+# Bounded like run. At 4096 ranks a ring's plans hold some 2 m N tasks a rank (flash:16: 131,072),
+# and the search took minutes in silence; it is counted and estimated first and refused within
+# seconds, naming the count and what to split, before anything is written.
+h100="$FOB_SOURCE_DIR/bench_configs/machines/h100_nvlink_ib.yaml"
+big=(--machine "$h100" --workload ag_gemm --batch 1 --seq 65536 --hidden 8192)
+start=$SECONDS
+rc=0
+timeout 10 "$FOBENCH" sim --tune "${big[@]}" --world 4096 -o "$scratch/w4096.h5" \
+  > /dev/null 2> "$scratch/w4096.err" || rc=$?
+[ "$rc" = 2 ] || { cat "$scratch/w4096.err" >&2; fail "sim --tune at 4096 ranks: exit $rc"; }
+grep -q "sim --tune: 52 case(s) build and price plans of about [0-9,]* tasks" \
+  "$scratch/w4096.err" || fail "the refusal names no count: $(cat "$scratch/w4096.err")"
+grep -q "more than the 50,000,000 one sim takes; split it: fewer --world sizes" \
+  "$scratch/w4096.err" || fail "the refusal names no ceiling: $(cat "$scratch/w4096.err")"
+if [ -e "$scratch/w4096.h5" ] || [ -e "$scratch/w4096.h5.partial" ]; then
+  fail "a refused sim wrote a file"
+fi
+echo "ok: sim --tune at 4096 ranks refused in $((SECONDS - start)) s: $(cat "$scratch/w4096.err")"
+# What fits the bound runs, saying how far it is once past 3 s (flash:16 at 2048 ranks: 10 plans
+# of 65,538 tasks, some 5 s on a 2-core host).
+"$FOBENCH" sim "${big[@]}" --strategies flash:16 --world 2048 --format csv > /dev/null \
+  2> "$scratch/progress.err" || fail "sim at 2048 ranks exited $?"
+grep -q "^fobench sim: [0-9]* of 3 cases simulated, about [0-9]*% of the estimated work" \
+  "$scratch/progress.err" || echo "note: no progress line (done within 3 s): $(cat "$scratch/progress.err")"
+echo "ok: $(tail -n 1 "$scratch/progress.err")"
+
+# An -o file is written whole or not at all: a simulation that fails (here out of memory under
+# a 600 MB address space) is exit 3 and leaves neither the file nor its journal.
+rc=0
+(
+  ulimit -v 600000
+  exec "$FOBENCH" sim --tune --machine "$h100" --workload ag_gemm --batch 1 --seq 32768 \
+    --hidden 8192 --world 512 -o "$scratch/oom.h5" --format csv > /dev/null 2> "$scratch/oom.err"
+) || rc=$?
+[ "$rc" = 3 ] || { cat "$scratch/oom.err" >&2; fail "sim out of memory: exit $rc, expected 3"; }
+if [ -e "$scratch/oom.h5" ] || [ -e "$scratch/oom.h5.partial" ]; then
+  fail "a failed sim left $(ls "$scratch"/oom.h5*)"
+fi
+echo "ok: out of memory: $(cat "$scratch/oom.err"), no file left"
+
+# Two simulated files hold one exact iteration per case each: compare says so, once, instead of
+# "no case of one matches a case of the other; N matched case(s) could not be compared".
+expect_input_error compare_two_sims "BASE and NEW are both simulated" compare "$scratch/one.h5" \
+  "$scratch/one.h5"
+! grep -q "no case of one matches" "$scratch/compare_two_sims.err" ||
+  fail "compare contradicts itself: $(cat "$scratch/compare_two_sims.err")"
 echo "PASS"
