@@ -4,10 +4,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <vector>
 
 #include "fob/case_key.h"
+#include "fob/config.h"
 #include "fob/executor.h"
 #include "fob/metrics.h"
 #include "fob/strategy.h"
@@ -17,7 +19,12 @@ namespace fob {
 namespace {
 
 constexpr double kFirstGuessGbps = 1.0;
-constexpr int kCorrections = 3;
+// Probes: the first guess, and one at each correction of it.
+constexpr int kProbes = 4;
+// A ratio the closest probe missed by more than this factor is out of reach: a landing that far
+// off is a run in another regime, not noise (paired probes land within some 10% on an idle
+// host, within some 30% on a loaded one, and a slow phase of a loaded host can double a probe).
+constexpr double kReachable = 3;
 // The same bounds config.cpp puts on link_gbps.
 constexpr double kMinGbps = 1e-5, kMaxGbps = 1e9;
 
@@ -54,6 +61,54 @@ PairedProbe probe_pair(Backend& backend, const CaseSpec& first, int rank, MPI_Co
   return {out[0], out[1], out[2]};
 }
 
+// A probed rate and the T_comm / T_comp it gave.
+struct Landing {
+  double gbps = 0, ratio = 0, t_comm = 0, t_comp = 0;
+  // How far the ratio is from `target`, as a factor >= 1 (infinite before any probe).
+  double off(double target) const {
+    if (!(ratio > 0)) return std::numeric_limits<double>::infinity();
+    return std::max(ratio / target, target / ratio);
+  }
+};
+
+// Why `target` is out of reach, from the probes: past the floor that the emulated latency and
+// the host's own MPI path set, a faster link no longer shortens the transfers; below the
+// slowest emulated rate there is nothing slower; otherwise the probes moved about the target
+// without landing near it, as on a busy host.
+std::string unreachable(double target, const std::vector<Landing>& probes, double latency_us) {
+  const auto by_rate = [](const Landing& a, const Landing& b) { return a.gbps < b.gbps; };
+  const Landing fastest = *std::max_element(probes.begin(), probes.end(), by_rate);
+  const Landing slowest = *std::min_element(probes.begin(), probes.end(), by_rate);
+  const Landing best = *std::min_element(
+      probes.begin(), probes.end(),
+      [&](const Landing& a, const Landing& b) { return a.off(target) < b.off(target); });
+  char why[320];
+  if (fastest.ratio > target * kReachable) {
+    std::snprintf(why, sizeof why,
+                  "even at %.4g Gbit/s, T_comm/T_comp was %.3f: a faster link no longer "
+                  "shortens the transfers; lower --link-latency-us, take a larger shape (more "
+                  "GEMM per transfer), or ask for link_ratio %.3g or more",
+                  fastest.gbps, fastest.ratio, fastest.ratio);
+  } else if (slowest.gbps <= kMinGbps && slowest.ratio < target / kReachable) {
+    std::snprintf(why, sizeof why,
+                  "even at the slowest emulated link, %.4g Gbit/s, T_comm/T_comp was %.3f; ask "
+                  "for link_ratio %.3g or less",
+                  slowest.gbps, slowest.ratio, slowest.ratio);
+  } else {
+    std::snprintf(why, sizeof why,
+                  "the probes did not settle near it (the host busy?); run again on an idle host, "
+                  "or give the rate itself with --link-gbps");
+  }
+  char text[720];
+  std::snprintf(text, sizeof text,
+                "link_ratio %.3g is out of reach on this shape and host: the probes reached "
+                "T_comm/T_comp %.3f at best (comm_only %.3f ms at %.4g Gbit/s and %.4g us "
+                "latency a transfer, compute_only %.3f ms), more than %.2gx off; %s",
+                target, best.ratio, best.t_comm * 1e3, best.gbps, latency_us, best.t_comp * 1e3,
+                kReachable, why);
+  return text;
+}
+
 std::string shape_text(const CaseSpec& spec) {
   std::string text = CaseKey::of(spec).with_strategy("").text();
   const size_t gap = text.find("  ");
@@ -74,9 +129,13 @@ LinkChoice choose_link(double ratio, const CaseSpec& first, int rank, BackendOpt
   timing.verify = false;
   timing.progress_label.clear();
   double gbps = kFirstGuessGbps;
+  std::vector<Landing> probes;
+  Landing best;
   PairedProbe probe;
   std::string steps;
-  for (int k = 0; k < kCorrections; ++k) {
+  // The last probe is at the last correction's rate, so the rate chosen is one whose ratio was
+  // measured: the probed rate that came closest.
+  for (int k = 0; k < kProbes; ++k) {
     options.link.gbps = gbps;
     auto backend = make_cpu_backend(options);
     probe = probe_pair(*backend, first, rank, options.comm, timing);
@@ -85,23 +144,34 @@ LinkChoice choose_link(double ratio, const CaseSpec& first, int rank, BackendOpt
                   steps.empty() ? "" : ", ", gbps, probe.t_comm * 1e3, probe.ratio);
     steps += step;
     if (!(probe.ratio > 0) || !(ratio > 0)) break;
+    probes.push_back({gbps, probe.ratio, probe.t_comm, probe.t_comp});
+    if (probes.back().off(ratio) < best.off(ratio)) best = probes.back();
     // The transfer time goes as one over the rate: scale the rate by how far the ratio is off.
     gbps = std::clamp(gbps * probe.ratio / ratio, kMinGbps, kMaxGbps);
   }
-  char text[640];
+  if (probes.empty()) probes.push_back({gbps, probe.ratio, probe.t_comm, probe.t_comp});
+  if (!(best.gbps > 0)) best = probes.back();
+  char text[320];
   std::snprintf(text, sizeof text,
                 "link_gbps %.9g chosen by link_ratio %.3g on %s: compute_only and comm_only "
-                "paired round by round, compute_only at %.3f ms; comm_only at %s",
-                gbps, ratio, shape_text(first).c_str(), probe.t_comp * 1e3, steps.c_str());
-  return {gbps, text};
+                "paired round by round, compute_only at %.3f ms; comm_only at ",
+                best.gbps, ratio, shape_text(first).c_str(), best.t_comp * 1e3);
+  char reached[96];
+  std::snprintf(reached, sizeof reached, "; T_comm/T_comp %.3f reached at the chosen rate",
+                best.ratio);
+  const LinkChoice choice{best.gbps, text + steps + reached};
+  if (best.off(ratio) > kReachable) {
+    throw InputError(unreachable(ratio, probes, options.link.latency_us));
+  }
+  return choice;
 }
 
 LinkChoice recorded_link(const SystemInfo& system, const std::string& path) {
   const std::string& text = system.link_emulation;
   const std::string emulated = "emulated: ";
   const auto refuse = [&](const std::string& why) {
-    return InputError("--link-from '" + path + "': " + why + " (its link emulation: '" +
-                      text.substr(0, 200) + "'); give a file of a run over an emulated link");
+    return InputError("--link-from " + quote_value(path) + ": " + why + " (its link emulation: " +
+                      quote_value(text) + "); give a file of a run over an emulated link");
   };
   if (text.rfind(emulated, 0) != 0) throw refuse("its link was not emulated");
   LinkChoice choice;
