@@ -94,8 +94,9 @@ uint64_t sweep_case_count(const Config& config);
 // kMaxSweepCases cases.
 void check_sweep_size(const Config& config);
 
-// A value as error messages quote it: 'value', or past kMaxQuoted bytes its start and its
-// length, 'aaaa...' (52428800 bytes), so that a huge value does not flood the terminal.
+// A value as error messages quote it: 'value', or past kMaxQuoted characters its start and its
+// length, 'aaaa...' (52428800 bytes), so that a huge value does not flood the terminal; control
+// characters are shown as \x1b, so that one does not reach the terminal as an escape.
 std::string quote_value(const std::string& value);
 
 // Checks values that do not depend on the world size (ranges, names).

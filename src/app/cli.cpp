@@ -187,6 +187,34 @@ CLI::App* add_calibrate(CLI::App& app, fob::CalibrateArgs& calibrate) {
   return cmd;
 }
 
+// CLI11's messages repeat what was typed ("The following arguments were not expected: ...",
+// "--list: X not in {...}"): each word of one with a control character or past kMaxQuoted
+// characters is shown as quote_value shows a value, and a message of many words is cut, so
+// that an argument neither reaches the terminal as an escape nor floods it.
+std::string shown_message(const std::string& message) {
+  constexpr size_t kMaxMessage = 8 * fob::kMaxQuoted;
+  std::string out;
+  size_t start = 0;
+  while (start <= message.size() && out.size() <= kMaxMessage) {
+    const size_t end = std::min(message.find(' ', start), message.size());
+    const std::string word = message.substr(start, end - start);
+    const bool plain =
+        word.size() <= fob::kMaxQuoted && std::none_of(word.begin(), word.end(), [](char c) {
+          return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
+        });
+    out += (start ? " " : "") + (plain ? word : fob::quote_value(word));
+    start = end + 1;
+  }
+  if (start <= message.size()) {
+    out += " ... (" + std::to_string(message.size()) + " bytes in all)";
+  }
+  return out;
+}
+
+std::string failure_message(const CLI::App* /*app*/, const CLI::Error& e) {
+  return shown_message(e.what()) + "\nRun with --help for more information.\n";
+}
+
 // The command line as given, recorded in results files.
 std::string command_line(int argc, char** argv) {
   std::string line;
@@ -198,6 +226,7 @@ std::string command_line(int argc, char** argv) {
 
 int fob::cli_main(int argc, char** argv, const std::function<int(const RunArgs&)>& run_body) {
   CLI::App app{"fobench: communication/computation overlap benchmarks for distributed LLM layers"};
+  app.failure_message(failure_message);
   app.require_subcommand(0, 1);
   bool show_version = false;
   app.add_flag("--version", show_version, "backends built in and library versions");

@@ -15,6 +15,7 @@
 #include "fob/compare.h"
 #include "fob/compare_history.h"
 #include "fob/compare_report.h"
+#include "fob/config.h"
 #include "fob/result_files.h"
 #include "fob/results.h"
 #include "fob/table.h"
@@ -39,31 +40,53 @@ int check_prediction(const std::string& base_path, const std::string& next_path,
                               base_simulated ? base : next};
   const PredictionCheck check = compare_predictions(measured.file, simulated.file);
   if (check.cases.empty()) {
-    throw InputError("nothing to compare: no case of the measured file " + measured.path +
-                     " is in the simulated file " + simulated.path +
+    throw InputError("nothing to compare: no case of the measured file " +
+                     quote_value(measured.path) + " is in the simulated file " +
+                     quote_value(simulated.path) +
                      " (same workload, strategy, shape, dtype and world)");
   }
   write_table(std::cout, prediction_document(check, measured, simulated), format);
   return kExitOk;
 }
 
-// Why a gate that compared nothing refuses: it would pass whatever NEW measured.
+// Why a gate that compared nothing refuses: it would pass whatever NEW measured. Cases that
+// match but were skipped or could not be compared are counted as matched, never as unmatched.
 std::string nothing_to_compare(const ResultFile& base, const ResultFile& next,
                                const Comparison& comparison) {
   std::string why = "nothing to compare: BASE holds " + std::to_string(base.cases.size()) +
                     " case(s), NEW " + std::to_string(next.cases.size()) + ", and ";
-  why += comparison.skipped > 0
-             ? std::to_string(comparison.skipped) + " matched case(s) were skipped (" +
-                   comparison.skipped_reason + ")"
-             : "no case of one matches a case of the other (same workload, strategy, shape, "
-               "dtype and world)";
+  const size_t matched = comparison.skipped + comparison.not_comparable.size();
+  if (matched == 0) {
+    return why +
+           "no case of one matches a case of the other (same workload, strategy, shape, dtype "
+           "and world)";
+  }
+  why += std::to_string(matched) +
+         " case(s) of one match a case of the other, but none could "
+         "be compared:";
+  if (comparison.skipped > 0) {
+    why += " " + std::to_string(comparison.skipped) + " were skipped (" +
+           comparison.skipped_reason + ")";
+  }
   if (!comparison.not_comparable.empty()) {
     const NotComparable& first = comparison.not_comparable.front();
-    why += "; " + std::to_string(comparison.not_comparable.size()) +
-           " matched case(s) could not be compared (first, " + first.key.text() + ": " +
-           first.reason + ")";
+    why += std::string(comparison.skipped > 0 ? ";" : "") + " " +
+           std::to_string(comparison.not_comparable.size()) +
+           " lack what a comparison needs (first, " + first.key.text() + ": " + first.reason + ")";
   }
   return why;
+}
+
+// Two simulations have no gate: the simulator prices one iteration of each case, exactly, so
+// neither file has a spread to judge a change by. Said before any case is matched, rather than
+// as each case's lack of iterations.
+void refuse_two_simulations(const ResultFile& base, const ResultFile& next) {
+  if (base.system.simulated.empty() || next.system.simulated.empty()) return;
+  throw InputError(
+      "BASE and NEW are both simulated (fobench sim): a simulation prices one iteration of each "
+      "case, exactly, so there is no spread to judge a change by and no verdict between two of "
+      "them; compare a measured file with a simulated one (the prediction's error per case), or "
+      "read each with `fobench report`");
 }
 
 // One side of the comparison: its runs, pooled where there are several.
@@ -92,7 +115,7 @@ std::pair<std::vector<std::string>, std::vector<std::string>> side_paths(const C
   std::vector<std::string> base, next;
   if (!a.history.empty()) {
     if (a.files.size() != 1 || !a.more_base.empty()) {
-      throw InputError("--history '" + a.history + "' is BASE: give NEW alone (got " +
+      throw InputError("--history " + quote_value(a.history) + " is BASE: give NEW alone (got " +
                        std::to_string(a.files.size()) + " file(s)" +
                        (a.more_base.empty() ? "" : " and --base") + ")");
     }
@@ -128,14 +151,14 @@ int compare_command(const CompareArgs& args) {
     // junit is the gate's own format, beside the table formats every command takes.
     const bool junit = args.format == "junit";
     if (!junit && !is_table_format(args.format)) {
-      throw InputError("--format: unknown value '" + args.format +
-                       "' (valid choices: " + table_format_choices() + ", junit)");
+      throw InputError("--format: unknown value " + quote_value(args.format) +
+                       " (valid choices: " + table_format_choices() + ", junit)");
     }
     const TableFormat format = junit ? TableFormat::csv : parse_table_format(args.format);
     const InconclusiveAs inconclusive_as = parse_inconclusive_as(args.inconclusive_as);
     const std::string& gate = args.gate;
     if (gate != "auto" && parse_gate_mode(gate) == GateMode::interconnect && args.metric != "T") {
-      throw InputError("--metric " + args.metric +
+      throw InputError("--metric " + quote_value(args.metric) +
                        " judges every case by one figure (--gate all); --gate interconnect "
                        "judges comm_only busbw and exposed_comm itself: leave --metric out");
     }
@@ -159,6 +182,7 @@ int compare_command(const CompareArgs& args) {
       }
       return check_prediction(base_read.label, new_read.label, base, next, format);
     }
+    refuse_two_simulations(base, next);
     std::string gate_note;
     const GateMode mode =
         gate == "auto" ? gate_of_files(base, next, &gate_note) : parse_gate_mode(gate);

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "fob/compare.h"
+#include "fob/config.h"
 #include "fob/metrics.h"
 #include "fob/speed_probe.h"
 #include "fob/strategy.h"
@@ -266,7 +267,8 @@ CompareMetric parse_compare_metric(const std::string& text) {
   if (text == "T") return CompareMetric::t;
   if (text == "exposed_comm") return CompareMetric::exposed_comm;
   if (text == "busbw") return CompareMetric::busbw;
-  throw InputError("--metric '" + text + "' is not known; choose T, exposed_comm or busbw");
+  throw InputError("--metric " + quote_value(text) +
+                   " is not known; choose T, exposed_comm or busbw");
 }
 
 const char* to_string(CompareMetric metric) {

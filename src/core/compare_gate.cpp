@@ -11,6 +11,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "fob/compare.h"
+#include "fob/config.h"
 #include "fob/speed_probe.h"
 #include "fob/types.h"
 
@@ -20,8 +21,8 @@ InconclusiveAs parse_inconclusive_as(const std::string& text) {
   if (text == "inconclusive") return InconclusiveAs::inconclusive;
   if (text == "pass") return InconclusiveAs::pass;
   if (text == "fail") return InconclusiveAs::fail;
-  throw InputError("--inconclusive-as '" + text +
-                   "' is not known; choose inconclusive (exit 5, the default), pass (exit 0) or "
+  throw InputError("--inconclusive-as " + quote_value(text) +
+                   " is not known; choose inconclusive (exit 5, the default), pass (exit 0) or "
                    "fail (exit 1)");
 }
 
@@ -171,8 +172,8 @@ const char* to_string(GateRole role) {
 GateMode parse_gate_mode(const std::string& text) {
   if (text == "all") return GateMode::all;
   if (text == "interconnect") return GateMode::interconnect;
-  throw InputError("--gate '" + text +
-                   "' is not known; choose auto (what both files' configs say, the default), all "
+  throw InputError("--gate " + quote_value(text) +
+                   " is not known; choose auto (what both files' configs say, the default), all "
                    "(every case's --metric) or interconnect (comm_only busbw decides, exposed "
                    "communication and T shown beside)");
 }

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstring>
 #include <limits>
 #include <map>
 #include <set>
@@ -18,11 +19,25 @@
 namespace fob {
 
 std::string quote_value(const std::string& value) {
-  if (value.size() <= kMaxQuoted) return "'" + value + "'";
-  size_t cut = kMaxQuoted;
-  // Cut before a UTF-8 continuation byte, not through a character.
-  while (cut > 0 && (static_cast<unsigned char>(value[cut]) & 0xC0) == 0x80) --cut;
-  return "'" + value.substr(0, cut) + "...' (" + std::to_string(value.size()) + " bytes)";
+  // Control characters are shown as \xNN: an escape sequence in a value must not reach the
+  // terminal as one. Each counts as the 4 characters it takes.
+  std::string shown;
+  size_t i = 0;
+  for (; i < value.size(); ++i) {
+    const auto ch = static_cast<unsigned char>(value[i]);
+    char text[8] = {static_cast<char>(ch), '\0'};
+    if (ch < 0x20 || ch == 0x7f) std::snprintf(text, sizeof text, "\\x%02x", ch);
+    if (shown.size() + std::strlen(text) > kMaxQuoted) break;
+    shown += text;
+  }
+  if (i == value.size()) return "'" + shown + "'";
+  // Cut before a UTF-8 continuation byte, not through a character (those bytes are shown as
+  // they are, one character each).
+  while (i > 0 && (static_cast<unsigned char>(value[i]) & 0xC0) == 0x80) {
+    --i;
+    shown.pop_back();
+  }
+  return "'" + shown + "...' (" + std::to_string(value.size()) + " bytes)";
 }
 
 namespace {
