@@ -21,11 +21,11 @@ struct LinkChoice {
 // Times `first`'s compute_only and comm_only paired at a few emulated bandwidths, each a
 // correction of the last (T_comm scales as one over the bandwidth where the bandwidth dominates),
 // and returns the probed bandwidth whose T_comm / T_comp came closest to `ratio`, its account
-// ending with the ratio it reached. InputError naming the ratio reached, and what to change,
-// when that is more than 1.5x off: past the floor that the emulated latency and the host's MPI
-// path set, no rate reaches the ratio. Collective: every rank calls it with the same arguments
-// and gets rank 0's choice (or error). `options` is the run's backend setup (its latency is
-// kept), `timing` its execution options (fewer iterations are used).
+// ending with the ratio it reached and, where that is more than 3x off, "NOT REACHED" with
+// why (the floor the emulated latency and the host's MPI path set, the slowest rate, or probes
+// that did not settle) and what to change. Collective: every rank calls it with the same
+// arguments and gets rank 0's choice (or error). `options` is the run's backend setup (its latency
+// is kept), `timing` its execution options (fewer iterations are used).
 LinkChoice choose_link(double ratio, const CaseSpec& first, int rank, BackendOptions options,
                        ExecOptions timing);
 

@@ -2,9 +2,9 @@
 # --link-ratio: the run probes before it starts (compute_only and comm_only paired round by
 # round), records in the file the speed it chose, how, and the T_comm / T_comp its probe reached
 # there, and the report ends each table with the T_comm / T_comp the run reached; --link-from
-# and a resume reuse the recorded speed instead of choosing anew. A ratio no rate reaches is
-# exit 2 naming what the probes reached. How close the landing is depends on the machine's
-# noise, so that is a benchmark's, not this test's (beyond the 3x past which it is refused).
+# and a resume reuse the recorded speed instead of choosing anew. A ratio the probes miss by
+# more than 3x is said on stderr and in the file, with what they reached. How close the landing
+# is depends on the machine's noise, so that is a benchmark's, not this test's.
 # The smoke shape's GEMMs take some 0.02 ms on a 2-core host and its transfers at least 0.03 ms
 # there (the host's MPI path): ratios from some 2 up are within reach at 5 us latency.
 # shellcheck source=common.sh
@@ -22,8 +22,7 @@ link = h5py.File(sys.argv[1], "r")["system"].attrs["link_emulation"]
 link = link.decode() if isinstance(link, bytes) else str(link)
 assert link.startswith("emulated: ") and "chosen by link_ratio 20" in link, link
 assert "paired round by round" in link and "comm_only at 1 Gbit/s" in link, link
-reached = re.search(r"T_comm/T_comp ([0-9.]+) reached at the chosen rate\)$", link)
-assert reached and 20 / 3 <= float(reached.group(1)) <= 20 * 3, link
+assert re.search(r"T_comm/T_comp [0-9.]+ reached at the chosen rate", link), link
 PY
 "$FOBENCH" report "$out" > "$scratch/report.md" || fail "report exited $?"
 grep -q "^T_comm / T_comp = [0-9.]*: " "$scratch/report.md" ||
@@ -49,19 +48,24 @@ expect_bad link_from_plain "its link was not emulated" 2 -c \
   "$FOB_SOURCE_DIR/bench_configs/smoke.yaml" --link-from "$scratch/plain.h5"
 
 # Out of reach: at 2 ms a transfer, the transfers take some 200 times the GEMMs whatever the
-# rate. Asked for 0.5, a run said nothing and ran at 240; now it is exit 2 before anything is
-# written, naming what the probes reached and what to change.
-expect_bad link_ratio_floor "link_ratio 0.5 is out of reach" 2 -c \
-  "$FOB_SOURCE_DIR/bench_configs/smoke.yaml" --link-ratio 0.5 --link-latency-us 2000 -n 4 -w 1
-grep -q "reached T_comm/T_comp [0-9.]* at best" "$scratch/link_ratio_floor.err" ||
-  fail "the refusal does not say what was reached: $(cat "$scratch/link_ratio_floor.err")"
-grep -q "lower --link-latency-us" "$scratch/link_ratio_floor.err" ||
-  fail "the refusal does not say what to change: $(cat "$scratch/link_ratio_floor.err")"
+# rate. Asked for 0.5, a run said nothing and ran at 240; now it says on stderr and in the file
+# that the ratio was not reached, what the probes reached and what to change. (Not exit 2: a busy
+# host can starve the emulated link so that a reachable ratio looks out of reach.)
+mpirun_np 2 run -c "$FOB_SOURCE_DIR/bench_configs/smoke.yaml" --strategies baseline \
+  --link-ratio 0.5 --link-latency-us 2000 -n 4 -w 1 -o "$scratch/floor.h5" > /dev/null \
+  2> "$scratch/floor.err" || { cat "$scratch/floor.err" >&2; fail "the floor run failed"; }
+grep -q "link_ratio 0.5 NOT REACHED on this shape and host: the probes reached T_comm/T_comp [0-9.]* at best" \
+  "$scratch/floor.err" || fail "the run does not say the ratio was missed: $(cat "$scratch/floor.err")"
+grep -q "lower --link-latency-us" "$scratch/floor.err" ||
+  fail "the run does not say what to change: $(cat "$scratch/floor.err")"
+"$FOBENCH" report "$scratch/floor.h5" | grep -q "NOT REACHED" ||
+  fail "the report does not say the ratio was missed"
+echo "ok: an unreachable link_ratio is said, with what was reached and what to change"
 
 stopped="$scratch/stopped.h5"
 "$MPIEXEC" -np 2 --oversubscribe --bind-to none "$FOBENCH" run \
-  -c "$FOB_SOURCE_DIR/bench_configs/smoke.yaml" --link-ratio 100 --link-latency-us 200 \
-  -n 60 -w 1 -o "$stopped" > /dev/null 2> "$scratch/stopped.err" &
+  -c "$FOB_SOURCE_DIR/bench_configs/smoke.yaml" --link-ratio 0.5 --link-latency-us 2000 \
+  -n 30 -w 1 -o "$stopped" > /dev/null 2> "$scratch/stopped.err" &
 pid=$!
 for _ in $(seq 1 600); do
   [ -e "$stopped.partial" ] && "$FOBENCH" report "$stopped.partial" --format csv 2> /dev/null |
@@ -71,8 +75,8 @@ done
 kill -TERM "$pid"
 wait "$pid" || true
 [ -e "$stopped.partial" ] || fail "the --link-ratio run left no .partial to resume"
-mpirun_np 2 run -c "$FOB_SOURCE_DIR/bench_configs/smoke.yaml" --link-ratio 100 \
-  --link-latency-us 200 -n 60 -w 1 --resume "$stopped.partial" > /dev/null \
+mpirun_np 2 run -c "$FOB_SOURCE_DIR/bench_configs/smoke.yaml" --link-ratio 0.5 \
+  --link-latency-us 2000 -n 30 -w 1 --resume "$stopped.partial" > /dev/null \
   2> "$scratch/resumed.err" || { cat "$scratch/resumed.err" >&2; fail "the resume was refused"; }
 grep -q "reused from '$stopped.partial'" "$scratch/resumed.err" ||
   fail "the resume chose its link anew: $(cat "$scratch/resumed.err")"
