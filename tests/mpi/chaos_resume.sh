@@ -2,8 +2,9 @@
 # Chaos: a sweep in rounds whose ranks are killed (SIGKILL, no chance to flush) at random
 # moments, each time resumed from what its journal kept, ends with exactly the cases of one
 # uninterrupted run: none lost, none counted twice, every case with all its iterations and
-# rounds, and no record of another run. The kills' moments come from a fixed seed, and a later
-# attempt waits longer, so the sweep always ends.
+# rounds, and no record of another run. Each attempt lives until its journal grows by a record,
+# then a random while more (from a fixed seed) that grows with the attempts, so the sweep ends
+# however busy the host.
 # shellcheck source=common.sh
 source "$(dirname "$0")/common.sh"
 cfg="$scratch/chaos.yaml"
@@ -22,7 +23,8 @@ YAML
 out="$scratch/chaos.h5"
 RANDOM=44
 kills=0 resumes=0
-for attempt in $(seq 1 40); do
+size() { stat -c %s "$out.partial" 2> /dev/null || echo 0; }
+for attempt in $(seq 1 80); do
   [ -e "$out" ] && break
   if [ -e "$out.partial" ]; then
     resume=(--resume "$out.partial")
@@ -30,12 +32,19 @@ for attempt in $(seq 1 40); do
   else
     resume=(-o "$out" --force)
   fi
+  before=$(size)
   "$MPIEXEC" -np 2 --oversubscribe --bind-to none "$FOBENCH" run -c "$cfg" "${resume[@]}" \
     > /dev/null 2>> "$scratch/chaos.err" &
   pid=$!
-  # 0.3 s to about 1.3 s, and 0.1 s more each attempt.
-  sleep "$(printf '0.%03d' $((RANDOM % 1000)))"
-  sleep "0.$((2 + attempt / 10))$((attempt % 10))"
+  # Each attempt gets as far as one more record (however slow the host), then lives a random
+  # while more, up to 0.5 s and a quarter second more each attempt: a case measured in rounds
+  # is measured again unless its last round is in, so a busy host's attempts must grow to
+  # finish a group of cases.
+  for _ in $(seq 1 600); do
+    [ "$(size)" -gt "$before" ] || ! kill -0 "$pid" 2> /dev/null && break
+    sleep 0.1
+  done
+  sleep "$(awk -v r=$RANDOM -v a="$attempt" 'BEGIN { printf "%.3f", r / 32768 * (0.5 + a / 4) }')"
   victims=$(pgrep -f -- "fobench run -c $cfg" || true)
   if [ -n "$victims" ]; then
     mapfile -t ranks <<< "$victims"
@@ -44,7 +53,7 @@ for attempt in $(seq 1 40); do
   wait "$pid" || true
   pkill -KILL -f -- "fobench run -c $cfg" || true
 done
-[ -e "$out" ] || { tail -20 "$scratch/chaos.err" >&2; fail "the sweep did not finish in 40 attempts"; }
+[ -e "$out" ] || { tail -20 "$scratch/chaos.err" >&2; fail "the sweep did not finish in 80 attempts"; }
 [ "$kills" -ge 3 ] && [ "$resumes" -ge 2 ] ||
   fail "only $kills kill(s) and $resumes resume(s) landed: the sweep ran too fast to test"
 echo "ok: finished after $kills kills and $resumes resumes"
