@@ -1,4 +1,4 @@
-// libFuzzer target over the journal reader (src/io/journal.h): the bytes of a NAME.h5.partial as
+// libFuzzer target over the journal reader (src/results/journal.h): the bytes of a NAME.h5.partial as
 // `fobench report` and `--resume` read them, parsed by fobench's own decoder, in process. Any
 // crash, sanitizer report, exception other than InputError, or a case whose arrays do not hold
 // what it says, is a bug.
@@ -8,7 +8,7 @@
 #include <string_view>
 
 #include "fob/types.h"
-#include "io/journal.h"
+#include "results/journal.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view bytes(reinterpret_cast<const char*>(data), size);

@@ -1,4 +1,4 @@
-// libFuzzer target over read_h5_image (src/io/h5_reader.h), in-process: any crash, sanitizer
+// libFuzzer target over read_h5_image (src/results/h5_reader.h), in-process: any crash, sanitizer
 // report or exception other than InputError is a bug in the reader. New inputs come from
 // mutate_results_image (h5_mutator.h) unless FOB_FUZZ_BYTES=1 also lets libFuzzer flip bytes,
 // which reaches HDF5 1.10.8's own parsing bugs (fuzz/README.md).
@@ -11,7 +11,7 @@
 
 #include "fob/types.h"
 #include "h5_mutator.h"
-#include "io/h5_reader.h"
+#include "results/h5_reader.h"
 #include "mutation_watch.h"
 
 extern "C" size_t LLVMFuzzerMutate(uint8_t* data, size_t size, size_t max_size);

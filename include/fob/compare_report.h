@@ -1,4 +1,4 @@
-// `fobench compare`'s output (src/io/compare_table.cpp): the comparison compare.h computes, as
+// `fobench compare`'s output (src/report/compare_table.cpp): the comparison compare.h computes, as
 // the one table model (table.h) prints it, and the verdict in words.
 #pragma once
 
@@ -18,7 +18,7 @@ struct CompareSide {
   const ResultFile& file;
 };
 
-// The comparison as a document for `format` (src/io/compare_table.cpp): Markdown and LaTeX get
+// The comparison as a document for `format` (src/report/compare_table.cpp): Markdown and LaTeX get
 // the compared cases rounded, with the unmatched cases and the verdict in words; CSV and JSON
 // every case, compared or not, at full precision, with the files' facts.
 TableDocument compare_document(const Comparison& comparison, const CompareSide& base,
@@ -34,7 +34,7 @@ TableDocument compare_document(const std::vector<Comparison>& parts, const Compa
 std::string compare_result_line(const Comparison& comparison);
 std::string compare_result_line(const std::vector<Comparison>& parts);
 
-// The comparison as JUnit XML for CI (src/io/compare_junit.cpp): a test case per compared case
+// The comparison as JUnit XML for CI (src/report/compare_junit.cpp): a test case per compared case
 // (a regression a failure, an inconclusive one skipped or as --inconclusive-as says), per case
 // NEW lacks (a failure) and per case not comparable (an error); the gate's verdict, reason and
 // exit code as the suite's properties. Every string from the files is escaped.

@@ -1,5 +1,5 @@
 // Results files on disk (docs/DESIGN.md section 5): written case by case through a journal,
-// read back whatever they hold (src/io/).
+// read back whatever they hold (src/results/).
 #pragma once
 
 #include <cstdint>
@@ -15,7 +15,7 @@ class OutputLock;
 class JournalWriter;
 
 // Writes a results file case by case: each case (or round) is appended to the journal
-// NAME.h5.partial and synced (src/io/journal.h), so a flush costs that case however long the
+// NAME.h5.partial and synced (src/results/journal.h), so a flush costs that case however long the
 // sweep, and a full disk, a signal or a crash keeps every case flushed before, readable and
 // resumable. finish() writes NAME.h5 once, whole and compact, from the journal. A second run
 // writing the same file is refused (OutputLock) before either file is touched. Rank 0 only.
@@ -65,7 +65,7 @@ std::string partial_target(const std::string& partial);
 inline constexpr uint64_t kMaxResultsFileBytes = uint64_t{8} << 30;
 
 // Reads a file written by ResultWriter: a finished HDF5 file (parsed in a child process under
-// memory and time limits, src/io/read_results.cpp) or a journal NAME.h5.partial, also one
+// memory and time limits, src/results/read_results.cpp) or a journal NAME.h5.partial, also one
 // still being written. Throws InputError when it is not a fobench file, is damaged or crafted,
 // has a newer schema, is sparse or past kMaxResultsFileBytes, or cannot be opened; never
 // crashes or hangs on what it holds.

@@ -51,7 +51,7 @@ Geometry layer_geometry(const Shape& shape);
 Geometry geometry(Workload workload, const Shape& shape);
 // Whether the workload a results file names has attention heads (false for a name this
 // version does not know).
-bool has_attention(const std::string& workload);
+bool has_heads(const std::string& workload);
 
 // The collective patterns a workload's plan asks strategies for (strategy.h's halves), as bits:
 // a strategy applies to a workload when it has every pattern the workload uses.

@@ -20,7 +20,7 @@ std::string shape_text(const Summary& s) {
                 static_cast<long long>(s.seq), static_cast<long long>(s.hidden),
                 static_cast<long long>(s.ffn));
   std::string out = text;
-  if (has_attention(s.workload)) out += " heads" + std::to_string(s.heads);
+  if (has_heads(s.workload)) out += " heads" + std::to_string(s.heads);
   return out;
 }
 

@@ -2,7 +2,7 @@
 # Results files with 1 to 8 random bytes changed (a bad disk, a cut transfer, a crafted copy):
 # `fobench report` reads each as it was or refuses it with exit 2, within seconds, and never
 # dies of a signal or hangs, though HDF5 1.10.8 itself crashes or loops on some of them (the
-# reader runs it in a child process, src/io/read_results.cpp). The journal likewise.
+# reader runs it in a child process, src/results/read_results.cpp). The journal likewise.
 # shellcheck source=common.sh
 source "$(dirname "$0")/common.sh"
 smoke="$FOB_SOURCE_DIR/bench_configs/smoke.yaml"

@@ -88,7 +88,7 @@ TEST(ToyWorkload, IsKnownEverywhereOnceRegistered) {
   EXPECT_EQ(parse_workload("toy_square"), &kSquare);
   EXPECT_NE(workload_choices().find("toy_square"), std::string::npos) << workload_choices();
   EXPECT_EQ(all_workloads().back(), &kSquare);
-  EXPECT_FALSE(has_attention("toy_square"));
+  EXPECT_FALSE(has_heads("toy_square"));
   // The strategies that have its one pattern apply; the query split, which needs a computed H,
   // does not.
   EXPECT_TRUE(strategy_applies(*parse_strategy("flash").strategy, &kSquare));

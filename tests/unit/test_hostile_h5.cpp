@@ -28,7 +28,7 @@
 #include "fob/results.h"
 #include "fob/text_file.h"
 #include "fob/types.h"
-#include "io/h5_reader.h"
+#include "results/h5_reader.h"
 
 namespace fob {
 namespace {

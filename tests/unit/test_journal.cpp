@@ -15,8 +15,8 @@
 #include "fob/result_files.h"
 #include "fob/results.h"
 #include "fob/types.h"
-#include "io/case_codec.h"
-#include "io/journal.h"
+#include "results/case_codec.h"
+#include "results/journal.h"
 
 namespace fob {
 namespace {

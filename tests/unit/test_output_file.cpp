@@ -17,7 +17,7 @@
 #include "../common/temp_dir.h"
 #include "fob/output_file.h"
 #include "fob/types.h"
-#include "io/output_file_detail.h"
+#include "results/output_file_detail.h"
 
 namespace fob {
 namespace {

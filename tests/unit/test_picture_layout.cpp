@@ -8,8 +8,8 @@
 
 #include "fob/results.h"
 #include "fob/types.h"
-#include "io/chart_axes.h"
-#include "io/picture_layout.h"
+#include "pictures/chart_axes.h"
+#include "pictures/picture_layout.h"
 
 namespace fob {
 namespace {

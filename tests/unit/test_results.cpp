@@ -20,7 +20,7 @@
 #include "fob/result_files.h"
 #include "fob/results.h"
 #include "fob/types.h"
-#include "io/report_columns.h"
+#include "report/report_columns.h"
 
 namespace fob {
 namespace {

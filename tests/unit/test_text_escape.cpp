@@ -11,7 +11,7 @@
 #include "fob/results.h"
 #include "fob/trace.h"
 #include "fob/types.h"
-#include "io/json_text.h"
+#include "core/json_text.h"
 
 namespace fob {
 namespace {

@@ -24,6 +24,7 @@
 #include "backends/host/ring.h"
 #include "blas_runtime.h"
 #include "core_slots.h"
+#include "cpu_kernels.h"
 #include "fob/backend.h"
 #include "fob/inputs.h"
 #include "host_memory.h"
@@ -349,7 +350,7 @@ class CpuBackend : public Backend {
         }
         break;
       case TaskKind::softmax:
-        for (int64_t i = 0; i < t.m; ++i) softmax_row<T>(at<T>(t.c, i), t.n, t.scale);
+        for (int64_t i = 0; i < t.m; ++i) cpu::softmax_row<T>(at<T>(t.c, i), t.n, t.scale);
         break;
       case TaskKind::online_softmax:
         online_softmax<T>(t);
@@ -357,12 +358,9 @@ class CpuBackend : public Backend {
       case TaskKind::softmax_finish:
         softmax_finish<T>(t);
         break;
-      case TaskKind::add: {
-        T* dst = at<T>(t.c);
-        const T* src = at<T>(t.a);
-        for (int64_t i = 0, e = t.m * t.n; i < e; ++i) dst[i] += src[i];
+      case TaskKind::add:
+        cpu::add<T>(at<T>(t.c), at<T>(t.a), t.m * t.n);
         break;
-      }
       case TaskKind::copy:
         std::memcpy(at<T>(t.c), at<T>(t.a), t.m * t.n * sizeof(T));
         break;
@@ -415,48 +413,16 @@ class CpuBackend : public Backend {
     }
   }
 
-  // Subtracting the row's maximum keeps exp() finite; the result is the same softmax.
-  template <typename T>
-  static void softmax_row(T* row, int64_t n, double scale) {
-    const T s = static_cast<T>(scale);
-    T max = row[0] * s;
-    for (int64_t j = 1; j < n; ++j) max = std::max(max, row[j] * s);
-    T sum = 0;
-    for (int64_t j = 0; j < n; ++j) {
-      row[j] = std::exp(row[j] * s - max);
-      sum += row[j];
-    }
-    for (int64_t j = 0; j < n; ++j) row[j] /= sum;
-  }
-
-  // One block of keys of the streamed attention (plan.h, TaskKind::online_softmax), in T as
-  // softmax_row is (its exp is the cost of both).
+  // One block of keys of the streamed attention (plan.h, TaskKind::online_softmax).
   template <typename T>
   void online_softmax(const Task& t) {
     const int64_t q = t.m / t.batch, ld_state = cols(t.a.buffer), ld_out = cols(t.b.buffer);
-    const T scale = static_cast<T>(t.scale);
     for (int64_t r = 0; r < t.m; ++r) {
       const int64_t head = r / q, i = r % q;
-      T* row = at<T>(t.c, r);
       T* state = at<T>(t.a) + i * ld_state;
-      T block_max = row[0] * scale;
-      for (int64_t j = 1; j < t.n; ++j) block_max = std::max(block_max, row[j] * scale);
-      const T old_max = t.accumulate ? state[head] : block_max;
-      const T new_max = std::max(old_max, block_max);
-      T sum = 0;
-      for (int64_t j = 0; j < t.n; ++j) {
-        row[j] = std::exp(row[j] * scale - new_max);
-        sum += row[j];
-      }
-      state[head] = new_max;
-      if (!t.accumulate) {
-        state[t.batch + head] = sum;
-        continue;
-      }
-      const T rescale = std::exp(old_max - new_max);
-      state[t.batch + head] = state[t.batch + head] * rescale + sum;
-      T* out = at<T>(t.b) + i * ld_out + head * t.k;
-      for (int64_t c = 0; c < t.k; ++c) out[c] *= rescale;
+      cpu::online_softmax_row<T>(at<T>(t.c, r), t.n, static_cast<T>(t.scale), state[head],
+                                 state[t.batch + head], at<T>(t.b) + i * ld_out + head * t.k, t.k,
+                                 t.accumulate);
     }
   }
 
@@ -464,12 +430,7 @@ class CpuBackend : public Backend {
   void softmax_finish(const Task& t) {
     const int64_t ld_state = cols(t.a.buffer), ld_out = cols(t.c.buffer);
     for (int64_t i = 0; i < t.m; ++i) {
-      const T* state = at<T>(t.a) + i * ld_state;
-      T* out = at<T>(t.c) + i * ld_out;
-      for (int head = 0; head < t.batch; ++head) {
-        const T sum = state[t.batch + head];
-        for (int64_t c = 0; c < t.k; ++c) out[head * t.k + c] /= sum;
-      }
+      cpu::softmax_finish_row<T>(at<T>(t.a) + i * ld_state, at<T>(t.c) + i * ld_out, t.batch, t.k);
     }
   }
 

@@ -2,7 +2,7 @@
 // escaped, so that no string from a results file can break the table.
 #include <ostream>
 
-#include "json_text.h"
+#include "core/json_text.h"
 #include "table_writer.h"
 
 namespace fob {

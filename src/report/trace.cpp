@@ -16,7 +16,7 @@
 #include "fob/trace.h"
 
 #include "fob/types.h"
-#include "json_text.h"
+#include "core/json_text.h"
 
 namespace fob {
 namespace {

@@ -15,7 +15,7 @@
 #include "h5_reader.h"
 #include "h5_schema.h"
 #include "h5_util.h"
-#include "report_columns.h"
+#include "report/report_columns.h"
 
 namespace fob {
 

@@ -12,8 +12,8 @@
 
 #include "fob/compare.h"
 #include "fob/compare_report.h"
-#include "json_text.h"
-#include "svg_writer.h"
+#include "core/json_text.h"
+#include "pictures/svg_writer.h"
 
 namespace fob {
 namespace {

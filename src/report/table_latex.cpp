@@ -3,7 +3,7 @@
 // a name with '_' or '%' sets as written.
 #include <ostream>
 
-#include "json_text.h"
+#include "core/json_text.h"
 #include "table_writer.h"
 
 namespace fob {

@@ -2,7 +2,7 @@
 // column keys per table; a blank line between tables.
 #include <ostream>
 
-#include "json_text.h"
+#include "core/json_text.h"
 #include "table_writer.h"
 
 namespace fob {

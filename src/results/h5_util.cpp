@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "fob/types.h"
-#include "json_text.h"
+#include "core/json_text.h"
 
 namespace fob::h5io {
 

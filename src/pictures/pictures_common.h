@@ -45,7 +45,7 @@ inline std::string common_shape(const std::vector<const Summary*>& rows) {
   for (const std::string& f : shape_fields()) {
     bool same = true;
     for (const Summary* r : rows) same &= field_text(*r, f) == field_text(*rows.front(), f);
-    if (!same || (f == "heads" && !has_attention(rows.front()->workload))) continue;
+    if (!same || (f == "heads" && !has_heads(rows.front()->workload))) continue;
     text += (text.empty() ? "" : ", ") + (f == "workload" || f == "dtype" ? "" : f + " ") +
             field_text(*rows.front(), f);
   }
@@ -58,7 +58,7 @@ std::string shape_text(const C& c) {
                   std::to_string(c.seq) + ", hidden " + std::to_string(c.hidden) + ", ffn " +
                   std::to_string(c.ffn);
   // Heads shape only attention; every case records the shape's default count.
-  if (has_attention(c.workload)) s += ", heads " + std::to_string(c.heads);
+  if (has_heads(c.workload)) s += ", heads " + std::to_string(c.heads);
   return s + ", " + c.dtype + ", world " + std::to_string(c.world);
 }
 

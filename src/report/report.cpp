@@ -18,7 +18,7 @@
 #include "fob/table.h"
 #include "fob/types.h"
 #include "fob/workload.h"
-#include "json_text.h"
+#include "core/json_text.h"
 #include "report_columns.h"
 
 namespace fob {
@@ -186,7 +186,7 @@ std::string row_label(const Summary& s, const std::vector<std::string>& fields, 
 std::string shape_title(const Summary& s) {
   std::string title = s.workload + " b=" + std::to_string(s.batch) + " s=" + std::to_string(s.seq) +
                       " d=" + std::to_string(s.hidden);
-  title += has_attention(s.workload) ? " heads=" + std::to_string(s.heads)
+  title += has_heads(s.workload) ? " heads=" + std::to_string(s.heads)
                                      : " f=" + std::to_string(s.ffn);
   return title + " " + s.dtype + " N=" + std::to_string(s.world);
 }

@@ -86,7 +86,7 @@ struct SweepAxes {
   SweepAxes(const std::vector<const Summary*>& shown, const std::string& requested)
       : shown_(shown) {
     const bool heads = std::any_of(shown.begin(), shown.end(),
-                                   [](const Summary* s) { return has_attention(s->workload); });
+                                   [](const Summary* s) { return has_heads(s->workload); });
     for (const char* f : kAxisFields) {
       if (std::string(f) == "heads" && !heads) continue;  // shapes nothing but attention
       std::set<int64_t> values;

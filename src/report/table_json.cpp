@@ -3,7 +3,7 @@
 // value that is absent or not finite is null, strings are escaped to valid UTF-8.
 #include <ostream>
 
-#include "json_text.h"
+#include "core/json_text.h"
 #include "table_writer.h"
 
 namespace fob {

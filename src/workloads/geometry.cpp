@@ -1,0 +1,38 @@
+// A workload's extents and names, for every layer of fobench that asks for them.
+#include <string>
+
+#include "fob/workload.h"
+
+namespace fob {
+
+Geometry layer_geometry(const Shape& shape) {
+  Geometry g;
+  g.m = shape.tokens();
+  g.d = shape.hidden;
+  g.f = shape.ffn;
+  return g;
+}
+
+Geometry geometry(Workload workload, const Shape& shape) {
+  Geometry g = workload->geometry(shape);
+  if (g.ag_f == 0) g.ag_f = g.f;
+  g.seq = shape.seq;
+  g.heads = shape.head_count();
+  g.head_dim = g.heads > 0 ? shape.hidden / g.heads : 0;
+  return g;
+}
+
+bool has_heads(const std::string& workload) {
+  const Workload w = find_workload(workload);
+  return w != nullptr && w->has_heads;
+}
+
+std::string shape_options(const Shape& shape) {
+  std::string text = "--batch " + std::to_string(shape.batch) + " --seq " +
+                     std::to_string(shape.seq) + " --hidden " + std::to_string(shape.hidden) +
+                     " --ffn " + std::to_string(shape.ffn);
+  if (shape.heads > 0) text += " --heads " + std::to_string(shape.heads);
+  return text;
+}
+
+}  // namespace fob
