@@ -2,7 +2,7 @@
 back plain arrays for it to make DataFrames of. Needs h5py and numpy, not pandas.
 
 A results file may come from anyone, so it is read as fobench's own reader reads one
-(docs/DESIGN.md, "Results files"); what it refuses is a ResultsFileError (a ValueError) naming
+(docs/results-schema.md); what it refuses is a ResultsFileError (a ValueError) naming
 the file, the object or field (an HDF5 path such as /cases/0003/task_start) and why. Without
 these bounds a file of a few KiB can take gigabytes of memory, hang the caller or crash it.
 

@@ -17,7 +17,7 @@ running or interrupted sweep's NAME.h5.partial is fobench's journal, not HDF5: `
 NAME.h5.partial --format csv` reads it, and pandas.read_csv(..., comment="#") reads that.
 
 Bounds. A results file may come from anyone, so it is read as fobench's own reader reads one
-(docs/DESIGN.md, "Results files"), by fobench_h5safe, whose docstring says what it refuses and
+(docs/results-schema.md), by fobench_h5safe, whose docstring says what it refuses and
 why: links, FIFOs, devices, sparse or oversized files, filtered or external data, types and
 shapes fobench never writes, reads past a budget of a few times the file's size, and HDF5's
 own crashes, loops and runaway allocations, which a forked child under a memory limit and a

@@ -1,4 +1,4 @@
-// A run's settings: from a YAML config, overridden by the command line (docs/DESIGN.md section 4).
+// A run's settings: from a YAML config, overridden by the command line (docs/cli.md).
 #pragma once
 
 #include <cstdint>

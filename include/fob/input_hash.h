@@ -158,7 +158,7 @@ FOB_HOST_DEVICE void fill_selection_thread(Bits* out, const InputFill& f, const 
   }
 }
 
-// The timed iterations' data (docs/DESIGN.md, "Fairness"): normally distributed, as a trained
+// The timed iterations' data (docs/fairness.md): normally distributed, as a trained
 // layer's are, so that a GPU's GEMMs toggle as many bits as on real data and draw its power
 // (integer inputs run measurably faster on a power-limited GPU). Activations have sigma 1 (a
 // normalised layer input), weights kTimingWeightSigma (Megatron's init_method_std), so that

@@ -1,4 +1,4 @@
-// The metrics of docs/DESIGN.md section 3, computed from measured cases only.
+// The metrics of docs/metrics.md, computed from measured cases only.
 #pragma once
 
 #include <string>
@@ -8,7 +8,7 @@
 
 namespace fob {
 
-// A case's metrics (docs/DESIGN.md section 3) beside what the case is.
+// A case's metrics (docs/metrics.md) beside what the case is.
 struct Summary : CaseKey {
   std::string case_id;
   int32_t iters = 0;

@@ -1,4 +1,4 @@
-// The verification oracle (docs/DESIGN.md section 6): what a checked buffer must hold, computed
+// The verification oracle (docs/correctness.md): what a checked buffer must hold, computed
 // from the global input tensors (inputs.h) with plain loops in double, independently of any
 // strategy, backend or BLAS, so that a bug in those cannot hide by agreeing with itself. It is
 // not a "reference" in the sense of the reference modes (compute_only, comm_only), which are

@@ -1,4 +1,4 @@
-// Results files on disk (docs/DESIGN.md section 5): written case by case through a journal,
+// Results files on disk (docs/results-schema.md): written case by case through a journal,
 // read back whatever they hold (src/results/).
 #pragma once
 

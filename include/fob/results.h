@@ -1,4 +1,4 @@
-// What a run measured, as held in memory and in the HDF5 file (docs/DESIGN.md section 5), and
+// What a run measured, as held in memory and in the HDF5 file (docs/results-schema.md), and
 // how a case's record is made from its plans (src/core/). Writing and reading the files:
 // result_files.h (src/results/).
 #pragma once

@@ -1,4 +1,4 @@
-// The one table model every command's output goes through (docs/DESIGN.md section 8): a
+// The one table model every command's output goes through (docs/reports.md#one-table-model): a
 // document of facts, prose and tables of typed columns, printed by one writer per format.
 #pragma once
 

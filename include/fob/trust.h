@@ -1,6 +1,6 @@
-// How far a summary row can be trusted (docs/DESIGN.md section 3, "Doubts"): every row carries
-// its dispersion (cv, and the median's 95% interval) and, where a figure cannot be trusted, says
-// why in the row instead of printing a percentage outside its meaningful range.
+// How far a summary row can be trusted (docs/metrics.md#doubts-how-far-a-row-can-be-trusted):
+// every row carries its dispersion (cv, and the median's 95% interval) and, where a figure cannot
+// be trusted, says why in the row instead of printing a percentage outside its meaningful range.
 #pragma once
 
 #include <string>

@@ -7,13 +7,13 @@
 
 namespace fob {
 
-// Exit codes are part of the contract (docs/DESIGN.md section 4).
+// Exit codes are part of the contract (docs/cli.md#exit-codes).
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitVerifyFailed = 1;
 inline constexpr int kExitBadInput = 2;
 inline constexpr int kExitRuntimeFault = 3;
-// SIGTERM, SIGINT or SIGHUP ended the run; the cases finished before it are kept (docs/DESIGN.md
-// section 4).
+// SIGTERM, SIGINT or SIGHUP ended the run; the cases finished before it are kept
+// (docs/cli.md#exit-codes).
 inline constexpr int kExitInterrupted = 4;
 // `fobench compare`: no case regressed, but some case's interval reaches past the threshold
 // without lying past it, so a regression of the threshold's size could have gone unseen.

@@ -27,8 +27,8 @@ struct CaseSpec {
 // A workload's GEMMs in the roles the strategies know. M rows are split over the ranks (the
 // dimension gathered before, or scattered after, the GEMM); D is the all-gather GEMM's
 // contraction and the reduce-scatter GEMM's output width; F is sharded across ranks. Each
-// workload (src/workloads/, docs/DESIGN.md section 1) sets the extents and tensor names its
-// layout gives these roles.
+// workload (src/workloads/, docs/method.md#the-workload-table) sets the extents and tensor
+// names its layout gives these roles.
 struct Geometry {
   int64_t m = 0, d = 0, f = 0;
   int64_t ag_f = 0;                 // the all-gather GEMM's output width over all ranks (0: f)

@@ -328,7 +328,7 @@ write_summary() {
     cat "$STEPS"
     if [[ -f "$CHECKS/fairness.log" ]]; then
       echo
-      echo "fairness (tests/gpu Fairness.*, docs/DESIGN.md \"Fairness\"):"
+      echo "fairness (tests/gpu Fairness.*, docs/fairness.md):"
       fairness_lines
     fi
     local said="" line
@@ -663,7 +663,7 @@ mlp() {  # mlp NAME [fobench options]
     --transport nccl "$@" --no-verify --force -o "$CHECKS/$name.h5"
 }
 
-# What every strategy gets alike (docs/DESIGN.md, "Fairness"): the reference collectives on an
+# What every strategy gets alike (docs/fairness.md): the reference collectives on an
 # uncapped communicator and the overlapping ones capped, every buffer registered, timed
 # iterations held until their last launch, GEMMs given fewer SMs only beside a transfer, timed
 # data unlike the verified data; each check by name in the summary.

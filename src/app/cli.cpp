@@ -1,4 +1,4 @@
-// fobench's command line: one binary, subcommands (docs/DESIGN.md section 4).
+// fobench's command line: one binary, subcommands (docs/cli.md).
 #include <CLI/CLI.hpp>
 
 #include <algorithm>

@@ -1,4 +1,4 @@
-// The metrics of docs/DESIGN.md section 3.
+// The metrics of docs/metrics.md.
 //
 // Conventions used throughout:
 //  - A step's time is the slowest rank's (CaseResult::step), as IMB does.

@@ -1,4 +1,4 @@
-// The paper-style report (docs/DESIGN.md sections 3 and 8) as Markdown, CSV, JSON or LaTeX.
+// The paper-style report (docs/metrics.md, docs/reports.md) as Markdown, CSV, JSON or LaTeX.
 //
 // CSV and JSON carry the same columns under the same names, formatted by the same function, so
 // a script can switch between them; Markdown and LaTeX are for people and round.

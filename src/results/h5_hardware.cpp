@@ -1,6 +1,6 @@
-// How the hardware ran a case, in the results file (docs/DESIGN.md section 5): the host's launch
-// time of every timed iteration on every rank (`launch_seconds`, which the steps do not hold)
-// and each rank's account of the case (`facts`: communicator, channels, transports,
+// How the hardware ran a case, in the results file (docs/results-schema.md#hardware-facts): the
+// host's launch time of every timed iteration on every rank (`launch_seconds`, which the steps do
+// not hold) and each rank's account of the case (`facts`: communicator, channels, transports,
 // registration, clocks), and the host speed probe around each round's slot (`round_probe`,
 // speed_probe.h). All optional: a case without them predates them, or its backend said
 // nothing.

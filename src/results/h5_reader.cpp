@@ -1,4 +1,4 @@
-// Reading results files (docs/DESIGN.md section 5): every attribute and dataset through the checked
+// Reading results files (docs/results-schema.md): every attribute and dataset through the checked
 // readers of h5_util.h, from the file's bytes in memory (h5_reader.h).
 #include "h5_reader.h"
 

@@ -1,4 +1,4 @@
-// Reading a results file (docs/DESIGN.md section 5) from its bytes, every object checked by the
+// Reading a results file (docs/results-schema.md) from its bytes, every object checked by the
 // readers of h5_util.h: a file from anywhere is refused as bad input (exit 2), never followed
 // out of itself, never allowed to allocate what it only declares.
 #pragma once

@@ -1,4 +1,4 @@
-// HDF5 writer for results files (docs/DESIGN.md section 5), on the HDF5 C API; the reader is
+// HDF5 writer for results files (docs/results-schema.md), on the HDF5 C API; the reader is
 // h5_reader.cpp.
 //
 // Every HDF5 call's return code is checked here, so the library's automatic error printing is

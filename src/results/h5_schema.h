@@ -1,4 +1,4 @@
-// Writing the results file's groups (docs/DESIGN.md section 5), for ResultWriter; reading is
+// Writing the results file's groups (docs/results-schema.md), for ResultWriter; reading is
 // read_h5_image() in h5_reader.cpp (read_results.cpp runs it in a
 // child process).
 #pragma once

@@ -1,4 +1,4 @@
-// A case's per-iteration timers in the results file (docs/DESIGN.md section 5): the attribute
+// A case's per-iteration timers in the results file (docs/results-schema.md#timers): the attribute
 // `timers` (the timers' names, one a line), the dataset `iteration_timer` ([iters][ranks] int8,
 // an index into `timers`) and, for people reading the file, the attribute `timer`
 // (CaseResult::timer_text()). A case without them was timed by /system's timer throughout.

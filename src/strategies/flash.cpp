@@ -82,10 +82,10 @@ void flash_gemm_reduce_scatter(PlanBuilder& b, const RsProblem& p, int m) {
 }
 
 // Flash-All-to-All #1 (derived from the rank-adaptive rule; the paper's text on all-to-all
-// could not be read, see docs/DESIGN.md section 1): the piece for r+1, r+2, ..., r+N-1 is projected
-// just before it is sent, each transfer free-running behind the next projection, and this rank's
-// own heads come last, straight into qkv: the first GEMM waits for nothing and the last needs no
-// transfer. Exchange k also receives rank r-k's piece of this rank's heads.
+// could not be read, see docs/method.md#ulysses-ulysses): the piece for r+1, r+2, ..., r+N-1 is
+// projected just before it is sent, each transfer free-running behind the next projection, and this
+// rank's own heads come last, straight into qkv: the first GEMM waits for nothing and the last
+// needs no transfer. Exchange k also receives rank r-k's piece of this rank's heads.
 void flash_gemm_all_to_all(PlanBuilder& b, const A2aProblem& p, int m) {
   const int n = b.world();
   const int64_t rows = p.local_rows();

@@ -25,7 +25,8 @@ constexpr Strategy flash_entry(const char* name, const char* summary, bool query
       .gemm_reduce_scatter = flash_gemm_reduce_scatter,
       .gemm_all_to_all = flash_gemm_all_to_all,
       .all_to_all_gemm = flash_all_to_all_gemm,
-      // As docs/DESIGN.md section 1 (Workloads: gemm_ar) has it for GEMM + all-reduce.
+      // As docs/method.md#weights-gradients-all-reduce-and-the-backward-pass has it for
+      // GEMM + all-reduce (gemm_ar).
       .all_gather_blocks = all_gather_blocks_direct,
       .query_split = query_split,
   };

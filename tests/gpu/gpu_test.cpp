@@ -225,7 +225,7 @@ TEST_F(Gpu, CuptiTimesEveryTaskWithoutTimingEvents) {
   }
 }
 
-// What every strategy gets alike (docs/DESIGN.md, "Fairness"), as the backend reports it and
+// What every strategy gets alike (docs/fairness.md), as the backend reports it and
 // the device shows it, in loopback on one rank: the bundle's `fairness` step runs these.
 struct Fairness : Gpu {
   // The case's facts of rank 0 ("key=value"), by key.

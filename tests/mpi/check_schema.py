@@ -1,4 +1,4 @@
-"""Checks a fobench results file against docs/DESIGN.md section 5, reading it with h5py."""
+"""Checks a fobench results file against docs/results-schema.md, reading it with h5py."""
 import csv
 import json
 import math
@@ -21,7 +21,7 @@ for key in ["backend", "transport", "world_size", "hostnames", "devices", "mpi_v
 world = int(system["world_size"])
 assert world == 2, world
 assert system["link_emulation"].startswith("emulated"), system["link_emulation"]
-# The CPU backend times tasks with the host's steady clock (docs/DESIGN.md section 5).
+# The CPU backend times tasks with the host's steady clock (docs/results-schema.md#timers).
 assert system["timer"] == "host steady_clock", system["timer"]
 
 
@@ -37,7 +37,7 @@ def union(intervals):
 
 
 def concurrency(g):
-    """docs/DESIGN.md section 3's definition, written independently of src/core/metrics.cpp: per iteration, the
+    """docs/metrics.md's definition, written independently of src/core/metrics.cpp: per iteration, the
     ranks' summed time with a compute and a comm task running at once over their summed comm
     busy time; the median over iterations; None without comm time."""
     t = g["tasks"][...]

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A run's file reopens with h5py and matches docs/DESIGN.md section 5 (with the CPU backend's timer
+# A run's file reopens with h5py and matches docs/results-schema.md (with the CPU backend's timer
 # and a concurrency computed independently from the task times); report reads it back in every
 # format, and CSV and JSON carry the same numbers; a file without the timer attribute still reads.
 # shellcheck source=common.sh

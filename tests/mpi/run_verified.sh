@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Every strategy of one workload at one world size, verified against the oracle: bit-exact,
-# or for attention's softmax within the bound docs/DESIGN.md section 6 states.
+# or for attention's softmax within the bound docs/correctness.md#verification-of-attention states.
 # usage: run_verified.sh NP WORKLOAD [more fobench run arguments]
 # With FOB_EXPECT_TIMER set, the file's /system timer must start with it: every iteration of
 # every case was taken by that timer (a case that fell back to another makes it say "mixed").

@@ -1,4 +1,4 @@
-// docs/DESIGN.md section 2's promise, tested: a strategy is one file and one line in registry.cpp
+// docs/EXTENDING.md#a-strategy's promise, tested: a strategy is one file and its table entry
 // (or, outside fobench's sources, one register_strategy call). A toy strategy defined here —
 // slicing's halves under another name, role and tuning list — is run and verified by the executor
 // on the CPU backend (mpirun -np 2), gets its metrics in the summary and the report, offers its

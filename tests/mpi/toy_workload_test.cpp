@@ -1,5 +1,5 @@
-// docs/DESIGN.md section 1's promise for workloads, tested: a workload is one file under
-// src/workloads/ and one line in its registry.cpp (or, outside fobench's sources, one
+// docs/EXTENDING.md#a-workload's promise, tested: a workload is one file under
+// src/workloads/ and its entry in the workload table (or, outside fobench's sources, one
 // register_workload call). A toy workload defined here — a square all-gather GEMM over tensors
 // of its own, with its own oracle and tolerance — is known to the parsers, planned, run and
 // verified by the executor on the CPU backend (mpirun -np 2), reported, simulated on a machine

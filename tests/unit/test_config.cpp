@@ -1,4 +1,4 @@
-// YAML config parsing and validation (docs/DESIGN.md section 4): keys set fields, unknown keys and
+// YAML config parsing and validation (docs/cli.md): keys set fields, unknown keys and
 // bad values name the key, its line and the valid choices, and the shipped configs are valid.
 #include <gtest/gtest.h>
 

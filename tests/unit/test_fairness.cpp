@@ -1,4 +1,4 @@
-// What docs/DESIGN.md's "Fairness" rests on, checked without a GPU: slicing gathers in place,
+// What docs/fairness.md rests on, checked without a GPU: slicing gathers in place,
 // GEMMs beside a transfer are told apart from those without, timing data is not the verified
 // data, the fast math mode has its bound, and what the hardware said (NCCL's log, the facts a
 // case records) is read back right.

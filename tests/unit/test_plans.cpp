@@ -1,4 +1,4 @@
-// Structural invariants of every strategy's plans (docs/DESIGN.md section 1), for every workload
+// Structural invariants of every strategy's plans (docs/method.md), for every workload
 // and world size 1..8: GEMM work, transfer counts, the ordering properties that separate
 // Flash-Overlap from the lock-stepped decomposition, attention's heads and query split, the
 // reference modes (the schedule's invariants: test_plans_schedule.cpp); and validate_case's and

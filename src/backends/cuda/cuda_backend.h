@@ -14,7 +14,7 @@
 // blocks retire, and the peer's matching transfer is launched in the same plan position, so
 // both sides of every exchange are in flight together and neither waits for host timing.
 //
-// What every strategy gets alike (docs/DESIGN.md, "Fairness"): plans whose transfers never
+// What every strategy gets alike (docs/fairness.md): plans whose transfers never
 // overlap a GEMM move data on NCCL's uncapped communicator and run their GEMMs on every SM;
 // overlapping plans move theirs on a communicator capped at --comm-sms CTAs, and a GEMM that
 // may run beside a transfer leaves those SMs free (cuBLAS's SM target, set per GEMM); every plan

@@ -5,7 +5,7 @@
 // covers its own block and every other rank's block moves by a send to itself and a receive in
 // the same group, which NCCL allows.
 //
-// Two communicators over the same ranks (docs/DESIGN.md, "Fairness"): the reference one with
+// Two communicators over the same ranks (docs/fairness.md): the reference one with
 // NCCL's own CTA limits, on which plans that never run a transfer beside a GEMM (comm_only,
 // baseline) move their data, and one split from it with maxCTAs = --comm-sms, on which the
 // overlapping plans move theirs while their GEMMs leave those SMs free. Plan buffers come from

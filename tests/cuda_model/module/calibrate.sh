@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `fobench calibrate` on a cuda run's files (docs/DESIGN.md section 9), on the cuda model: two
+# `fobench calibrate` on a cuda run's files (docs/calibration.md#fobench-calibrate), on the cuda model: two
 # shapes of ag_gemm in bf16 at 2 ranks over NCCL (compute_only, comm_only, decompose) give a
 # machine file with the GPU's SMs and the SMs NCCL took (from the file's hardware facts), the
 # wave model's tiles, NCCL's achieved rates per size, the GEMMs that ran on the SMs NCCL left

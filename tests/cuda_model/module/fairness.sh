@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# What every strategy gets alike (docs/DESIGN.md section 10), proved on the cuda model, which
+# What every strategy gets alike (docs/fairness.md), proved on the cuda model, which
 # implements what the fixes rest on as NVIDIA documents it and logs every op it runs:
 #  1. ag_gemm at 2 ranks over NCCL, every NCCL buffer required registered
 #     (FOB_MODEL_NCCL_REQUIRE_REGISTERED): fairness_check.py reads the op log — references on

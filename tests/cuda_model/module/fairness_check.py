@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Checks a fobench run on the cuda model against docs/DESIGN.md section 10 ("Fairness"), from
+"""Checks a fobench run on the cuda model against docs/fairness.md, from
 the model's op log (FOB_MODEL_OP_LOG: every op the model ran, with its NVTX task, its case range
 and what its library noted) and the results file's hardware facts.
 

@@ -70,7 +70,7 @@ case $plant in
       fail "the file does not say its times are events: $(grep '^# timer' "$scratch/report.csv")"
     ;;
   capped_reference | unregistered | ungated | integer_timing | sm_target_everywhere)
-    # What docs/DESIGN.md section 10 promises, checked by fairness.sh: it must fail, naming
+    # What docs/fairness.md promises, checked by fairness.sh: it must fail, naming
     # the broken promise.
     declare -A want=(
       [capped_reference]="comm_only's collectives ran on max_ctas \['16'\]"
