@@ -29,10 +29,61 @@ enum class TaskKind : uint8_t {
   online_softmax,
   softmax_finish
 };
+// A new kind goes last (results files store kinds by number) and becomes the last here.
 inline constexpr int kNumTaskKinds = static_cast<int>(TaskKind::softmax_finish) + 1;
-const char* to_string(TaskKind kind);
-// Whether the kind is element-wise: memory bound, priced by memory_elements().
-bool is_elementwise(TaskKind kind);
+
+// Everything the rest of fobench asks of a task kind, in one place. A new kind fills its row in
+// task_kind_info; the backends' and the simulator's switches over TaskKind have no default, so
+// the compiler names each one that misses it.
+struct TaskKindInfo {
+  const char* name = "?";  // in plans, results files' enums, reports and pictures
+  // Moves bytes between ranks, on the comm stream; else it computes on its own rank.
+  bool transfer = false;
+  bool send_half = false;  // a point-to-point half it can hold (sends(), receives())
+  bool recv_half = false;
+  // Memory bound, priced by memory_elements() (a GEMM is priced by its FLOPs).
+  bool elementwise = false;
+  // Its fill in timelines: compute kinds in blues and greens, transfers in warm colours (red is
+  // kept for waits and exposed communication, so that those stand out).
+  const char* colour = "#999999";
+};
+
+constexpr TaskKindInfo task_kind_info(TaskKind kind) {
+  switch (kind) {
+    case TaskKind::gemm:
+      return {"gemm", false, false, false, false, "#4e79a7"};
+    case TaskKind::send:
+      return {"send", true, true, false, false, "#f28e2b"};
+    case TaskKind::recv:
+      return {"recv", true, false, true, false, "#edc948"};
+    case TaskKind::exchange:
+      return {"exchange", true, true, true, false, "#b07aa1"};
+    case TaskKind::collective:
+      return {"collective", true, false, false, false, "#9c6b30"};
+    case TaskKind::add:
+      return {"add", false, false, false, true, "#76b7b2"};
+    case TaskKind::copy:
+      return {"copy", false, false, false, true, "#59a14f"};
+    case TaskKind::softmax:
+      return {"softmax", false, false, false, true, "#8cd17d"};
+    case TaskKind::online_softmax:
+      return {"online_softmax", false, false, false, true, "#2f6f4f"};
+    case TaskKind::softmax_finish:
+      return {"softmax_finish", false, false, false, true, "#a0cbe8"};
+  }
+  return {};
+}
+// The facts of a kind as a results file stores it (a number); defaults for one out of range.
+constexpr TaskKindInfo task_kind_info(int kind) {
+  return kind >= 0 && kind < kNumTaskKinds ? task_kind_info(static_cast<TaskKind>(kind))
+                                           : TaskKindInfo{};
+}
+inline const char* to_string(TaskKind kind) {
+  return task_kind_info(kind).name;
+}
+inline bool is_elementwise(TaskKind kind) {
+  return task_kind_info(kind).elementwise;
+}
 
 // No all_reduce: plans decompose an all-reduce into a reduce_scatter and an all_gather, so that
 // each half is a task the strategies can overlap and the backends implement once.
@@ -178,17 +229,10 @@ struct Task {
   int64_t bytes = 0;  // bytes this rank sends
   double flops = 0;   // floating-point operations this rank performs
 
-  bool is_transfer() const {
-    return kind == TaskKind::send || kind == TaskKind::recv || kind == TaskKind::exchange ||
-           kind == TaskKind::collective;
-  }
+  bool is_transfer() const { return task_kind_info(kind).transfer; }
   // The point-to-point halves it has: an exchange with peer -1 on one side lacks that half.
-  bool sends() const {
-    return (kind == TaskKind::send || kind == TaskKind::exchange) && send_peer >= 0;
-  }
-  bool receives() const {
-    return (kind == TaskKind::recv || kind == TaskKind::exchange) && recv_peer >= 0;
-  }
+  bool sends() const { return task_kind_info(kind).send_half && send_peer >= 0; }
+  bool receives() const { return task_kind_info(kind).recv_half && recv_peer >= 0; }
 };
 
 // The steps of the ring algorithm a collective (an all-gather or a reduce-scatter) runs on

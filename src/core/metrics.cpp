@@ -117,15 +117,7 @@ double max_rank_flops(const CaseResult& c) {
 }
 
 bool is_transfer_kind(int8_t kind) {
-  switch (static_cast<TaskKind>(kind)) {
-    case TaskKind::send:
-    case TaskKind::recv:
-    case TaskKind::exchange:
-    case TaskKind::collective:
-      return true;
-    default:
-      return false;
-  }
+  return task_kind_info(kind).transfer;
 }
 
 // Bytes rank 0 sends over the whole step (TaskRecord::bytes counts sent bytes only).

@@ -13,37 +13,6 @@ const char* to_string(StreamId stream) {
   return stream == StreamId::compute ? "compute" : "comm";
 }
 
-const char* to_string(TaskKind kind) {
-  switch (kind) {
-    case TaskKind::gemm:
-      return "gemm";
-    case TaskKind::send:
-      return "send";
-    case TaskKind::recv:
-      return "recv";
-    case TaskKind::exchange:
-      return "exchange";
-    case TaskKind::collective:
-      return "collective";
-    case TaskKind::add:
-      return "add";
-    case TaskKind::copy:
-      return "copy";
-    case TaskKind::softmax:
-      return "softmax";
-    case TaskKind::online_softmax:
-      return "online_softmax";
-    case TaskKind::softmax_finish:
-      return "softmax_finish";
-  }
-  return "?";
-}
-
-bool is_elementwise(TaskKind kind) {
-  return kind == TaskKind::add || kind == TaskKind::copy || kind == TaskKind::softmax ||
-         kind == TaskKind::online_softmax || kind == TaskKind::softmax_finish;
-}
-
 double memory_elements(const Task& t) {
   const double mn = static_cast<double>(t.m) * static_cast<double>(t.n);
   switch (t.kind) {
@@ -51,9 +20,17 @@ double memory_elements(const Task& t) {
       return 3 * mn;
     case TaskKind::online_softmax:
       return 2 * mn + (t.accumulate ? 2 * static_cast<double>(t.m) * static_cast<double>(t.k) : 0);
-    default:
-      return 2 * mn;
+    case TaskKind::copy:
+    case TaskKind::softmax:
+    case TaskKind::softmax_finish:
+    case TaskKind::gemm:
+    case TaskKind::send:
+    case TaskKind::recv:
+    case TaskKind::exchange:
+    case TaskKind::collective:
+      break;
   }
+  return 2 * mn;
 }
 
 const char* to_string(CollectiveOp op) {

@@ -37,17 +37,11 @@ constexpr double kWaitHeight = 12;
 constexpr int kKinds = kNumTaskKinds;
 
 const char* kind_name(int kind) {
-  if (kind < 0 || kind >= kKinds) return "other";
-  return to_string(static_cast<TaskKind>(kind));
+  return kind >= 0 && kind < kKinds ? task_kind_info(kind).name : "other";
 }
 
-// Compute kinds in blues and greens, transfers in warm colours; red is kept for waits and
-// exposed communication so that those stand out.
 const char* kind_colour(int kind) {
-  static const char* const colours[kKinds] = {"#4e79a7", "#f28e2b", "#edc948", "#b07aa1",
-                                              "#9c6b30", "#76b7b2", "#59a14f", "#8cd17d",
-                                              "#2f6f4f", "#a0cbe8"};
-  return kind >= 0 && kind < kKinds ? colours[kind] : "#999999";
+  return task_kind_info(kind).colour;
 }
 
 using timeline::Idle;
