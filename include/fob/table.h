@@ -4,19 +4,39 @@
 
 #include <cstdint>
 #include <iosfwd>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 namespace fob {
 
-enum class TableFormat { md, csv, json, latex };
-// "md", "csv", "json" or "latex"; InputError naming --format, the value and the choices.
+class TableWriter;
+
+// How a format lays a document out, which decides what a command puts in it: `people` read it
+// (Markdown: prose, tables with notes, an epilogue), `typeset` prints it (LaTeX: the prose as
+// comments, tables for a paper, no epilogue) and `data` is for scripts (CSV, JSON: facts and
+// typed columns under stable keys).
+enum class TableLayout { people, typeset, data };
+
+// A table format: one entry of the format table (src/report/table_formats.cpp), defined in its
+// own file src/report/table_<name>.cpp. Every command's --format offers every entry.
+struct TableFormatDef {
+  const char* name = nullptr;         // --format's value
+  const char* description = nullptr;  // one line, for --help
+  TableLayout layout = TableLayout::people;
+  std::unique_ptr<TableWriter> (*writer)() = nullptr;
+};
+using TableFormat = const TableFormatDef*;
+
+// The format table, in the order --help and messages list it.
+const std::vector<TableFormat>& all_table_formats();
+// The entry named `text`; InputError naming --format, the value and the choices.
 TableFormat parse_table_format(const std::string& text);
 // Whether parse_table_format takes `text`.
 bool is_table_format(const std::string& text);
 // The choices parse_table_format takes, in order.
-const std::vector<std::string>& table_format_names();
+std::vector<std::string> table_format_names();
 // The choices as one line, "md, csv, json, latex", for messages and --help.
 std::string table_format_choices();
 

@@ -142,30 +142,82 @@ std::pair<std::vector<std::string>, std::vector<std::string>> side_paths(const C
   return {base, next};
 }
 
+// What compare writes: junit (the gate's own format, beside the table formats every command
+// takes) or a table format; checked before any file is read.
+struct CompareOutput {
+  bool junit = false;
+  TableFormat format = nullptr;  // nullptr for junit
+};
+
+CompareOutput compare_output(const std::string& text) {
+  if (text == "junit") return {true, nullptr};
+  if (!is_table_format(text)) {
+    throw InputError("--format: unknown value " + quote_value(text) +
+                     " (valid choices: " + table_format_choices() + ", junit)");
+  }
+  return {false, parse_table_format(text)};
+}
+
+void check_compare_options(const CompareArgs& args) {
+  if (args.gate != "auto" && parse_gate_mode(args.gate) == GateMode::interconnect &&
+      args.metric != "T") {
+    throw InputError("--metric " + quote_value(args.metric) +
+                     " judges every case by one figure (--gate all); --gate interconnect "
+                     "judges comm_only busbw and exposed_comm itself: leave --metric out");
+  }
+  if (!std::isfinite(args.threshold_pct) || args.threshold_pct < 0) {
+    throw InputError("--threshold " + fixed3(args.threshold_pct) +
+                     " is not valid; give a percentage >= 0, e.g. 5");
+  }
+}
+
+// --history widens each part's tolerance to k sigma of the past runs where that is wider.
+void apply_history(std::vector<Comparison>& parts, const CompareArgs& args, const Side& base,
+                   InconclusiveAs inconclusive_as) {
+  for (Comparison& part : parts) {
+    part.inconclusive_as = inconclusive_as;
+    if (args.history.empty()) continue;
+    const int widened = apply_history_tolerance(part, base.runs, args.history_k);
+    std::fprintf(stderr,
+                 "fobench compare: note: %s: %d case(s) judged against k sigma = %g sigma of "
+                 "the %zu runs of --history, wider than --threshold\n",
+                 to_string(part.metric), widened, args.history_k, base.runs.size());
+  }
+}
+
+void warn_of_differences(const ResultFile& base, const ResultFile& next, const Comparison& first) {
+  for (const SettingDifference& d : setting_differences(base.system, next.system)) {
+    std::fprintf(stderr, "fobench compare: warning: the %s differs (BASE: %s; NEW: %s): %s\n",
+                 d.setting.c_str(), d.base.c_str(), d.next.c_str(), d.consequence.c_str());
+  }
+  if (const std::string note = host_speed_note(first); !note.empty()) {
+    std::fprintf(stderr, "fobench compare: warning: %s\n", note.c_str());
+  }
+}
+
+// The verdict goes to stderr too unless the output is a document people read, which ends with it.
+void write_compare(const CompareOutput& output, const std::vector<Comparison>& parts,
+                   const CompareSide& base, const CompareSide& next) {
+  if (output.junit) {
+    write_compare_junit(std::cout, parts, base, next);
+  } else {
+    write_table(std::cout, compare_document(parts, base, next, output.format), output.format);
+  }
+  std::cout.flush();
+  if (output.junit || output.format->layout != TableLayout::people) {
+    std::fprintf(stderr, "%s\n", compare_result_line(parts).c_str());
+  }
+}
+
 }  // namespace
 
 int compare_command(const CompareArgs& args) {
   return guarded("compare", [&] {
     // Arguments first, so a bad option is reported without reading any file.
     const CompareMetric metric = parse_compare_metric(args.metric);
-    // junit is the gate's own format, beside the table formats every command takes.
-    const bool junit = args.format == "junit";
-    if (!junit && !is_table_format(args.format)) {
-      throw InputError("--format: unknown value " + quote_value(args.format) +
-                       " (valid choices: " + table_format_choices() + ", junit)");
-    }
-    const TableFormat format = junit ? TableFormat::csv : parse_table_format(args.format);
+    const CompareOutput output = compare_output(args.format);
     const InconclusiveAs inconclusive_as = parse_inconclusive_as(args.inconclusive_as);
-    const std::string& gate = args.gate;
-    if (gate != "auto" && parse_gate_mode(gate) == GateMode::interconnect && args.metric != "T") {
-      throw InputError("--metric " + quote_value(args.metric) +
-                       " judges every case by one figure (--gate all); --gate interconnect "
-                       "judges comm_only busbw and exposed_comm itself: leave --metric out");
-    }
-    if (!std::isfinite(args.threshold_pct) || args.threshold_pct < 0) {
-      throw InputError("--threshold " + fixed3(args.threshold_pct) +
-                       " is not valid; give a percentage >= 0, e.g. 5");
-    }
+    check_compare_options(args);
     const auto [base_paths, new_paths] = side_paths(args);
     const Side base_read = read_side(base_paths), new_read = read_side(new_paths);
     const ResultFile& base = base_read.pooled;
@@ -174,49 +226,25 @@ int compare_command(const CompareArgs& args) {
       throw InputError(why);
     }
     if (is_prediction_pair(base, next)) {
-      if (junit) {
+      if (output.junit) {
         throw InputError(
             "--format junit gives a gate's verdicts, and a measured file against a simulated one "
             "is a prediction check without one; choose " +
             table_format_choices());
       }
-      return check_prediction(base_read.label, new_read.label, base, next, format);
+      return check_prediction(base_read.label, new_read.label, base, next, output.format);
     }
     refuse_two_simulations(base, next);
     std::string gate_note;
     const GateMode mode =
-        gate == "auto" ? gate_of_files(base, next, &gate_note) : parse_gate_mode(gate);
+        args.gate == "auto" ? gate_of_files(base, next, &gate_note) : parse_gate_mode(args.gate);
     if (!gate_note.empty()) std::fprintf(stderr, "fobench compare: note: %s\n", gate_note.c_str());
     std::vector<Comparison> parts = gate_parts(base, next, mode, metric, args.threshold_pct);
-    for (Comparison& part : parts) {
-      part.inconclusive_as = inconclusive_as;
-      if (args.history.empty()) continue;
-      const int widened = apply_history_tolerance(part, base_read.runs, args.history_k);
-      std::fprintf(stderr,
-                   "fobench compare: note: %s: %d case(s) judged against k sigma = %g sigma of "
-                   "the %zu runs of --history, wider than --threshold\n",
-                   to_string(part.metric), widened, args.history_k, base_read.runs.size());
-    }
+    apply_history(parts, args, base_read, inconclusive_as);
     if (parts.front().changes.empty())
       throw InputError(nothing_to_compare(base, next, parts.front()));
-    const CompareSide base_side{"BASE", base_read.label, base};
-    const CompareSide new_side{"NEW", new_read.label, next};
-    for (const SettingDifference& d : setting_differences(base.system, next.system)) {
-      std::fprintf(stderr, "fobench compare: warning: the %s differs (BASE: %s; NEW: %s): %s\n",
-                   d.setting.c_str(), d.base.c_str(), d.next.c_str(), d.consequence.c_str());
-    }
-    if (const std::string note = host_speed_note(parts.front()); !note.empty()) {
-      std::fprintf(stderr, "fobench compare: warning: %s\n", note.c_str());
-    }
-    if (junit) {
-      write_compare_junit(std::cout, parts, base_side, new_side);
-    } else {
-      write_table(std::cout, compare_document(parts, base_side, new_side, format), format);
-    }
-    std::cout.flush();
-    if (junit || format != TableFormat::md) {
-      std::fprintf(stderr, "%s\n", compare_result_line(parts).c_str());
-    }
+    warn_of_differences(base, next, parts.front());
+    write_compare(output, parts, {"BASE", base_read.label, base}, {"NEW", new_read.label, next});
     return gate_result(parts, inconclusive_as).exit_code;
   });
 }

@@ -559,7 +559,7 @@ bool measure(Run& run) {
   wait_for_the_finished_file(run.comm, run.plans, run.world, run.config.iters);
   if (run.rank == 0) {
     std::cout << "\n";
-    write_report(std::cout, finished, TableFormat::md);
+    write_report(std::cout, finished, parse_table_format("md"));
     std::cout << "\nresults: " << run.writer->final_path() << "\n";
     const std::string noise = noise_warning(summarize(finished));
     if (!noise.empty()) std::fprintf(stderr, "%s\n", noise.c_str());

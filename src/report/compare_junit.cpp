@@ -10,9 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "core/json_text.h"
 #include "fob/compare.h"
 #include "fob/compare_report.h"
-#include "core/json_text.h"
 #include "pictures/svg_writer.h"
 
 namespace fob {

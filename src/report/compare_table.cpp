@@ -390,7 +390,7 @@ TableDocument compare_document(const std::vector<Comparison>& parts, const Compa
   doc.title = "fobench compare: " + std::string(to_string(c.metric)) +
               " (median over iterations, " + unit(c.metric) + "), threshold " +
               fixed(c.threshold_pct, 1) + "%";
-  const bool script = format == TableFormat::csv || format == TableFormat::json;
+  const bool script = format->layout == TableLayout::data;
   // A gate of several parts titles each table with its figure and what it does to the verdict.
   for (const Comparison& part : parts) {
     doc.tables.push_back(script ? script_table(part) : people_table(part));
@@ -415,7 +415,7 @@ TableDocument compare_document(const std::vector<Comparison>& parts, const Compa
   doc.epilogue = md_epilogue(c);
   doc.epilogue.back() = compare_result_line(parts);
   // LaTeX shows no epilogue: the verdict goes with the comments above its table.
-  if (format == TableFormat::latex) doc.prose.push_back(compare_result_line(parts));
+  if (format->layout == TableLayout::typeset) doc.prose.push_back(compare_result_line(parts));
   return doc;
 }
 

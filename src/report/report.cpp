@@ -12,13 +12,13 @@
 #include <tuple>
 #include <vector>
 
+#include "core/json_text.h"
 #include "fob/config.h"
 #include "fob/hardware.h"
 #include "fob/report.h"
 #include "fob/table.h"
 #include "fob/types.h"
 #include "fob/workload.h"
-#include "core/json_text.h"
 #include "report_columns.h"
 
 namespace fob {
@@ -186,8 +186,8 @@ std::string row_label(const Summary& s, const std::vector<std::string>& fields, 
 std::string shape_title(const Summary& s) {
   std::string title = s.workload + " b=" + std::to_string(s.batch) + " s=" + std::to_string(s.seq) +
                       " d=" + std::to_string(s.hidden);
-  title += has_heads(s.workload) ? " heads=" + std::to_string(s.heads)
-                                     : " f=" + std::to_string(s.ffn);
+  title +=
+      has_heads(s.workload) ? " heads=" + std::to_string(s.heads) : " f=" + std::to_string(s.ffn);
   return title + " " + s.dtype + " N=" + std::to_string(s.world);
 }
 
@@ -445,7 +445,7 @@ TableDocument people_document(const ResultFile& file, const std::vector<Group>& 
   TableDocument doc;
   doc.title = "fobench report";
   const SystemInfo& s = file.system;
-  if (format == TableFormat::md) {
+  if (format->layout == TableLayout::people) {
     doc.prose = md_prose(file, empty);
     for (const Group& g : groups) doc.tables.push_back(md_table(g));
     return doc;
@@ -466,7 +466,7 @@ TableDocument people_document(const ResultFile& file, const std::vector<Group>& 
 void write_report(std::ostream& out, const ResultFile& file, TableFormat format,
                   const std::vector<std::string>& group_by) {
   const std::vector<Summary> rows = summarize(file);
-  if (format == TableFormat::csv || format == TableFormat::json) {
+  if (format->layout == TableLayout::data) {
     write_table(out, script_document(file, ordered_by(rows, group_by)), format);
     return;
   }

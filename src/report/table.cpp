@@ -12,8 +12,9 @@
 
 namespace fob {
 
-const std::vector<std::string>& table_format_names() {
-  static const std::vector<std::string> names = {"md", "csv", "json", "latex"};
+std::vector<std::string> table_format_names() {
+  std::vector<std::string> names;
+  for (const TableFormat format : all_table_formats()) names.emplace_back(format->name);
   return names;
 }
 
@@ -24,14 +25,15 @@ std::string table_format_choices() {
 }
 
 bool is_table_format(const std::string& text) {
-  const std::vector<std::string>& names = table_format_names();
-  return std::find(names.begin(), names.end(), text) != names.end();
+  for (const TableFormat format : all_table_formats()) {
+    if (text == format->name) return true;
+  }
+  return false;
 }
 
 TableFormat parse_table_format(const std::string& text) {
-  const std::vector<std::string>& names = table_format_names();
-  for (size_t i = 0; i < names.size(); ++i) {
-    if (text == names[i]) return static_cast<TableFormat>(i);
+  for (const TableFormat format : all_table_formats()) {
+    if (text == format->name) return format;
   }
   throw InputError("--format: unknown value '" + text +
                    "' (valid choices: " + table_format_choices() + ")");
@@ -154,20 +156,7 @@ Align resolved_align(const Column& column) {
 }
 
 void write_table(std::ostream& out, const TableDocument& doc, TableFormat format) {
-  switch (format) {
-    case TableFormat::md:
-      markdown_writer()->write(out, doc);
-      return;
-    case TableFormat::csv:
-      csv_writer()->write(out, doc);
-      return;
-    case TableFormat::json:
-      json_writer()->write(out, doc);
-      return;
-    case TableFormat::latex:
-      latex_writer()->write(out, doc);
-      return;
-  }
+  format->writer()->write(out, doc);
 }
 
 }  // namespace fob

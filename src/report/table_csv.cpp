@@ -42,8 +42,8 @@ class CsvWriter final : public TableWriter {
 
 }  // namespace
 
-std::unique_ptr<TableWriter> csv_writer() {
-  return std::make_unique<CsvWriter>();
-}
+extern const TableFormatDef kCsvFormat{
+    "csv", "CSV: one row per case under # key: value facts, for scripts", TableLayout::data,
+    table_writer_of<CsvWriter>};
 
 }  // namespace fob

@@ -53,8 +53,8 @@ class JsonWriter final : public TableWriter {
 
 }  // namespace
 
-std::unique_ptr<TableWriter> json_writer() {
-  return std::make_unique<JsonWriter>();
-}
+extern const TableFormatDef kJsonFormat{"json",
+                                        "JSON: facts and typed rows under stable keys, for scripts",
+                                        TableLayout::data, table_writer_of<JsonWriter>};
 
 }  // namespace fob

@@ -83,8 +83,8 @@ class LatexWriter final : public TableWriter {
 
 }  // namespace
 
-std::unique_ptr<TableWriter> latex_writer() {
-  return std::make_unique<LatexWriter>();
-}
+extern const TableFormatDef kLatexFormat{
+    "latex", "LaTeX: booktabs tables for a paper, the notes as comments", TableLayout::typeset,
+    table_writer_of<LatexWriter>};
 
 }  // namespace fob

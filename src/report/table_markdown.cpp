@@ -61,8 +61,8 @@ class MarkdownWriter final : public TableWriter {
 
 }  // namespace
 
-std::unique_ptr<TableWriter> markdown_writer() {
-  return std::make_unique<MarkdownWriter>();
-}
+extern const TableFormatDef kMarkdownFormat{"md",
+                                            "Markdown: the tables and notes for people (default)",
+                                            TableLayout::people, table_writer_of<MarkdownWriter>};
 
 }  // namespace fob

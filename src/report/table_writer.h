@@ -1,5 +1,5 @@
 // One writer per table format (table.h), behind one interface, as Google Benchmark has one
-// reporter per output format; write_table picks the writer.
+// reporter per output format; write_table asks the format for its writer.
 #pragma once
 
 #include <memory>
@@ -17,10 +17,11 @@ class TableWriter {
   virtual void write(std::ostream& out, const TableDocument& doc) const = 0;
 };
 
-std::unique_ptr<TableWriter> markdown_writer();
-std::unique_ptr<TableWriter> csv_writer();
-std::unique_ptr<TableWriter> json_writer();
-std::unique_ptr<TableWriter> latex_writer();
+// A format's writer, for its TableFormatDef: table_writer_of<CsvWriter>.
+template <typename Writer>
+std::unique_ptr<TableWriter> table_writer_of() {
+  return std::make_unique<Writer>();
+}
 
 // A number for people: `column.precision` decimals, a '+' on positive changes; empty when not
 // finite, which each writer marks its own way.

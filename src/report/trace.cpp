@@ -15,8 +15,8 @@
 #include "fob/plan.h"
 #include "fob/trace.h"
 
-#include "fob/types.h"
 #include "core/json_text.h"
+#include "fob/types.h"
 
 namespace fob {
 namespace {

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "fob/types.h"
 #include "core/json_text.h"
+#include "fob/types.h"
 
 namespace fob::h5io {
 

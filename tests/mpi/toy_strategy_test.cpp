@@ -76,7 +76,7 @@ TEST(ToyStrategy, RunsReportsSimulatesAndCalibrates) {
     EXPECT_TRUE(std::isfinite(summary.back().speedup));
   }
   std::ostringstream report;
-  write_report(report, file, TableFormat::md);
+  write_report(report, file, parse_table_format("md"));
   EXPECT_NE(report.str().find("toy:2"), std::string::npos);
 
   expect_simulated_and_calibrated(file, specs.back(), world);

@@ -131,7 +131,7 @@ TEST(ToyWorkload, RunsVerifiesReportsSimulatesAndCalibrates) {
   ASSERT_FALSE(summary.empty());
   EXPECT_TRUE(std::isfinite(summary.back().t_lb));
   std::ostringstream report;
-  write_report(report, file, TableFormat::md);
+  write_report(report, file, parse_table_format("md"));
   EXPECT_NE(report.str().find("toy_square"), std::string::npos) << report.str();
 
   expect_simulated_and_calibrated(file, specs.back(), world);

@@ -180,9 +180,9 @@ TEST(Concurrency, SummaryAndReportCarryIt) {
   ResultFile file;
   file.cases = sample_cases();
   std::ostringstream csv, json, md;
-  write_report(csv, file, TableFormat::csv);
-  write_report(json, file, TableFormat::json);
-  write_report(md, file, TableFormat::md);
+  write_report(csv, file, parse_table_format("csv"));
+  write_report(json, file, parse_table_format("json"));
+  write_report(md, file, parse_table_format("md"));
   // CSV: a fraction, empty where undefined, in the column the header names (the columns before
   // it hold no commas; the doubts after it may, quoted).
   std::istringstream lines(csv.str());

@@ -7,11 +7,11 @@
 #include <string>
 
 #include "../common/small_case.h"
+#include "core/json_text.h"
 #include "fob/report.h"
 #include "fob/results.h"
 #include "fob/trace.h"
 #include "fob/types.h"
-#include "core/json_text.h"
 
 namespace fob {
 namespace {
@@ -107,8 +107,7 @@ ResultFile hostile_file() {
 
 TEST(HostileStrings, ReachNoReportOrTraceRaw) {
   const ResultFile file = hostile_file();
-  for (const TableFormat format :
-       {TableFormat::md, TableFormat::csv, TableFormat::latex, TableFormat::json}) {
+  for (const TableFormat format : all_table_formats()) {
     std::ostringstream out;
     write_report(out, file, format, {});
     EXPECT_TRUE(valid_utf8(out.str())) << out.str();

@@ -67,10 +67,17 @@ TEST(Timer, EveryTableFormatNamesIt) {
     write_report(out, file, f);
     return out.str();
   };
-  EXPECT_NE(render(TableFormat::md).find("- timer: host steady_clock\n"), std::string::npos);
-  EXPECT_NE(render(TableFormat::csv).find("# timer: host steady_clock\n"), std::string::npos);
-  EXPECT_NE(render(TableFormat::json).find("\"timer\": \"host steady_clock\""), std::string::npos);
-  EXPECT_NE(render(TableFormat::latex).find("% timer: host steady_clock\n"), std::string::npos);
+  for (const TableFormat format : all_table_formats()) {
+    EXPECT_NE(render(format).find("host steady_clock"), std::string::npos) << format->name;
+  }
+  EXPECT_NE(render(parse_table_format("md")).find("- timer: host steady_clock\n"),
+            std::string::npos);
+  EXPECT_NE(render(parse_table_format("csv")).find("# timer: host steady_clock\n"),
+            std::string::npos);
+  EXPECT_NE(render(parse_table_format("json")).find("\"timer\": \"host steady_clock\""),
+            std::string::npos);
+  EXPECT_NE(render(parse_table_format("latex")).find("% timer: host steady_clock\n"),
+            std::string::npos);
 }
 
 TEST(Timer, CompareWarnsWhenTheTimersDiffer) {

@@ -134,18 +134,17 @@ TEST(Trust, EveryFormatCarriesDispersionAndDoubts) {
   file.system.backend = "cpu";
   file.system.world_size = 2;
   file.cases = noisy_run();
-  for (TableFormat format :
-       {TableFormat::md, TableFormat::csv, TableFormat::json, TableFormat::latex}) {
+  for (TableFormat format : all_table_formats()) {
     std::ostringstream out;
     write_report(out, file, format);
     EXPECT_NE(out.str().find("T below T"), std::string::npos) << out.str();  // LaTeX: T\_comp
     EXPECT_EQ(out.str().find("162"), std::string::npos);
   }
   std::ostringstream md;
-  write_report(md, file, TableFormat::md);
+  write_report(md, file, parse_table_format("md"));
   EXPECT_NE(md.str().find("cv (%)"), std::string::npos) << md.str();
   std::ostringstream csv;
-  write_report(csv, file, TableFormat::csv);
+  write_report(csv, file, parse_table_format("csv"));
   EXPECT_NE(csv.str().find("t_ci_low_ms,t_ci_high_ms,"), std::string::npos) << csv.str();
   EXPECT_NE(csv.str().find(",doubts\n"), std::string::npos) << csv.str();
 }
@@ -187,7 +186,7 @@ TEST(Trust, ComparePricesAPredictionAgainstTheMeasurement) {
   const CompareSide m{"MEASURED", "m.h5", measured_file}, p{"SIMULATED", "s.h5", simulated};
   std::ostringstream md;
   const TableDocument doc = prediction_document(check, m, p);
-  write_table(md, doc, TableFormat::md);
+  write_table(md, doc, parse_table_format("md"));
   EXPECT_NE(md.str().find("machine 'here'"), std::string::npos) << md.str();
   EXPECT_NE(md.str().find("| +10.0 |"), std::string::npos) << md.str();
   EXPECT_NE(md.str().find("Mean |error| 7.5%, largest 10.0%"), std::string::npos) << md.str();
