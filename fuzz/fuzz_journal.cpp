@@ -1,5 +1,5 @@
-// libFuzzer target over the journal reader (src/results/journal.h): the bytes of a NAME.h5.partial as
-// `fobench report` and `--resume` read them, parsed by fobench's own decoder, in process. Any
+// libFuzzer target over the journal reader (src/results/journal.h): the bytes of a NAME.h5.partial
+// as `fobench report` and `--resume` read them, parsed by fobench's own decoder, in process. Any
 // crash, sanitizer report, exception other than InputError, or a case whose arrays do not hold
 // what it says, is a bug.
 #include <cstddef>

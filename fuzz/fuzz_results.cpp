@@ -11,8 +11,8 @@
 
 #include "fob/types.h"
 #include "h5_mutator.h"
-#include "results/h5_reader.h"
 #include "mutation_watch.h"
+#include "results/h5_reader.h"
 
 extern "C" size_t LLVMFuzzerMutate(uint8_t* data, size_t size, size_t max_size);
 
