@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "fob/types.h"
 #include "core/json_text.h"
+#include "fob/types.h"
 
 namespace fob::h5io {
 
@@ -273,6 +273,12 @@ void require_hard_link(hid_t loc, const char* name, const Where& w) {
 H5Id open_group(hid_t loc, const char* name, const Where& w) {
   require_hard_link(loc, name, w);
   return H5Id(check_id(H5Gopen2(loc, name, H5P_DEFAULT), w, "opening group"), H5Gclose);
+}
+
+H5Id create_group(hid_t loc, const char* name, const Where& w) {
+  return H5Id(
+      check_id(H5Gcreate2(loc, name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), w, "creating group"),
+      H5Gclose);
 }
 
 namespace {
