@@ -19,12 +19,7 @@ Geometry weight_gather_geometry(const Shape& shape) {
 
 }  // namespace
 
-extern constinit const WorkloadDef kAgGemmW = {
-    .name = "ag_gemm_w",
-    .summary = "FSDP/ZeRO-3 weight all-gather + GEMM",
-    .geometry = weight_gather_geometry,
-    .build = build_all_gather_gemm,
-    .patterns = kAllGatherGemm,
-};
+extern constinit const WorkloadDef kAgGemmW = one_half_workload(
+    "ag_gemm_w", "FSDP/ZeRO-3 weight all-gather + GEMM", weight_gather_geometry, kAllGatherGemm);
 
 }  // namespace fob

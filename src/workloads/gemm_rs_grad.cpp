@@ -19,12 +19,8 @@ Geometry gradient_geometry(const Shape& shape) {
 
 }  // namespace
 
-extern constinit const WorkloadDef kGemmRsGrad = {
-    .name = "gemm_rs_grad",
-    .summary = "data-parallel weight gradient GEMM + reduce-scatter",
-    .geometry = gradient_geometry,
-    .build = build_gemm_reduce_scatter,
-    .patterns = kGemmReduceScatter,
-};
+extern constinit const WorkloadDef kGemmRsGrad =
+    one_half_workload("gemm_rs_grad", "data-parallel weight gradient GEMM + reduce-scatter",
+                      gradient_geometry, kGemmReduceScatter);
 
 }  // namespace fob
