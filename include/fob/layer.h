@@ -27,6 +27,11 @@ struct Layer {
 // later task reads the gathered X in token order, so the strategy must keep its rows so.
 int all_gather_half(Layer& l, bool x_reused = false);
 
+// The weight-side layouts (ag_gemm_w, gemm_rs_grad) hold the layer transposed: the tokens are
+// the f extent (the other ranks' tokens, which both sum or gather over), and `m`, keyed `m_key`,
+// the rows the collective moves.
+Geometry transposed_geometry(const Shape& shape, int64_t m, const char* m_key);
+
 // The plans of the layouts that are one half alone (ag_gemm, ag_gemm_w; gemm_rs, gemm_rs_grad),
 // ready for WorkloadDef::build.
 void build_all_gather_gemm(PlanBuilder& b, const CaseSpec& spec, const Geometry& g);

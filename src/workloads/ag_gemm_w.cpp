@@ -7,11 +7,7 @@ namespace fob {
 namespace {
 
 Geometry weight_gather_geometry(const Shape& shape) {
-  Geometry g = layer_geometry(shape);
-  g.m = shape.ffn;
-  g.f = shape.tokens();
-  g.m_key = "ffn";
-  g.f_key = "batch*seq";
+  Geometry g = transposed_geometry(shape, shape.ffn, "ffn");
   g.x = "WT";
   g.w1 = "XT";
   return g;

@@ -6,12 +6,8 @@ namespace fob {
 namespace {
 
 Geometry gradient_geometry(const Shape& shape) {
-  Geometry g = layer_geometry(shape);
-  g.m = shape.hidden;
+  Geometry g = transposed_geometry(shape, shape.hidden, "hidden");
   g.d = shape.ffn;
-  g.f = shape.tokens();
-  g.m_key = "hidden";
-  g.f_key = "batch*seq";
   g.h = "XT";
   g.w2 = "DY";
   return g;
