@@ -61,6 +61,15 @@ class Executor {
     // time (HostCpu), for the share of the host other work took while the case ran.
     double busy = 0, own = 0, wall = 0, steal = 0;
     bool busy_known = true;
+
+    // The per-iteration samples, which rank 0 has gathered by the end of each slot.
+    void clear_iterations() {
+      steps.clear();
+      starts.clear();
+      ends.clear();
+      timers.clear();
+      launches.clear();
+    }
   };
 
   // One iteration, run again where its times could not be taken (IterationTimes::retry).
@@ -81,6 +90,8 @@ class Executor {
   int verify(const Plan& plan, const ExecOptions& options, const std::string& id, const char* when,
              double* max_err);
   void time_iterations(const Plan& plan, const ExecOptions& options, int iters, Samples& samples);
+  void time_slot(const Plan& plan, const ExecOptions& options, int warmup, int iters,
+                 Samples& samples);
   // Collective: every rank's timings of this round appended to `result` on rank 0 (its task
   // table is built there from the case, not gathered).
   void gather(const Plan& plan, const Samples& samples, CaseResult& result);

@@ -27,10 +27,29 @@ struct Layer {
 // later task reads the gathered X in token order, so the strategy must keep its rows so.
 int all_gather_half(Layer& l, bool x_reused = false);
 
+// The weight-side layouts (ag_gemm_w, gemm_rs_grad) hold the layer transposed: the tokens are
+// the f extent (the other ranks' tokens, which both sum or gather over), and `m`, keyed `m_key`,
+// the rows the collective moves.
+Geometry transposed_geometry(const Shape& shape, int64_t m, const char* m_key);
+
 // The plans of the layouts that are one half alone (ag_gemm, ag_gemm_w; gemm_rs, gemm_rs_grad),
 // ready for WorkloadDef::build.
 void build_all_gather_gemm(PlanBuilder& b, const CaseSpec& spec, const Geometry& g);
 void build_gemm_reduce_scatter(PlanBuilder& b, const CaseSpec& spec, const Geometry& g);
+// Their table entries: `half` (kAllGatherGemm or kGemmReduceScatter) picks both the build and
+// the one pattern it asks strategies for, so that the two cannot disagree.
+constexpr WorkloadDef one_half_workload(const char* name, const char* summary,
+                                        Geometry (*geometry)(const Shape& shape), Pattern half,
+                                        const char* part_of = nullptr) {
+  return {
+      .name = name,
+      .summary = summary,
+      .geometry = geometry,
+      .build = half == kAllGatherGemm ? build_all_gather_gemm : build_gemm_reduce_scatter,
+      .patterns = half,
+      .part_of = part_of,
+  };
+}
 
 // The reduce-scatter GEMM's input H: a buffer, and, when its rows are computed (attention's
 // O), what computes rows [row, row + rows) for a query-split strategy to interleave.

@@ -221,6 +221,23 @@ void set_task_table(CaseResult& result, const Plan& mine, int world) {
 
 }  // namespace
 
+// The slot's warm-up and timed iterations, with the host's speed and CPU use around them.
+void Executor::time_slot(const Plan& plan, const ExecOptions& options, int warmup, int iters,
+                         Samples& samples) {
+  // The host's speed just before and just after the slot: a slow phase shows in either.
+  samples.probe = host_speed_probe();
+  const HostCpu before = host_cpu_now();
+  for (int i = 0; i < warmup; ++i) iterate(plan, options.timeout_s, true);
+  time_iterations(plan, options, iters, samples);
+  const HostCpu after = host_cpu_now();
+  samples.probe = std::max(samples.probe, host_speed_probe());
+  samples.busy_known = samples.busy_known && before.busy >= 0 && after.busy >= 0;
+  samples.busy += after.busy - before.busy;
+  samples.steal += after.steal - before.steal;
+  samples.own += after.own - before.own;
+  samples.wall += after.wall - before.wall;
+}
+
 std::vector<CaseResult> Executor::run_cases(const std::vector<const Plan*>& plans,
                                             const std::vector<std::string>& ids,
                                             const ExecOptions& options,
@@ -251,18 +268,7 @@ std::vector<CaseResult> Executor::run_cases(const std::vector<const Plan*>& plan
         if (round == 0) verify_case(plan, options, "before timing", results[c]);
         // Timed on data like a trained layer's; verified (before and after) on integers.
         backend_.fill_timing_data(plan);
-        // The host's speed just before and just after the slot: a slow phase shows in either.
-        samples[c].probe = host_speed_probe();
-        const HostCpu before = host_cpu_now();
-        for (int i = 0; i < warmup; ++i) iterate(plan, options.timeout_s, true);
-        time_iterations(plan, options, iters, samples[c]);
-        const HostCpu after = host_cpu_now();
-        samples[c].probe = std::max(samples[c].probe, host_speed_probe());
-        samples[c].busy_known = samples[c].busy_known && before.busy >= 0 && after.busy >= 0;
-        samples[c].busy += after.busy - before.busy;
-        samples[c].steal += after.steal - before.steal;
-        samples[c].own += after.own - before.own;
-        samples[c].wall += after.wall - before.wall;
+        time_slot(plan, options, warmup, iters, samples[c]);
         if (round == rounds - 1) {
           // What the hardware did, while the case is prepared: its last round is done.
           results[c].facts = gather_facts(plan, samples[c]);
@@ -279,11 +285,7 @@ std::vector<CaseResult> Executor::run_cases(const std::vector<const Plan*>& plan
       // Every slot is gathered and handed on at once: nothing measured waits for the others.
       gather(plan, samples[c], results[c]);
       // The next round appends to what is on rank 0 now; only the progress line keeps all.
-      samples[c].steps.clear();
-      samples[c].starts.clear();
-      samples[c].ends.clear();
-      samples[c].timers.clear();
-      samples[c].launches.clear();
+      samples[c].clear_iterations();
       if (after_slot) after_slot(results[c], round, rounds);
       wait_for_the_write(*plans[c], iters, results[c].id);
     }

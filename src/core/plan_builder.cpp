@@ -163,10 +163,36 @@ int PlanBuilder::gemm_transposed_a(const View& a, const View& b, const View& c, 
   return gemm(g, std::move(label));
 }
 
-int PlanBuilder::softmax(const View& rows, double scale, std::string label) {
+namespace {
+
+// A task of `kind` named `label`; the caller fills in the rest.
+Task new_task(TaskKind kind, std::string label) {
   Task t;
-  t.kind = TaskKind::softmax;
+  t.kind = kind;
   t.label = std::move(label);
+  return t;
+}
+
+// Whether an online softmax's per-head state (a maximum and a sum for each of `heads` heads)
+// goes with the rows of `out` it scales, `heads` heads of `head_width` columns.
+bool state_fits(const Plan& plan, const View& state, const View& out, int heads,
+                int64_t head_width) {
+  return heads >= 1 && out.rows == state.rows && view_cols(plan, state) >= 2 * heads &&
+         view_cols(plan, out) >= heads * head_width;
+}
+
+// A collective's task, on the comm stream like every transfer.
+Task collective_task(CollectiveOp op, std::string label) {
+  Task t = new_task(TaskKind::collective, std::move(label));
+  t.stream = StreamId::comm;
+  t.op = op;
+  return t;
+}
+
+}  // namespace
+
+int PlanBuilder::softmax(const View& rows, double scale, std::string label) {
+  Task t = new_task(TaskKind::softmax, std::move(label));
   t.c = rows;
   t.m = rows.rows;
   t.n = view_cols(rows);
@@ -182,13 +208,10 @@ int PlanBuilder::softmax(const View& rows, double scale, std::string label) {
 int PlanBuilder::online_softmax(const View& scores, const View& state, const View& out, int heads,
                                 int64_t head_width, double scale, bool first, std::string label) {
   if (heads < 1 || scores.rows % heads != 0 || state.rows * heads != scores.rows ||
-      out.rows != state.rows || view_cols(state) < 2 * heads ||
-      view_cols(out) < heads * head_width) {
+      !state_fits(plan_, state, out, heads, head_width)) {
     throw std::logic_error("online_softmax: views do not agree: " + label);
   }
-  Task t;
-  t.kind = TaskKind::online_softmax;
-  t.label = std::move(label);
+  Task t = new_task(TaskKind::online_softmax, std::move(label));
   t.c = scores;
   t.a = state;
   t.b = out;
@@ -215,13 +238,10 @@ int PlanBuilder::online_softmax(const View& scores, const View& state, const Vie
 
 int PlanBuilder::softmax_finish(const View& out, const View& state, int heads, int64_t head_width,
                                 std::string label) {
-  if (heads < 1 || out.rows != state.rows || view_cols(state) < 2 * heads ||
-      view_cols(out) < heads * head_width) {
+  if (!state_fits(plan_, state, out, heads, head_width)) {
     throw std::logic_error("softmax_finish: views do not agree: " + label);
   }
-  Task t;
-  t.kind = TaskKind::softmax_finish;
-  t.label = std::move(label);
+  Task t = new_task(TaskKind::softmax_finish, std::move(label));
   t.c = out;
   t.a = state;
   t.m = out.rows;
@@ -267,9 +287,7 @@ int PlanBuilder::copy(const View& dst, const View& src, std::string label) {
 int PlanBuilder::elementwise(TaskKind kind, const View& dst, const View& src, std::string label) {
   require_full_rows(dst, label);
   require_full_rows(src, label);
-  Task t;
-  t.kind = kind;
-  t.label = std::move(label);
+  Task t = new_task(kind, std::move(label));
   t.a = src;
   t.c = dst;
   t.m = dst.rows;
@@ -288,10 +306,8 @@ int PlanBuilder::transfer(TaskKind kind, const View& send, int send_peer, const 
                           int recv_peer, int tag, std::string label) {
   require_full_rows(send, label);
   require_full_rows(recv, label);
-  Task t;
+  Task t = new_task(kind, std::move(label));
   t.stream = StreamId::comm;
-  t.kind = kind;
-  t.label = std::move(label);
   t.a = send;
   t.c = recv;
   t.send_peer = send_peer;
@@ -321,11 +337,7 @@ int PlanBuilder::recv(const View& dst, int peer, int tag, std::string label) {
 
 int PlanBuilder::all_gather(int buffer, int64_t dst_row, int64_t block_rows, int64_t dst_stride,
                             std::string label) {
-  Task t;
-  t.stream = StreamId::comm;
-  t.kind = TaskKind::collective;
-  t.op = CollectiveOp::all_gather;
-  t.label = std::move(label);
+  Task t = collective_task(CollectiveOp::all_gather, std::move(label));
   t.a = View{buffer, dst_row + rank() * dst_stride, block_rows};
   t.c = View{buffer, dst_row, block_rows};
   t.dst_stride_rows = dst_stride;
@@ -345,11 +357,7 @@ int PlanBuilder::all_gather(int buffer, int64_t dst_row, int64_t block_rows, int
 
 int PlanBuilder::reduce_scatter(int src, int64_t src_row, int64_t src_stride, const View& dst,
                                 std::string label) {
-  Task t;
-  t.stream = StreamId::comm;
-  t.kind = TaskKind::collective;
-  t.op = CollectiveOp::reduce_scatter;
-  t.label = std::move(label);
+  Task t = collective_task(CollectiveOp::reduce_scatter, std::move(label));
   t.a = View{src, src_row, dst.rows};
   t.c = dst;
   t.src_stride_rows = src_stride;
@@ -368,11 +376,7 @@ int PlanBuilder::reduce_scatter(int src, int64_t src_row, int64_t src_stride, co
 int PlanBuilder::all_to_all(const AllToAll& args, std::string label) {
   if (cols(args.src) != cols(args.dst))
     throw std::logic_error(label + ": all-to-all between widths");
-  Task t;
-  t.stream = StreamId::comm;
-  t.kind = TaskKind::collective;
-  t.op = CollectiveOp::all_to_all;
-  t.label = std::move(label);
+  Task t = collective_task(CollectiveOp::all_to_all, std::move(label));
   t.a = View{args.src, args.src_row, args.rows};
   t.c = View{args.dst, args.dst_row, args.rows};
   t.src_stride_rows = args.src_stride;

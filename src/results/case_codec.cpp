@@ -253,14 +253,14 @@ void check_rounds(const CaseResult& c, const Decoder& d, const std::string& name
   }
 }
 
-}  // namespace
-
-void check_case(const CaseResult& c, const Decoder& d) {
-  const std::string name = "case '" + c.id.substr(0, kMaxIdChars) + "'";
+void check_id(const CaseResult& c, const Decoder& d) {
   if (c.id.empty() || c.id.size() > kMaxIdChars || c.id.find('/') != std::string::npos ||
       c.id == "." || c.id == "..") {
     d.fail("a case id that cannot name a case");
   }
+}
+
+void check_counts(const CaseResult& c, const Decoder& d, const std::string& name) {
   auto within = [&](const char* what, int64_t v, int64_t most) {
     if (v < 0 || v > most) {
       d.fail(name + " has " + what + " " + std::to_string(v) + ", outside 0.." +
@@ -273,12 +273,9 @@ void check_case(const CaseResult& c, const Decoder& d) {
   within("max_tasks", c.max_tasks, kMaxTasks);
   within("stored_ranks", c.stored, kMaxWorld);
   if (!c.stored_fits()) d.fail(name + " has stored_ranks that do not divide its world");
-  if (!arrays_sized(c)) {
-    d.fail(name + "'s arrays do not have the sizes its world, iters and max_tasks say");
-  }
-  check_rounds(c, d, name);
-  if (!c.timers_match()) d.fail(name + "'s iteration timers do not match its iterations");
-  if (!c.launches_match()) d.fail(name + "'s launch times do not match its iterations");
+}
+
+void check_probes(const CaseResult& c, const Decoder& d, const std::string& name) {
   if (!c.round_probe.empty() && c.round_probe.size() != c.rounds().size()) {
     d.fail(name + "'s speed probes do not match its rounds");
   }
@@ -287,11 +284,30 @@ void check_case(const CaseResult& c, const Decoder& d) {
       d.fail(name + " has a speed probe that is not a positive time");
     }
   }
+}
+
+void check_task_kinds(const CaseResult& c, const Decoder& d, const std::string& name) {
   for (const TaskRecord& t : c.tasks) {
     if (t.stream < 0 || t.stream >= kNumStreams || t.kind < 0 || t.kind >= kNumTaskKinds) {
       d.fail(name + " has a task of an unknown stream or kind");
     }
   }
+}
+
+}  // namespace
+
+void check_case(const CaseResult& c, const Decoder& d) {
+  const std::string name = "case '" + c.id.substr(0, kMaxIdChars) + "'";
+  check_id(c, d);
+  check_counts(c, d, name);
+  if (!arrays_sized(c)) {
+    d.fail(name + "'s arrays do not have the sizes its world, iters and max_tasks say");
+  }
+  check_rounds(c, d, name);
+  if (!c.timers_match()) d.fail(name + "'s iteration timers do not match its iterations");
+  if (!c.launches_match()) d.fail(name + "'s launch times do not match its iterations");
+  check_probes(c, d, name);
+  check_task_kinds(c, d, name);
 }
 
 std::string encode_file(const ResultFile& file) {

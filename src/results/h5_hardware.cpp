@@ -76,13 +76,8 @@ void read_case_hardware(hid_t group, CaseResult& c, const Where& w) {
   }
   read_round_probe(group, c, w);
   if (!has_link(group, "launch_seconds", w)) return;
-  std::vector<hsize_t> dims;
-  H5Id dset = open_dataset(group, "launch_seconds", 2, H5T_FLOAT, sizeof(double), dims, w);
-  expect_dims(dims, {static_cast<hsize_t>(c.iters), static_cast<hsize_t>(c.ranks())},
-              "launch_seconds", w);
-  c.launch_seconds.resize(dims[0] * dims[1]);
-  read_dataset(dset, H5T_NATIVE_DOUBLE, c.launch_seconds.data(), c.launch_seconds.size(),
-               "launch_seconds", w);
+  read_array(group, "launch_seconds", H5T_FLOAT, H5T_NATIVE_DOUBLE,
+             {static_cast<hsize_t>(c.iters), static_cast<hsize_t>(c.ranks())}, c.launch_seconds, w);
 }
 
 }  // namespace fob::h5io

@@ -139,22 +139,11 @@ void read_timings(hid_t group, CaseResult& c, const Where& w) {
   const hsize_t world = static_cast<hsize_t>(c.ranks());
   const hsize_t iters = static_cast<hsize_t>(c.iters);
   const hsize_t tasks = static_cast<hsize_t>(c.max_tasks);
-  std::vector<hsize_t> dims;
-  {
-    H5Id dset = open_dataset(group, "step_seconds", 2, H5T_FLOAT, sizeof(double), dims, w);
-    expect_dims(dims, {iters, world}, "step_seconds", w);
-    c.step_seconds.resize(iters * world);
-    read_dataset(dset, H5T_NATIVE_DOUBLE, c.step_seconds.data(), c.step_seconds.size(),
-                 "step_seconds", w);
-  }
-  const std::pair<const char*, std::vector<double>*> timings[] = {{"task_start", &c.task_start},
-                                                                  {"task_end", &c.task_end}};
-  for (auto [name, out] : timings) {
-    H5Id dset = open_dataset(group, name, 3, H5T_FLOAT, sizeof(double), dims, w);
-    expect_dims(dims, {iters, world, tasks}, name, w);
-    out->resize(iters * world * tasks);
-    read_dataset(dset, H5T_NATIVE_DOUBLE, out->data(), out->size(), name, w);
-  }
+  read_array(group, "step_seconds", H5T_FLOAT, H5T_NATIVE_DOUBLE, {iters, world}, c.step_seconds,
+             w);
+  read_array(group, "task_start", H5T_FLOAT, H5T_NATIVE_DOUBLE, {iters, world, tasks}, c.task_start,
+             w);
+  read_array(group, "task_end", H5T_FLOAT, H5T_NATIVE_DOUBLE, {iters, world, tasks}, c.task_end, w);
 }
 
 // /cases/<name>: `name` as the file has it, to open it by.

@@ -305,9 +305,7 @@ namespace {
 
 void write_system(hid_t file, const SystemInfo& sys, const std::string& path) {
   Where w{path, "/system"};
-  H5Id group(check_id(H5Gcreate2(file, "system", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), w,
-                      "creating group"),
-             H5Gclose);
+  H5Id group = create_group(file, "system", w);
   write_attr_str(group, "backend", sys.backend, w);
   write_attr_str(group, "transport", sys.transport, w);
   write_attr_i32(group, "world_size", sys.world_size, w);
@@ -345,9 +343,7 @@ void write_header(hid_t file, const RunInfo& run, const SystemInfo& sys, const s
   write_attr_str(file, "command_line", run.command_line, w);
   write_attr_str(file, "config_yaml", run.config_yaml, w);
   write_system(file, sys, path);
-  H5Id cases(check_id(H5Gcreate2(file, "cases", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
-                      Where{path, "/cases"}, "creating group"),
-             H5Gclose);
+  create_group(file, "cases", Where{path, "/cases"});
 }
 
 namespace {
@@ -369,9 +365,7 @@ const double* iteration_rows(const std::vector<double>& v, size_t per_iter, int 
 void write_case(hid_t cases_group, const CaseResult& c, const std::string& path) {
   check_case_shapes(c, path);
   Where w{path, "/cases/" + c.id};
-  H5Id group(check_id(H5Gcreate2(cases_group, c.id.c_str(), H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT),
-                      w, "creating group"),
-             H5Gclose);
+  H5Id group = create_group(cases_group, c.id.c_str(), w);
   write_attr_str(group, "workload", c.workload, w);
   write_attr_str(group, "strategy", c.strategy, w);
   write_attr_i64(group, "batch", c.batch, w);

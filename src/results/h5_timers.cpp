@@ -50,13 +50,9 @@ void read_case_timers(hid_t group, CaseResult& c, const Where& w) {
   c.timers = split_lines(read_attr_str(group, "timers", Text::lines, w));
   // Each name is shown on a line of its own.
   for (std::string& timer : c.timers) timer = clean_text(timer, Text::line);
-  std::vector<hsize_t> dims;
-  H5Id dset = open_dataset(group, "iteration_timer", 2, H5T_INTEGER, sizeof(int8_t), dims, w);
-  expect_dims(dims, {static_cast<hsize_t>(c.iters), static_cast<hsize_t>(c.ranks())},
-              "iteration_timer", w);
-  c.iteration_timer.resize(dims[0] * dims[1]);
-  read_dataset(dset, H5T_NATIVE_INT8, c.iteration_timer.data(), c.iteration_timer.size(),
-               "iteration_timer", w);
+  read_array(group, "iteration_timer", H5T_INTEGER, H5T_NATIVE_INT8,
+             {static_cast<hsize_t>(c.iters), static_cast<hsize_t>(c.ranks())}, c.iteration_timer,
+             w);
   if (!c.timers_match()) {
     throw InputError("'" + w.file + "': " + w.what +
                      "'s iteration_timer names a timer beyond its " +

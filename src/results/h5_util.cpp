@@ -275,6 +275,12 @@ H5Id open_group(hid_t loc, const char* name, const Where& w) {
   return H5Id(check_id(H5Gopen2(loc, name, H5P_DEFAULT), w, "opening group"), H5Gclose);
 }
 
+H5Id create_group(hid_t loc, const char* name, const Where& w) {
+  return H5Id(
+      check_id(H5Gcreate2(loc, name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT), w, "creating group"),
+      H5Gclose);
+}
+
 namespace {
 
 // Whether a dataspace holds exactly one element: scalar, or simple with every dimension 1

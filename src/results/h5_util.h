@@ -123,6 +123,8 @@ class ReadBudget {
 bool has_link(hid_t loc, const char* name, const Where& w);
 void require_hard_link(hid_t loc, const char* name, const Where& w);
 H5Id open_group(hid_t loc, const char* name, const Where& w);
+// A new group `name` in `loc`, open (the writer's side).
+H5Id create_group(hid_t loc, const char* name, const Where& w);
 
 // Attributes of one element (a scalar dataspace, or one of size 1) of the class the schema
 // gives: a string of at most the bytes `kind` allows, cleaned (clean_text); an integer within
@@ -142,6 +144,20 @@ void read_dataset(hid_t dset, hid_t mem_type, void* data, size_t count, const ch
                   const Where& w);
 void expect_dims(const std::vector<hsize_t>& got, const std::vector<hsize_t>& want,
                  const char* name, const Where& w);
+// A whole dataset of exactly the dims `want` into `out`, as `mem_type` elements (open_dataset's
+// checks, then expect_dims').
+template <typename T>
+void read_array(hid_t loc, const char* name, H5T_class_t type_class, hid_t mem_type,
+                const std::vector<hsize_t>& want, std::vector<T>& out, const Where& w) {
+  std::vector<hsize_t> dims;
+  H5Id dset =
+      open_dataset(loc, name, static_cast<int>(want.size()), type_class, sizeof(T), dims, w);
+  expect_dims(dims, want, name, w);
+  size_t count = 1;
+  for (hsize_t d : want) count *= d;
+  out.resize(count);
+  read_dataset(dset, mem_type, out.data(), out.size(), name, w);
+}
 // The names of a group's links, as they are (to open them by); clean_text them to show them.
 std::vector<std::string> group_members(hid_t group, const Where& w);
 

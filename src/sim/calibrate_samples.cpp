@@ -332,36 +332,55 @@ class ComputeCollector {
     if (!inserted) entry->second.second = std::max(entry->second.second, d);
   }
 
+  // How a compute task's interval meets the rank's comm-stream intervals.
+  struct CommOverlap {
+    bool touched = false;        // any overlap at all
+    bool started_under = false;  // the task began while a transfer ran
+  };
+
+  static CommOverlap overlap_with(const Interval& iv, const std::vector<Interval>& comm) {
+    CommOverlap o;
+    for (const Interval& x : comm) {
+      o.touched = o.touched || (x.start < iv.end && x.end > iv.start);
+      o.started_under = o.started_under || (x.start <= iv.start && iv.start < x.end);
+    }
+    return o;
+  }
+
   void sample(int it, int r, const Task& t, const std::vector<Interval>& comm) {
     if (t.stream != StreamId::compute) return;
     if (t.kind != TaskKind::gemm && !is_elementwise(t.kind)) return;
     Interval iv;
     if (!v_.timed(it, r, t.id, &iv)) return;
     const double d = iv.end - iv.start;
-    bool touched = false, started_under = false;
-    for (const Interval& x : comm) {
-      touched = touched || (x.start < iv.end && x.end > iv.start);
-      started_under = started_under || (x.start <= iv.start && iv.start < x.end);
-    }
+    const CommOverlap o = overlap_with(iv, comm);
     if (t.kind == TaskKind::gemm) {
-      const auto& beside = beside_.empty() ? std::vector<char>() : beside_[static_cast<size_t>(r)];
-      const bool reduced =
-          static_cast<size_t>(t.id) < beside.size() && beside[static_cast<size_t>(t.id)] != 0;
-      const GemmKey key{v_.dtype, t.m, t.n, t.k, t.batch, reduced};
-      if (!touched) {
-        keep_slowest(reference_ ? slowest_gemm_ : slowest_clean_gemm_, it, t.id, key, d);
-        (reference_ ? out_.gemm_any_rank.reference : out_.gemm_any_rank.clean)[key].push_back(d);
-      } else if (reduced) {
-        out_.beside_touched.emplace_back(key, d);
-      }
-      if (overlaps_ && started_under) out_.contended.emplace_back(key, d);
-    } else if (!touched) {
-      const ElemKey key{v_.dtype, t.kind, t.m, t.n, t.k, t.accumulate};
-      if (reference_) {
-        keep_slowest(slowest_elem_, it, t.id, key, d);
-      } else {
-        out_.elem.clean[key].push_back(d);
-      }
+      sample_gemm(it, r, t, d, o);
+    } else if (!o.touched) {
+      sample_elem(it, t, d);
+    }
+  }
+
+  void sample_gemm(int it, int r, const Task& t, double d, const CommOverlap& o) {
+    const auto& beside = beside_.empty() ? std::vector<char>() : beside_[static_cast<size_t>(r)];
+    const bool reduced =
+        static_cast<size_t>(t.id) < beside.size() && beside[static_cast<size_t>(t.id)] != 0;
+    const GemmKey key{v_.dtype, t.m, t.n, t.k, t.batch, reduced};
+    if (!o.touched) {
+      keep_slowest(reference_ ? slowest_gemm_ : slowest_clean_gemm_, it, t.id, key, d);
+      (reference_ ? out_.gemm_any_rank.reference : out_.gemm_any_rank.clean)[key].push_back(d);
+    } else if (reduced) {
+      out_.beside_touched.emplace_back(key, d);
+    }
+    if (overlaps_ && o.started_under) out_.contended.emplace_back(key, d);
+  }
+
+  void sample_elem(int it, const Task& t, double d) {
+    const ElemKey key{v_.dtype, t.kind, t.m, t.n, t.k, t.accumulate};
+    if (reference_) {
+      keep_slowest(slowest_elem_, it, t.id, key, d);
+    } else {
+      out_.elem.clean[key].push_back(d);
     }
   }
 

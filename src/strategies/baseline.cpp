@@ -1,6 +1,7 @@
 // The paper's "vanilla": one blocking collective and one full GEMM; nothing overlaps.
 #include "a2a_pieces.h"
 #include "fob/strategy.h"
+#include "pattern_set.h"
 
 namespace fob {
 namespace {
@@ -41,15 +42,12 @@ void all_to_all_gemm(PlanBuilder& b, const A2aProblem& p, int /*param*/) {
 
 }  // namespace
 
-extern const Strategy kBaseline = {
-    .name = "baseline",
-    .summary = "one blocking collective, one full GEMM",
-    .role = StrategyRole::serial_baseline,
-    .all_gather_gemm = all_gather_gemm,
-    .gemm_reduce_scatter = gemm_reduce_scatter,
-    .gemm_all_to_all = gemm_all_to_all,
-    .all_to_all_gemm = all_to_all_gemm,
-    .all_gather_blocks = all_gather_blocks,
-};
+extern constinit const Strategy kBaseline = with_patterns(
+    {
+        .name = "baseline",
+        .summary = "one blocking collective, one full GEMM",
+        .role = StrategyRole::serial_baseline,
+    },
+    {all_gather_gemm, gemm_reduce_scatter, gemm_all_to_all, all_to_all_gemm, all_gather_blocks});
 
 }  // namespace fob

@@ -7,6 +7,7 @@
 
 #include "a2a_pieces.h"
 #include "fob/strategy.h"
+#include "pattern_set.h"
 
 namespace fob {
 namespace {
@@ -110,15 +111,12 @@ void all_to_all_gemm(PlanBuilder& b, const A2aProblem& p, int /*param*/) {
 
 }  // namespace
 
-extern const Strategy kDecompose = {
-    .name = "decompose",
-    .summary = "lock-stepped ring (Wang et al., ASPLOS'23)",
-    .role = StrategyRole::overlapping,
-    .all_gather_gemm = all_gather_gemm,
-    .gemm_reduce_scatter = gemm_reduce_scatter,
-    .gemm_all_to_all = gemm_all_to_all,
-    .all_to_all_gemm = all_to_all_gemm,
-    .all_gather_blocks = all_gather_blocks,
-};
+extern constinit const Strategy kDecompose = with_patterns(
+    {
+        .name = "decompose",
+        .summary = "lock-stepped ring (Wang et al., ASPLOS'23)",
+        .role = StrategyRole::overlapping,
+    },
+    {all_gather_gemm, gemm_reduce_scatter, gemm_all_to_all, all_to_all_gemm, all_gather_blocks});
 
 }  // namespace fob

@@ -81,24 +81,33 @@ void flash_gemm_reduce_scatter(PlanBuilder& b, const RsProblem& p, int m) {
   }
 }
 
+namespace {
+
+// The pieces Flash-All-to-All sends, in the order it sends them: exchange k = 1..N-1 goes to
+// rank r+k, in m sub-slices of this rank's rows; `send(k, to, i)` builds sub-slice i of it.
+template <typename Send>
+void for_each_outgoing_piece(PlanBuilder& b, int m, Send&& send) {
+  for (int k = 1; k < b.world(); ++k) {
+    for (int i = 0; i < m; ++i) send(k, b.peer(k), i);
+  }
+}
+
+}  // namespace
+
 // Flash-All-to-All #1 (derived from the rank-adaptive rule; the paper's text on all-to-all
 // could not be read, see docs/method.md#ulysses-ulysses): the piece for r+1, r+2, ..., r+N-1 is
 // projected just before it is sent, each transfer free-running behind the next projection, and this
 // rank's own heads come last, straight into qkv: the first GEMM waits for nothing and the last
 // needs no transfer. Exchange k also receives rank r-k's piece of this rank's heads.
 void flash_gemm_all_to_all(PlanBuilder& b, const A2aProblem& p, int m) {
-  const int n = b.world();
   const int64_t rows = p.local_rows();
-  b.reserve_tasks(2 * n * m);
-  for (int k = 1; k < n; ++k) {
-    const int to = b.peer(k);
-    for (int i = 0; i < m; ++i) {
-      const int64_t begin = piece_begin(rows, m, i), sub = piece_rows(rows, m, i);
-      const std::string piece = piece_name(to, i, m);
-      project_qkv(b, p, to, begin, sub, "QKV for " + piece);
-      exchange_qkv(b, p, to, b.peer(-k), begin, sub, k * m + i, "QKV to " + piece);
-    }
-  }
+  b.reserve_tasks(2 * b.world() * m);
+  for_each_outgoing_piece(b, m, [&](int k, int to, int i) {
+    const int64_t begin = piece_begin(rows, m, i), sub = piece_rows(rows, m, i);
+    const std::string piece = piece_name(to, i, m);
+    project_qkv(b, p, to, begin, sub, "QKV for " + piece);
+    exchange_qkv(b, p, to, b.peer(-k), begin, sub, k * m + i, "QKV to " + piece);
+  });
   project_qkv_own(b, p, 0, rows, "QKV own heads");
 }
 
@@ -110,20 +119,17 @@ void flash_all_to_all_gemm(PlanBuilder& b, const A2aProblem& p, int m) {
   const int n = b.world();
   const int64_t rows = p.local_rows();
   b.reserve_tasks(2 * n * m);
-  for (int k = 1; k < n; ++k) {
-    const int to = b.peer(k);
-    for (int i = 0; i < m; ++i) {
-      // Sequence by sequence, so that each part's transfer hides behind the next one's
-      // attention.
-      for (const auto& [local, run] :
-           sequence_runs(p, piece_begin(rows, m, i), piece_rows(rows, m, i))) {
-        produce_o_for(b, p, to, local, run);
-        exchange_o(b, p, to, b.peer(-k), local, run, kSecondAllToAllTag + k * m + i,
-                   "O to " + piece_name(to, i, m) +
-                       (p.batch > 1 ? " seq " + std::to_string(local / p.tokens) : ""));
-      }
+  for_each_outgoing_piece(b, m, [&](int k, int to, int i) {
+    // Sequence by sequence, so that each part's transfer hides behind the next one's
+    // attention.
+    for (const auto& [local, run] :
+         sequence_runs(p, piece_begin(rows, m, i), piece_rows(rows, m, i))) {
+      produce_o_for(b, p, to, local, run);
+      exchange_o(b, p, to, b.peer(-k), local, run, kSecondAllToAllTag + k * m + i,
+                 "O to " + piece_name(to, i, m) +
+                     (p.batch > 1 ? " seq " + std::to_string(local / p.tokens) : ""));
     }
-  }
+  });
   produce_o_for(b, p, b.rank(), 0, rows);
   project_out_own(b, p, 0, rows, false, "Z = O own heads * WO");
   for (int k = 1; k < n; ++k) {

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "fob/strategy.h"
+#include "pattern_set.h"
 
 namespace fob {
 
@@ -14,22 +15,20 @@ void flash_all_to_all_gemm(PlanBuilder& b, const A2aProblem& p, int m);
 // flash's table entry, and flash_qs's: the same halves, parameter and tuning, which the latter
 // runs with its queries split.
 constexpr Strategy flash_entry(const char* name, const char* summary, bool query_split) {
-  return {
-      .name = name,
-      .summary = summary,
-      .param_name = "m",
-      .default_param = 1,
-      .role = StrategyRole::overlapping,
-      .tune_params = {1, 2, 4, 8},
-      .all_gather_gemm = flash_all_gather_gemm,
-      .gemm_reduce_scatter = flash_gemm_reduce_scatter,
-      .gemm_all_to_all = flash_gemm_all_to_all,
-      .all_to_all_gemm = flash_all_to_all_gemm,
-      // As docs/method.md#weights-gradients-all-reduce-and-the-backward-pass has it for
-      // GEMM + all-reduce (gemm_ar).
-      .all_gather_blocks = all_gather_blocks_direct,
-      .query_split = query_split,
-  };
+  return with_patterns(
+      {
+          .name = name,
+          .summary = summary,
+          .param_name = "m",
+          .default_param = 1,
+          .role = StrategyRole::overlapping,
+          .tune_params = {1, 2, 4, 8},
+          .query_split = query_split,
+      },
+      // all_gather_blocks as docs/method.md#weights-gradients-all-reduce-and-the-backward-pass
+      // has it for GEMM + all-reduce (gemm_ar).
+      {flash_all_gather_gemm, flash_gemm_reduce_scatter, flash_gemm_all_to_all,
+       flash_all_to_all_gemm, all_gather_blocks_direct});
 }
 
 }  // namespace fob

@@ -81,19 +81,17 @@ void all_gather_blocks_direct(PlanBuilder& b, const AgProblem& p, int m) {
   }
 }
 
-extern const Strategy kFlashDirect = {
-    .name = "flash_direct",
-    .summary = "direct-to-owner pairwise exchanges",
-    .param_name = "m",
-    .default_param = 1,
-    .role = StrategyRole::overlapping,
-    .all_gather_gemm = all_gather_gemm,
-    .gemm_reduce_scatter = gemm_reduce_scatter,
+extern constinit const Strategy kFlashDirect = with_patterns(
+    {
+        .name = "flash_direct",
+        .summary = "direct-to-owner pairwise exchanges",
+        .param_name = "m",
+        .default_param = 1,
+        .role = StrategyRole::overlapping,
+    },
     // An all-to-all is direct-to-owner already: Flash-All-to-All's pairs send each piece
     // straight to its owner, and nothing is forwarded, so the schedule is flash's.
-    .gemm_all_to_all = flash_gemm_all_to_all,
-    .all_to_all_gemm = flash_all_to_all_gemm,
-    .all_gather_blocks = all_gather_blocks_direct,
-};
+    {all_gather_gemm, gemm_reduce_scatter, flash_gemm_all_to_all, flash_all_to_all_gemm,
+     all_gather_blocks_direct});
 
 }  // namespace fob

@@ -5,6 +5,7 @@
 
 #include "a2a_pieces.h"
 #include "fob/strategy.h"
+#include "pattern_set.h"
 
 namespace fob {
 namespace {
@@ -76,27 +77,21 @@ double ring_factor(int world) {
 
 }  // namespace
 
-extern const Strategy kComputeOnly = {
-    .name = "compute_only",
-    .summary = "reference: GEMMs alone, unsliced",
-    .role = StrategyRole::compute_reference,
-    .all_gather_gemm = compute_ag,
-    .gemm_reduce_scatter = compute_rs,
-    .gemm_all_to_all = compute_a2a_in,
-    .all_to_all_gemm = compute_a2a_out,
-    .all_gather_blocks = no_transfer,
-};
-extern const Strategy kCommOnly = {
-    .name = "comm_only",
-    .summary = "reference: baseline collectives alone",
-    .role = StrategyRole::comm_reference,
-    .all_gather_gemm = comm_ag,
-    .gemm_reduce_scatter = comm_rs,
-    .gemm_all_to_all = comm_a2a_in,
-    .all_to_all_gemm = comm_a2a_out,
-    .all_gather_blocks = comm_ag_blocks,
-    .collective_bytes = ring_bytes,
-    .busbw_factor = ring_factor,
-};
+extern constinit const Strategy kComputeOnly = with_patterns(
+    {
+        .name = "compute_only",
+        .summary = "reference: GEMMs alone, unsliced",
+        .role = StrategyRole::compute_reference,
+    },
+    {compute_ag, compute_rs, compute_a2a_in, compute_a2a_out, no_transfer});
+extern constinit const Strategy kCommOnly = with_patterns(
+    {
+        .name = "comm_only",
+        .summary = "reference: baseline collectives alone",
+        .role = StrategyRole::comm_reference,
+        .collective_bytes = ring_bytes,
+        .busbw_factor = ring_factor,
+    },
+    {comm_ag, comm_rs, comm_a2a_in, comm_a2a_out, comm_ag_blocks});
 
 }  // namespace fob

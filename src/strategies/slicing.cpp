@@ -7,6 +7,7 @@
 
 #include "a2a_pieces.h"
 #include "fob/strategy.h"
+#include "pattern_set.h"
 
 namespace fob {
 namespace {
@@ -101,18 +102,15 @@ void all_to_all_gemm(PlanBuilder& b, const A2aProblem& p, int chunks) {
 
 }  // namespace
 
-extern const Strategy kSlicing = {
-    .name = "slicing",
-    .summary = "collective cut into C chunks along the tokens",
-    .param_name = "C",
-    .default_param = 4,
-    .role = StrategyRole::overlapping,
-    .tune_params = {1, 2, 4, 8, 16},
-    .all_gather_gemm = all_gather_gemm,
-    .gemm_reduce_scatter = gemm_reduce_scatter,
-    .gemm_all_to_all = gemm_all_to_all,
-    .all_to_all_gemm = all_to_all_gemm,
-    .all_gather_blocks = all_gather_blocks,
-};
+extern constinit const Strategy kSlicing = with_patterns(
+    {
+        .name = "slicing",
+        .summary = "collective cut into C chunks along the tokens",
+        .param_name = "C",
+        .default_param = 4,
+        .role = StrategyRole::overlapping,
+        .tune_params = {1, 2, 4, 8, 16},
+    },
+    {all_gather_gemm, gemm_reduce_scatter, gemm_all_to_all, all_to_all_gemm, all_gather_blocks});
 
 }  // namespace fob

@@ -3,13 +3,8 @@
 #include "fob/layer.h"
 
 namespace fob {
-extern constinit const WorkloadDef kAgGemm = {
-    .name = "ag_gemm",
-    .summary = "all-gather + GEMM: TPSP column-parallel linear",
-    .geometry = layer_geometry,
-    .build = build_all_gather_gemm,
-    .patterns = kAllGatherGemm,
-    .part_of = "mlp",
-};
+extern constinit const WorkloadDef kAgGemm =
+    one_half_workload("ag_gemm", "all-gather + GEMM: TPSP column-parallel linear", layer_geometry,
+                      kAllGatherGemm, "mlp");
 
 }  // namespace fob

@@ -7,11 +7,7 @@ namespace fob {
 namespace {
 
 Geometry weight_gather_geometry(const Shape& shape) {
-  Geometry g = layer_geometry(shape);
-  g.m = shape.ffn;
-  g.f = shape.tokens();
-  g.m_key = "ffn";
-  g.f_key = "batch*seq";
+  Geometry g = transposed_geometry(shape, shape.ffn, "ffn");
   g.x = "WT";
   g.w1 = "XT";
   return g;
@@ -19,12 +15,7 @@ Geometry weight_gather_geometry(const Shape& shape) {
 
 }  // namespace
 
-extern constinit const WorkloadDef kAgGemmW = {
-    .name = "ag_gemm_w",
-    .summary = "FSDP/ZeRO-3 weight all-gather + GEMM",
-    .geometry = weight_gather_geometry,
-    .build = build_all_gather_gemm,
-    .patterns = kAllGatherGemm,
-};
+extern constinit const WorkloadDef kAgGemmW = one_half_workload(
+    "ag_gemm_w", "FSDP/ZeRO-3 weight all-gather + GEMM", weight_gather_geometry, kAllGatherGemm);
 
 }  // namespace fob

@@ -3,13 +3,8 @@
 #include "fob/layer.h"
 
 namespace fob {
-extern constinit const WorkloadDef kGemmRs = {
-    .name = "gemm_rs",
-    .summary = "GEMM + reduce-scatter: TPSP row-parallel linear",
-    .geometry = layer_geometry,
-    .build = build_gemm_reduce_scatter,
-    .patterns = kGemmReduceScatter,
-    .part_of = "mlp",
-};
+extern constinit const WorkloadDef kGemmRs =
+    one_half_workload("gemm_rs", "GEMM + reduce-scatter: TPSP row-parallel linear", layer_geometry,
+                      kGemmReduceScatter, "mlp");
 
 }  // namespace fob

@@ -6,12 +6,8 @@ namespace fob {
 namespace {
 
 Geometry gradient_geometry(const Shape& shape) {
-  Geometry g = layer_geometry(shape);
-  g.m = shape.hidden;
+  Geometry g = transposed_geometry(shape, shape.hidden, "hidden");
   g.d = shape.ffn;
-  g.f = shape.tokens();
-  g.m_key = "hidden";
-  g.f_key = "batch*seq";
   g.h = "XT";
   g.w2 = "DY";
   return g;
@@ -19,12 +15,8 @@ Geometry gradient_geometry(const Shape& shape) {
 
 }  // namespace
 
-extern constinit const WorkloadDef kGemmRsGrad = {
-    .name = "gemm_rs_grad",
-    .summary = "data-parallel weight gradient GEMM + reduce-scatter",
-    .geometry = gradient_geometry,
-    .build = build_gemm_reduce_scatter,
-    .patterns = kGemmReduceScatter,
-};
+extern constinit const WorkloadDef kGemmRsGrad =
+    one_half_workload("gemm_rs_grad", "data-parallel weight gradient GEMM + reduce-scatter",
+                      gradient_geometry, kGemmReduceScatter);
 
 }  // namespace fob

@@ -1,6 +1,7 @@
 // A workload's extents and names, for every layer of fobench that asks for them.
 #include <string>
 
+#include "fob/layer.h"
 #include "fob/workload.h"
 
 namespace fob {
@@ -10,6 +11,15 @@ Geometry layer_geometry(const Shape& shape) {
   g.m = shape.tokens();
   g.d = shape.hidden;
   g.f = shape.ffn;
+  return g;
+}
+
+Geometry transposed_geometry(const Shape& shape, int64_t m, const char* m_key) {
+  Geometry g = layer_geometry(shape);
+  g.m = m;
+  g.f = shape.tokens();
+  g.m_key = m_key;
+  g.f_key = "batch*seq";
   return g;
 }
 

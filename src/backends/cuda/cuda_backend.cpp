@@ -221,6 +221,24 @@ void CudaBackend::stop_monitor() {
   monitored_ = nullptr;
 }
 
+namespace {
+
+// A timed iteration waits behind the gate where the gate works and the iteration's launches fit
+// in the queue it holds back (a graph's launch always does).
+bool gate_holds(const LaunchGate* gate, bool graphs, const Prepared& p) {
+  return gate && gate->unavailable().empty() && (graphs || p.queued_ops <= LaunchGate::kMaxQueued);
+}
+
+// A graph captured without the per-task events cannot time a plan that now records them.
+void drop_graph_without_events(Prepared& p) {
+  if (p.graph && p.events && !p.graph_has_events) {
+    cudaGraphExecDestroy(p.graph);
+    p.graph = nullptr;
+  }
+}
+
+}  // namespace
+
 void CudaBackend::begin(const Plan& plan, bool timed) {
   plan_ = &plan;
   current_ = &prepared(plan);
@@ -234,17 +252,13 @@ void CudaBackend::begin(const Plan& plan, bool timed) {
     monitor_->start();
     monitored_ = current_;
   }
-  gated_ = timed && gate_ && gate_->unavailable().empty() &&
-           (options_.graphs || current_->queued_ops <= LaunchGate::kMaxQueued);
+  gated_ = timed && gate_holds(gate_.get(), options_.graphs, *current_);
   events_on_ = cupti_ == nullptr || current_->events;
   // Graphs: the first iteration of a case (the verification run) is eager, so that NCCL
   // connects its peers and cuBLAS loads its kernels outside the capture; the second is
   // captured, and every later one replays the captured graph. A plan that must now record
   // events is captured again with them.
-  if (options_.graphs && current_->graph && current_->events && !current_->graph_has_events) {
-    cudaGraphExecDestroy(current_->graph);
-    current_->graph = nullptr;
-  }
+  if (options_.graphs) drop_graph_without_events(*current_);
   replaying_ = options_.graphs && current_->graph != nullptr;
   capturing_ = options_.graphs && !replaying_ && current_->eager_runs > 0;
   if (options_.graphs && !replaying_ && !capturing_) ++current_->eager_runs;
