@@ -16,6 +16,7 @@
 
 #include "../common/input_error.h"
 #include "../common/plan_closure.h"
+#include "../common/strategy_specs.h"
 #include "../common/workload_cases.h"
 #include "fob/plan.h"
 #include "fob/strategy.h"
@@ -24,18 +25,14 @@
 
 namespace fob::plan_test {
 
-// slicing:3, flash:3 and flash_direct:3 cut 8 rows into uneven pieces (3, 3, 2).
-inline const char* const kSpecs[] = {
-    "baseline",       "slicing:1",      "slicing:2",      "slicing:3",    "slicing:4",
-    "decompose",      "flash",          "flash:2",        "flash:3",      "flash_direct",
-    "flash_direct:2", "flash_direct:3", "flash_qs",       "flash_qs:2",   "flash_qs:3",
-    "flash_stream",   "flash_stream:2", "flash_stream:3", "compute_only", "comm_only"};
+// The specs are strategy_specs.h's: every strategy in the table, at kPlanParams where it takes a
+// parameter (3 cuts 8 rows into uneven pieces: 3, 3, 2).
 inline constexpr int kMaxWorld = 8;
 // Per-rank rows are 8 in every role: tokens (ag_gemm, gemm_rs, mlp), ffn (ag_gemm_w) and hidden
 // (gemm_rs_grad) all grow with the world size.
 inline constexpr int64_t kRowsPerRank = 8;
 
-// Tokens M = 8N so one rank's block (8 rows) divides by every parameter above; ffn = 8N. The
+// Tokens M = 8N so one rank's block (8 rows) takes every parameter in kPlanParams; ffn = 8N. The
 // sequence (4N) is shorter than a block at N = 1 and cuts blocks apart at N = 3, so attention
 // meets query slices spanning, filling and straddling sequences.
 inline Shape shape_for(int world) {

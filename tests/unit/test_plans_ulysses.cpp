@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "../common/plan_closure.h"
+#include "../common/strategy_specs.h"
 #include "fob/layer.h"
 #include "fob/plan.h"
 #include "fob/strategy.h"
@@ -20,11 +21,6 @@
 
 namespace fob {
 namespace {
-
-const std::vector<std::string> kSpecs = {
-    "baseline",     "slicing:1",      "slicing:3",    "slicing:8", "decompose",
-    "flash",        "flash:3",        "flash_direct", "flash_qs",  "flash_qs:2",
-    "flash_stream", "flash_stream:3", "compute_only", "comm_only"};
 
 // 4 tokens of each of 2 sequences per rank: slicing:3 and flash:3 pieces straddle sequences.
 CaseSpec ulysses_case(const std::string& strategy, int world) {
@@ -344,7 +340,9 @@ TEST_P(Ulysses, StreamedAttentionFoldsEveryKeyOnce) {
   });
 }
 
-INSTANTIATE_TEST_SUITE_P(Strategies, Ulysses, ::testing::ValuesIn(kSpecs),
+INSTANTIATE_TEST_SUITE_P(Strategies, Ulysses,
+                         ::testing::ValuesIn(strategy_specs_for(find_workload("ulysses"),
+                                                                kPlanParams)),
                          [](const ::testing::TestParamInfo<std::string>& info) {
                            std::string name = info.param;
                            std::replace(name.begin(), name.end(), ':', '_');
