@@ -4,22 +4,13 @@
 
 #include <string>
 
+#include "case_result_builder.h"
 #include "fob/results.h"
 
 namespace fob {
 
 inline CaseResult small_case(const std::string& id, int world) {
-  CaseResult c;
-  c.id = id;
-  c.workload = "ag_gemm";
-  c.strategy = "baseline";
-  c.batch = 2;
-  c.seq = 8;
-  c.hidden = 4;
-  c.ffn = 16;
-  c.dtype = "fp32";
-  c.world = world;
-  c.verified = 1;
+  CaseResult c = case_result({.id = id, .world = world, .verified = 1});
   c.max_tasks = 1;
   for (int r = 0; r < world; ++r) c.tasks.push_back(TaskRecord{r, 0, 0, 0, -1, 0, 1e6, "gemm"});
   return c;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "fob/workload.h"
+#include "strategy_specs.h"
 
 namespace fob {
 
@@ -19,14 +20,10 @@ inline const std::vector<Workload>& every_workload() {
   return all_workloads();
 }
 
-// Every strategy the workload takes, the reference modes included.
+// Every strategy the workload takes, the reference modes included, at kRunParams where it takes a
+// parameter.
 inline std::vector<std::string> strategies_for(Workload w) {
-  std::vector<std::string> out;
-  for (const char* s : {"compute_only", "comm_only", "baseline", "slicing:2", "decompose", "flash",
-                        "flash:2", "flash_direct", "flash_direct:3", "flash_qs", "flash_qs:2"}) {
-    if (strategy_applies(*parse_strategy(s).strategy, w)) out.push_back(s);
-  }
-  return out;
+  return strategy_specs_for(w, kRunParams);
 }
 
 // The workload's check shape (WorkloadDef::check_shape): for the built-in ones M = 144 tokens in

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "../common/case_result_builder.h"
 #include "fob/compare.h"
 #include "fob/plan.h"
 #include "fob/results.h"
@@ -21,17 +22,14 @@ inline constexpr int kWorld = 2;
 // iteration a round of its own.
 inline CaseResult make_case(const std::string& id, const std::string& strategy,
                             const std::vector<double>& steps) {
-  CaseResult c;
-  c.id = id;
-  c.workload = "mlp";
-  c.strategy = strategy;
-  c.batch = 2;
-  c.seq = 72;
-  c.hidden = 33;
-  c.ffn = 96;
-  c.dtype = "fp32";
-  c.world = kWorld;
-  c.iters = static_cast<int32_t>(steps.size());
+  CaseResult c = case_result({.id = id,
+                              .workload = "mlp",
+                              .strategy = strategy,
+                              .seq = 72,
+                              .hidden = 33,
+                              .ffn = 96,
+                              .world = kWorld,
+                              .iters = static_cast<int32_t>(steps.size())});
   c.round_iters.assign(steps.size(), 1);
   for (const double s : steps) {
     c.step_seconds.push_back(0.9 * s);

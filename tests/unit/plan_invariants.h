@@ -16,6 +16,7 @@
 
 #include "../common/input_error.h"
 #include "../common/plan_closure.h"
+#include "../common/strategy_specs.h"
 #include "../common/workload_cases.h"
 #include "fob/plan.h"
 #include "fob/strategy.h"
@@ -24,18 +25,14 @@
 
 namespace fob::plan_test {
 
-// slicing:3, flash:3 and flash_direct:3 cut 8 rows into uneven pieces (3, 3, 2).
-inline const char* const kSpecs[] = {
-    "baseline",       "slicing:1",      "slicing:2",      "slicing:3",    "slicing:4",
-    "decompose",      "flash",          "flash:2",        "flash:3",      "flash_direct",
-    "flash_direct:2", "flash_direct:3", "flash_qs",       "flash_qs:2",   "flash_qs:3",
-    "flash_stream",   "flash_stream:2", "flash_stream:3", "compute_only", "comm_only"};
+// The specs are strategy_specs.h's: every strategy in the table, at kPlanParams where it takes a
+// parameter (3 cuts 8 rows into uneven pieces: 3, 3, 2).
 inline constexpr int kMaxWorld = 8;
 // Per-rank rows are 8 in every role: tokens (ag_gemm, gemm_rs, mlp), ffn (ag_gemm_w) and hidden
 // (gemm_rs_grad) all grow with the world size.
 inline constexpr int64_t kRowsPerRank = 8;
 
-// Tokens M = 8N so one rank's block (8 rows) divides by every parameter above; ffn = 8N. The
+// Tokens M = 8N so one rank's block (8 rows) takes every parameter in kPlanParams; ffn = 8N. The
 // sequence (4N) is shorter than a block at N = 1 and cuts blocks apart at N = 3, so attention
 // meets query slices spanning, filling and straddling sequences.
 inline Shape shape_for(int world) {
@@ -102,13 +99,22 @@ inline std::string describe(const Plan& plan, int task) {
 
 using Param = std::tuple<Workload, std::string>;
 
-// A test whose property does not apply to this workload and strategy is reported skipped, with
-// the reason, never counted as passed. The plans of one rank are built to ask.
-#define SKIP_UNLESS(applies, why)          \
-  do {                                     \
-    build(1);                              \
-    if (!(applies)) GTEST_SKIP() << (why); \
-  } while (false)
+inline std::string param_name(const ::testing::TestParamInfo<Param>& info) {
+  std::string spec = std::get<1>(info.param);
+  std::replace(spec.begin(), spec.end(), ':', '_');
+  return std::string(to_string(std::get<0>(info.param))) + "_" + spec;
+}
+
+inline bool named(const Strategy& s, const char* name) {
+  return std::string(s.name) == name;
+}
+
+// A property that holds for some workloads and strategies alone has a fixture of its own
+// (derived from PlanInvariants), instantiated at those combinations alone: one it means nothing
+// for is no test at all, rather than a test reported skipped.
+#define INSTANTIATE_PLAN_SUITE(fixture, applies)                                               \
+  INSTANTIATE_TEST_SUITE_P(AllStrategies, fixture, ::testing::ValuesIn(params_where(applies)), \
+                           param_name)
 
 // What the invariants below expect of a workload's plan, from its table entry: which halves it
 // has and how they connect. The two layouts whose plans add a step to the halves are named.
@@ -155,7 +161,6 @@ class PlanInvariants : public ::testing::TestWithParam<Param> {
     block_ = tokens_ / world_;
     ffn_local_ = geometry_.f / world_;
     const std::string name = spec_.strategy.strategy->name;
-    reference_ = spec_.strategy.strategy->is_reference();
     param_ = spec_.strategy.param;
     is_ = [name](const char* n) { return name == n; };
   }
@@ -192,7 +197,6 @@ class PlanInvariants : public ::testing::TestWithParam<Param> {
   Geometry geometry_;
   Layout layout_;
   int64_t tokens_ = 0, block_ = 0, ffn_local_ = 0;
-  bool reference_ = false;
   int param_ = 1;
   std::function<bool(const char*)> is_;
 };

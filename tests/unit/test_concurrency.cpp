@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "../common/case_result_builder.h"
 #include "fob/metrics.h"
 #include "fob/plan.h"
 #include "fob/report.h"
@@ -31,13 +32,10 @@ struct Span {
 // NaN: padding must be skipped by its task id, not by luck.
 CaseResult make_case(const std::string& strategy,
                      const std::vector<std::vector<std::vector<Span>>>& timeline) {
-  CaseResult c;
-  c.id = "0000";
-  c.workload = "mlp";
-  c.strategy = strategy;
-  c.dtype = "fp32";
-  c.iters = static_cast<int32_t>(timeline.size());
-  c.world = static_cast<int32_t>(timeline.at(0).size());
+  CaseResult c = case_result({.workload = "mlp",
+                              .strategy = strategy,
+                              .world = static_cast<int32_t>(timeline.at(0).size()),
+                              .iters = static_cast<int32_t>(timeline.size())});
   size_t most = 0;
   for (const auto& iter : timeline) {
     for (const auto& rank : iter) most = std::max(most, rank.size());

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "../common/case_result_builder.h"
 #include "fob/pictures.h"
 #include "fob/plan.h"
 #include "fob/results.h"
@@ -36,18 +37,15 @@ struct Spec {
 // rank also has one padding row, so the task count is not simply world * max_tasks.
 CaseResult make_case(const std::string& id, const std::string& strategy, int64_t seq,
                      const std::vector<Spec>& pattern, double time_scale = 1.0) {
-  CaseResult c;
-  c.id = id;
-  c.workload = "mlp";
-  c.strategy = strategy;
-  c.batch = 2;
-  c.seq = seq;
-  c.hidden = 8;
-  c.ffn = 32;
-  c.dtype = "fp32";
-  c.world = kWorld;
-  c.iters = kIters;
-  c.warmup = 1;
+  CaseResult c = case_result({.id = id,
+                              .workload = "mlp",
+                              .strategy = strategy,
+                              .seq = seq,
+                              .hidden = 8,
+                              .ffn = 32,
+                              .world = kWorld,
+                              .iters = kIters,
+                              .warmup = 1});
   c.max_tasks = static_cast<int32_t>(pattern.size()) + 1;
   for (int r = 0; r < kWorld; ++r) {
     for (size_t t = 0; t < pattern.size(); ++t) {

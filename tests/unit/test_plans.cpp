@@ -8,9 +8,14 @@
 namespace fob::plan_test {
 namespace {
 
-TEST_P(PlanInvariants, GemmFlopsPerHalf) {
-  SKIP_UNLESS(!is_("comm_only") && !layout_.all_to_all,
-              "no GEMMs (comm_only), or no AG/RS halves (ulysses: test_plans_ulysses.cpp)");
+// The workloads of AG/RS halves (ulysses: test_plans_ulysses.cpp), with every strategy but
+// those without GEMMs (comm_only).
+class HalvesComputed : public PlanInvariants {};
+INSTANTIATE_PLAN_SUITE(HalvesComputed, [](Workload w, const Strategy& s) {
+  return !named(s, "comm_only") && !(w->patterns & kGemmAllToAll);
+});
+
+TEST_P(HalvesComputed, GemmFlopsPerHalf) {
   for_each_world([&] {
     const double expected = 2.0 * static_cast<double>(tokens_) * static_cast<double>(geometry_.d) *
                             static_cast<double>(ffn_local_);
@@ -50,8 +55,12 @@ TEST_P(PlanInvariants, GemmFlopsPerHalf) {
 }
 
 // 5 and 6. How many transfers each strategy makes, of which kind.
-TEST_P(PlanInvariants, TransferCounts) {
-  SKIP_UNLESS(!layout_.all_to_all, "ulysses' transfers are counted in test_plans_ulysses.cpp");
+// ulysses' transfers are counted in test_plans_ulysses.cpp.
+class Halves : public PlanInvariants {};
+INSTANTIATE_PLAN_SUITE(Halves,
+                       [](Workload w, const Strategy&) { return !(w->patterns & kGemmAllToAll); });
+
+TEST_P(Halves, TransferCounts) {
   for_each_world([&] {
     const int n = world_;
     // gemm_ar's all-reduce counts as two collectives: its reduce-scatter and its all-gather.
@@ -104,9 +113,12 @@ TEST_P(PlanInvariants, TransferCounts) {
 // GEMM (gemm_rs) neither, and the last GEMM never waits for the plan's last transfer, which
 // therefore overlaps with it (only a local add is exposed). flash_direct's RS GEMMs never wait
 // for a transfer at all.
-TEST_P(PlanInvariants, FlashFirstAndLastComputation) {
-  SKIP_UNLESS(is_("flash") || is_("flash_direct") || is_("flash_qs"),
-              "a property of flash, flash_direct and flash_qs");
+class FlashPlans : public PlanInvariants {};
+INSTANTIATE_PLAN_SUITE(FlashPlans, [](Workload, const Strategy& s) {
+  return named(s, "flash") || named(s, "flash_direct") || named(s, "flash_qs");
+});
+
+TEST_P(FlashPlans, FlashFirstAndLastComputation) {
   for_each_world([&] {
     for (const Plan& p : plans_) {
       const auto closure = waits_for(p);
@@ -157,10 +169,13 @@ TEST_P(PlanInvariants, FlashFirstAndLastComputation) {
 
 // 7. decompose's AG exchange k waits for step k-1's GEMM (the lock-step); Flash's AG transfers
 // run free of every GEMM.
-TEST_P(PlanInvariants, AgLockStepOrFreeRunning) {
-  SKIP_UNLESS(
-      has_ag() && (is_("decompose") || is_("flash") || is_("flash_direct") || is_("flash_qs")),
-      "a property of decompose and flash's all-gather halves");
+class AgOverlapped : public PlanInvariants {};
+INSTANTIATE_PLAN_SUITE(AgOverlapped, [](Workload w, const Strategy& s) {
+  return (w->patterns & kAllGatherGemm) && (named(s, "decompose") || named(s, "flash") ||
+                                            named(s, "flash_direct") || named(s, "flash_qs"));
+});
+
+TEST_P(AgOverlapped, AgLockStepOrFreeRunning) {
   for_each_world([&] {
     for (const Plan& p : plans_) {
       const auto closure = waits_for(p);
@@ -193,8 +208,13 @@ TEST_P(PlanInvariants, AgLockStepOrFreeRunning) {
 
 // attn: every (row, head) of O is computed exactly once, from the scores of that row's own
 // sequence (all its keys and values) after a softmax over them.
-TEST_P(PlanInvariants, AttentionCoversEveryHeadOnce) {
-  SKIP_UNLESS(layout_.attention && !is_("comm_only"), "no attention computed");
+// The workloads with attention, where the strategy computes it (not comm_only).
+class AttentionComputed : public PlanInvariants {};
+INSTANTIATE_PLAN_SUITE(AttentionComputed, [](Workload w, const Strategy& s) {
+  return w->has_heads && !named(s, "comm_only");
+});
+
+TEST_P(AttentionComputed, AttentionCoversEveryHeadOnce) {
   for_each_world([&] {
     const int64_t s = geometry_.seq;
     const int64_t dh = geometry_.head_dim;
@@ -285,10 +305,14 @@ TEST_P(PlanInvariants, AttentionCoversEveryHeadOnce) {
 // flash_qs (Algorithm 4): each query slice's attention runs while the previous slice's sums
 // travel, so neither waits for the other; the row-parallel strategies finish all attention
 // before their first reduce-scatter transfer.
-TEST_P(PlanInvariants, QuerySplitHidesTransfersBehindAttention) {
-  // Ulysses' first all-to-all precedes the attention: test_plans_ulysses.cpp.
-  SKIP_UNLESS(layout_.attention && !layout_.all_to_all && !reference_,
-              "a property of attn's overlapping strategies");
+// attn's overlapping strategies (Ulysses' first all-to-all precedes the attention:
+// test_plans_ulysses.cpp).
+class AttentionOverlapped : public PlanInvariants {};
+INSTANTIATE_PLAN_SUITE(AttentionOverlapped, [](Workload w, const Strategy& s) {
+  return w->has_heads && !(w->patterns & kGemmAllToAll) && !s.is_reference();
+});
+
+TEST_P(AttentionOverlapped, QuerySplitHidesTransfersBehindAttention) {
   for_each_world([&] {
     if (world_ == 1) return;  // no transfers
     for (const Plan& p : plans_) {
@@ -343,33 +367,13 @@ TEST_P(PlanInvariants, ReferenceModes) {
   });
 }
 
-std::vector<Param> all_params() {
-  std::vector<Param> out;
-  for (Workload w : all_workloads()) {
-    for (const char* s : kSpecs) {
-      if (strategy_applies(*parse_strategy(s).strategy, w)) out.emplace_back(w, s);
-    }
-  }
-  return out;
-}
+INSTANTIATE_PLAN_SUITE(PlanInvariants, [](Workload, const Strategy&) { return true; });
 
-std::string param_name(const ::testing::TestParamInfo<Param>& info) {
-  std::string spec = std::get<1>(info.param);
-  std::replace(spec.begin(), spec.end(), ':', '_');
-  return std::string(to_string(std::get<0>(info.param))) + "_" + spec;
-}
-
-INSTANTIATE_TEST_SUITE_P(AllStrategies, PlanInvariants, ::testing::ValuesIn(all_params()),
-                         param_name);
-
-// Every built-in strategy is covered above.
+// The suite above instantiates a strategy only at the workloads it applies to: one that applies
+// to none would go untested.
 TEST(PlanCoverage, EveryStrategyIsTested) {
   for (const Strategy* s : all_strategies()) {
-    bool found = false;
-    for (const char* spec : kSpecs) {
-      if (parse_strategy(spec).strategy == s) found = true;
-    }
-    EXPECT_TRUE(found) << s->name;
+    EXPECT_FALSE(applicable_workloads(*s).empty()) << s->name << " runs no workload";
   }
 }
 

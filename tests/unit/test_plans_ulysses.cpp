@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "../common/plan_closure.h"
+#include "../common/strategy_specs.h"
 #include "fob/layer.h"
 #include "fob/plan.h"
 #include "fob/strategy.h"
@@ -20,11 +21,6 @@
 
 namespace fob {
 namespace {
-
-const std::vector<std::string> kSpecs = {
-    "baseline",     "slicing:1",      "slicing:3",    "slicing:8", "decompose",
-    "flash",        "flash:3",        "flash_direct", "flash_qs",  "flash_qs:2",
-    "flash_stream", "flash_stream:3", "compute_only", "comm_only"};
 
 // 4 tokens of each of 2 sequences per rank: slicing:3 and flash:3 pieces straddle sequences.
 CaseSpec ulysses_case(const std::string& strategy, int world) {
@@ -73,6 +69,12 @@ class Ulysses : public ::testing::TestWithParam<std::string> {
   std::vector<Plan> plans_;
   int64_t tokens_ = 0, local_ = 0;
 };
+
+// The properties that hold for some strategies alone have fixtures of their own, instantiated
+// (below) at those strategies alone.
+class UlyssesComputed : public Ulysses {};    // every strategy with GEMMs (not comm_only)
+class UlyssesOverlapped : public Ulysses {};  // no reference mode
+class UlyssesStreamed : public Ulysses {};    // the attention streamed block by block
 
 // Every transfer and collective moves each row from the rank and token it belongs to: a row of
 // rank q's block of qkv_send (or of o rows holding rank q's tokens) goes to q, into the rows of
@@ -142,9 +144,8 @@ TEST_P(Ulysses, RowsTravelToTheirOwners) {
 
 // Each row of Z is the sum over the N head groups of O(row's tokens, heads j) * WO_j: every
 // (row, j) exactly once, the first write not accumulating, the rest accumulating.
-TEST_P(Ulysses, OutputSumsEveryHeadGroupOnce) {
+TEST_P(UlyssesComputed, OutputSumsEveryHeadGroupOnce) {
   for_each_world([&] {
-    if (is("comm_only")) return;
     for (const Plan& p : plans_) {
       const int z = buffer(p, "z"), o = buffer(p, "o"), o_recv = buffer(p, "o_recv");
       const int64_t dn = spec_.shape.hidden / n_;
@@ -182,9 +183,8 @@ TEST_P(Ulysses, OutputSumsEveryHeadGroupOnce) {
 }
 
 // The projections' GEMM work: QKV 2*L*D*3D, attention 4*M*S*D/N, Z 2*L*D*D, on every rank.
-TEST_P(Ulysses, GemmFlops) {
+TEST_P(UlyssesComputed, GemmFlops) {
   for_each_world([&] {
-    if (is("comm_only")) return;
     const double l = static_cast<double>(local_), d = static_cast<double>(spec_.shape.hidden);
     const double m = static_cast<double>(spec_.shape.tokens()), s = spec_.shape.seq;
     for (const Plan& p : plans_) {
@@ -206,9 +206,9 @@ TEST_P(Ulysses, GemmFlops) {
 // the first output GEMM waits for no transfer of O. decompose instead lock-steps: its second
 // and later #1 projections wait for the previous step's transfer. baseline's projection of the
 // own heads waits behind the blocking all-to-all.
-TEST_P(Ulysses, FirstAndLastComputation) {
+TEST_P(UlyssesOverlapped, FirstAndLastComputation) {
   for_each_world([&] {
-    if (reference() || n_ == 1) return;
+    if (n_ == 1) return;
     for (const Plan& p : plans_) {
       const auto closure = waits_for(p);
       const int qkv_send = buffer(p, "qkv_send"), qkv = buffer(p, "qkv"), z = buffer(p, "z");
@@ -252,9 +252,9 @@ TEST_P(Ulysses, FirstAndLastComputation) {
 // Query split: each piece of O is computed just before it is sent, so the attention emitted
 // after a transfer of O neither waits for it nor holds it up; without query split the whole
 // attention precedes the first transfer of O.
-TEST_P(Ulysses, QuerySplitHidesTransfersBehindAttention) {
+TEST_P(UlyssesOverlapped, QuerySplitHidesTransfersBehindAttention) {
   for_each_world([&] {
-    if (reference() || n_ == 1) return;
+    if (n_ == 1) return;
     for (const Plan& p : plans_) {
       const auto closure = waits_for(p);
       const int o = buffer(p, "o"), scores = buffer(p, "scores");
@@ -293,9 +293,8 @@ TEST_P(Ulysses, QuerySplitHidesTransfersBehindAttention) {
 // first time as its first block), is normalised once, after its last; the first block (the own
 // tokens' keys) waits for no transfer, so it runs while #1 is in flight; and #2 sends first the
 // outputs of rank r-1's tokens, the first to be finished.
-TEST_P(Ulysses, StreamedAttentionFoldsEveryKeyOnce) {
+TEST_P(UlyssesStreamed, StreamedAttentionFoldsEveryKeyOnce) {
   for_each_world([&] {
-    if (!is("flash_stream")) return;
     for (const Plan& p : plans_) {
       const int64_t rows = spec_.shape.tokens(), s = spec_.shape.seq;
       std::vector<int> folds(static_cast<size_t>(rows * s), 0), firsts(static_cast<size_t>(rows));
@@ -344,12 +343,41 @@ TEST_P(Ulysses, StreamedAttentionFoldsEveryKeyOnce) {
   });
 }
 
-INSTANTIATE_TEST_SUITE_P(Strategies, Ulysses, ::testing::ValuesIn(kSpecs),
-                         [](const ::testing::TestParamInfo<std::string>& info) {
-                           std::string name = info.param;
-                           std::replace(name.begin(), name.end(), ':', '_');
-                           return name;
-                         });
+// The specs of strategy_specs.h that run ulysses and of which `applies` holds.
+std::vector<std::string> ulysses_specs(bool (*applies)(const Strategy&)) {
+  std::vector<std::string> out;
+  for (const std::string& spec : strategy_specs_for(find_workload("ulysses"), kPlanParams)) {
+    if (applies(*parse_strategy(spec).strategy)) out.push_back(spec);
+  }
+  return out;
+}
+
+std::string spec_name(const ::testing::TestParamInfo<std::string>& info) {
+  std::string name = info.param;
+  std::replace(name.begin(), name.end(), ':', '_');
+  return name;
+}
+
+bool any(const Strategy&) {
+  return true;
+}
+bool computes(const Strategy& s) {
+  return std::string(s.name) != "comm_only";
+}
+bool overlaps(const Strategy& s) {
+  return !s.is_reference();
+}
+bool streams(const Strategy& s) {
+  return s.streams_attention;
+}
+
+INSTANTIATE_TEST_SUITE_P(Strategies, Ulysses, ::testing::ValuesIn(ulysses_specs(any)), spec_name);
+INSTANTIATE_TEST_SUITE_P(Strategies, UlyssesComputed, ::testing::ValuesIn(ulysses_specs(computes)),
+                         spec_name);
+INSTANTIATE_TEST_SUITE_P(Strategies, UlyssesOverlapped,
+                         ::testing::ValuesIn(ulysses_specs(overlaps)), spec_name);
+INSTANTIATE_TEST_SUITE_P(Strategies, UlyssesStreamed, ::testing::ValuesIn(ulysses_specs(streams)),
+                         spec_name);
 
 // At long context the attention takes its queries a tile at a time: Llama-3-8B's heads at 128K
 // tokens on 8 ranks would need 2^35 scores per sequence; the tiles keep them within

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "../common/case_result_builder.h"
 #include "fob/metrics.h"
 #include "fob/plan.h"
 #include "fob/rank_stats.h"
@@ -17,14 +18,13 @@ namespace {
 // A compute_only case of `per_rank.size()` ranks and 4 iterations: rank r's one GEMM of 1e9
 // flops takes per_rank[r] seconds in every iteration, which is also its own step time.
 CaseResult gemm_case(const std::vector<double>& per_rank) {
-  CaseResult c;
-  c.id = "0000";
-  c.workload = "ag_gemm";
-  c.strategy = "compute_only";
-  c.batch = c.seq = c.hidden = c.ffn = 8;
-  c.dtype = "fp32";
-  c.world = static_cast<int32_t>(per_rank.size());
-  c.iters = 4;
+  CaseResult c = case_result({.strategy = "compute_only",
+                              .batch = 8,
+                              .seq = 8,
+                              .hidden = 8,
+                              .ffn = 8,
+                              .world = static_cast<int32_t>(per_rank.size()),
+                              .iters = 4});
   c.round_iters = {4};
   c.max_tasks = 1;
   for (int r = 0; r < c.world; ++r) {

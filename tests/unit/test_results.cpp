@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "../common/case_result_builder.h"
 #include "../common/temp_dir.h"
 #include "fob/metrics.h"
 #include "fob/plan.h"
@@ -34,19 +35,12 @@ constexpr int kIters = 3;
 // (iteration, rank); rank 1 is the slowest unless a test says otherwise.
 CaseResult make_case(const std::string& id, const std::string& strategy,
                      const std::vector<double>& slowest_steps) {
-  CaseResult c;
-  c.id = id;
-  c.workload = "ag_gemm";
-  c.strategy = strategy;
-  c.batch = 2;
-  c.seq = 8;
-  c.hidden = 4;
-  c.ffn = 16;
-  c.dtype = "fp32";
-  c.world = kWorld;
-  c.iters = kIters;
-  c.warmup = 1;
-  c.verified = 1;
+  CaseResult c = case_result({.id = id,
+                              .strategy = strategy,
+                              .world = kWorld,
+                              .iters = kIters,
+                              .warmup = 1,
+                              .verified = 1});
   c.max_abs_err = 0;
   for (int i = 0; i < kIters; ++i) {
     c.step_seconds.push_back(slowest_steps[i] * 0.9);  // rank 0

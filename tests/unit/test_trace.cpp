@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "../common/case_result_builder.h"
 #include "fob/plan.h"
 #include "fob/results.h"
 #include "fob/trace.h"
@@ -153,17 +154,7 @@ TaskRecord task(int rank, int id, StreamId stream, TaskKind kind, int peer,
 // Two ranks, three iterations. Each rank: gemm (compute), send (comm), gemm waiting for both;
 // rank 1 also has a padding row, and in iteration 2 its send was never timed.
 CaseResult make_case(const std::string& id, const std::string& strategy) {
-  CaseResult c;
-  c.id = id;
-  c.workload = "ag_gemm";
-  c.strategy = strategy;
-  c.batch = 2;
-  c.seq = 8;
-  c.hidden = 4;
-  c.ffn = 16;
-  c.dtype = "fp32";
-  c.world = 2;
-  c.iters = 3;
+  CaseResult c = case_result({.id = id, .strategy = strategy, .world = 2, .iters = 3});
   c.max_tasks = 4;
   for (int r = 0; r < 2; ++r) {
     c.tasks.push_back(task(r, 0, StreamId::compute, TaskKind::gemm, -1, "gemm \"step\" 0"));

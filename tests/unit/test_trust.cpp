@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "../common/case_result_builder.h"
 #include "fob/calibrate.h"
 #include "fob/compare.h"
 #include "fob/compare_report.h"
@@ -21,18 +22,12 @@ namespace {
 // An mlp case of one shape whose slowest rank took `steps` (seconds), one per iteration.
 CaseResult measured(const std::string& id, const std::string& strategy,
                     const std::vector<double>& steps, int world = 2) {
-  CaseResult c;
-  c.id = id;
-  c.workload = "mlp";
-  c.strategy = strategy;
-  c.batch = 2;
-  c.seq = 8;
-  c.hidden = 4;
-  c.ffn = 16;
-  c.dtype = "fp32";
-  c.world = world;
-  c.iters = static_cast<int32_t>(steps.size());
-  c.verified = 1;
+  CaseResult c = case_result({.id = id,
+                              .workload = "mlp",
+                              .strategy = strategy,
+                              .world = world,
+                              .iters = static_cast<int32_t>(steps.size()),
+                              .verified = 1});
   for (double s : steps) {
     for (int r = 0; r < world; ++r) c.step_seconds.push_back(r == world - 1 ? s : 0.9 * s);
   }
