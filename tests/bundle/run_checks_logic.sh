@@ -23,7 +23,7 @@ trap 'rm -rf "$scratch"' EXIT
 F="$scratch/fake bundle"
 FAKEBIN=$scratch/fakebin
 mkdir -p "$F/bin" "$F/configs" "$FAKEBIN"
-cp "$FOB_SOURCE_DIR/scripts/bundle/run_checks.sh" "$F/"
+cp "$FOB_SOURCE_DIR"/scripts/bundle/{run_checks.sh,run_checks_steps.sh} "$F/"
 echo "# fobench git 0000000000000000000000000000000000000000" >"$F/MANIFEST"
 : >"$F/configs/smoke.yaml"
 
