@@ -61,9 +61,9 @@ libblas3|reference BLAS (the libblas.so.3 scripts/gpu_bundle.sh carries instead 
 debootstrap|debootstrap (the bare Debian root of the bundle_bare_root test, which needs root)|opt:cmd:debootstrap|none needed (the test is skipped without it)
 chromium|Chromium, run headless (the pictures_in_browser test renders every picture in it)|opt:cmd:chromium|none needed (the test is skipped without it)
 fonts-liberation|Liberation Sans (Arial's metrics, which the pictures' text widths assume)|opt:file:/usr/share/fonts/truetype/liberation/LiberationSans-Regular.ttf|none needed (a browser falls back to another sans-serif)
-clang-format|clang-format (the format test of src, include, tests, bench and fuzz)|opt:cmd:clang-format|none needed (the format test is skipped without it)
-clang|clang++ (the fuzz build of fuzz/run.sh and the fuzz test)|opt:cmd:clang++|none needed (the fuzz test is skipped without it)
-libclang-rt-14-dev|libFuzzer and the sanitizer runtimes of clang 14 (fuzz/run.sh)|opt:cmd:clang++|none needed (the fuzz test is skipped without it)
+clang-format|clang-format (the format test of src, include, tests and bench)|opt:cmd:clang-format|none needed (the format test is skipped without it)
+clang|clang++ (the fuzz build of tests/fuzz/run.sh and the fuzz test)|opt:cmd:clang++|none needed (the fuzz test is skipped without it)
+libclang-rt-14-dev|libFuzzer and the sanitizer runtimes of clang 14 (tests/fuzz/run.sh)|opt:cmd:clang++|none needed (the fuzz test is skipped without it)
 EOF
 }
 
@@ -217,14 +217,14 @@ fob_deps_main() {
 }
 
 # The CUDA 13 nvidia-* wheels the bundle's stub-driver test lays out as a GPU machine's Python
-# has them (tests/bundle/wheels.sh): fetched with pip into their cache, as root, where a CUDA
+# has them (tests/infra/bundle/wheels.sh): fetched with pip into their cache, as root, where a CUDA
 # toolkit is installed and does not hold the very same libraries already. Never a failure
 # here: without them that test says what is missing.
 fob_gpu_wheels() {
   [[ "${FOB_SKIP_DEPS:-0}" != 1 && "${FOB_DEPS_OPTIONAL:-1}" != 0 && "$(id -u)" == 0 ]] ||
     return 0
   [[ -f "${CUDA_HOME:-/usr/local/cuda}/lib64/stubs/libcuda.so" ]] || return 0
-  bash tests/bundle/wheels.sh fetch ||
+  bash tests/infra/bundle/wheels.sh fetch ||
     echo "deps: note: the CUDA wheels of the bundle_stub_driver test were not fetched" >&2
 }
 
