@@ -9,16 +9,16 @@ set -euo pipefail
 ctest=$1 build=$2 python=$3
 shift 3
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-json=$(mktemp)
-trap 'rm -f "$json"' EXIT
+json=$(mktemp) runs=$(mktemp)
+trap 'rm -f "$json" "$runs"' EXIT
 "$ctest" --test-dir "$build" --show-only=json-v1 > "$json"
-bash "$root/scripts/test.sh" --labels |
-  "$python" - "$json" "$(cd "$build" && pwd)/tests" "$@" <<'PY'
+bash "$root/scripts/test.sh" --labels > "$runs"
+"$python" - "$json" "$runs" "$(cd "$build" && pwd)/tests" "$@" <<'PY'
 import json, os, re, sys
 
 tests = json.load(open(sys.argv[1]))["tests"]
-tests_dir, tiers = sys.argv[2], sys.argv[3:]
-runs = [line.split() for line in sys.stdin if line.strip()]  # test.sh's tier and label regex
+runs = [line.split() for line in open(sys.argv[2]) if line.strip()]  # test.sh: tier, regex
+tests_dir, tiers = sys.argv[3], sys.argv[4:]
 bad = []
 for test in tests:
     props = {p["name"]: p["value"] for p in test.get("properties", [])}
