@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 cap=600
-mapfile -t files < <(git ls-files -- '*.cpp' '*.h' '*.cu' '*.sh' '*.py' '*.cmake' \
+mapfile -t files < <(git ls-files -co --exclude-standard -- '*.cpp' '*.h' '*.cu' '*.sh' '*.py' '*.cmake' \
   '*.cmake.in' '*.js' '*CMakeLists.txt' .ci/run 2>/dev/null ||
   find src include tests bench scripts jobscripts python cmake .ci -type f \( -name '*.cpp' \
     -o -name '*.h' -o -name '*.cu' -o -name '*.sh' -o -name '*.py' -o -name '*.cmake' \
