@@ -7,7 +7,7 @@
 # two real runs add what simulation does not draw: the chosen parameter beside each point, and
 # measured timelines of ranks that share cores over an emulated link.
 # Skipped (exit 77) without Chromium: Debian's chromium, which scripts/deps.sh installs as root.
-# shellcheck source=../../common/common.sh
+# shellcheck source-path=SCRIPTDIR source=../../common/common.sh
 source "$(dirname "$0")/../../common/common.sh"
 
 chromium=""

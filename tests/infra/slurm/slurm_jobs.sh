@@ -8,7 +8,7 @@
 # Stops exactly the daemons it started, by pid, also when it fails; on failure their logs are
 # kept in ./slurm-logs (CTest's working folder). Exit 77 (skipped) with the reason where Slurm
 # is missing and cannot be installed (not root, or no apt-get).
-# shellcheck source=../../common/common.sh
+# shellcheck source-path=SCRIPTDIR source=../../common/common.sh
 source "$(dirname "$0")/../../common/common.sh"
 
 need=()
