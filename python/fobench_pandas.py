@@ -49,7 +49,7 @@ from fobench_h5safe import ResultsFileError  # noqa: E402  (fp.ResultsFileError,
 # For files written before /summary carried its attribute `report_columns` (key, /summary
 # field, type, factor): the report's columns as fobench then printed them. Those files' layout
 # never changes, so neither does this; t_ci_* and doubts were not in their /summary and read as
-# missing. tests/mpi/report_analysis.sh checks it against the report.
+# missing. tests/e2e/report_analysis.sh checks it against the report.
 _COLUMNS_BEFORE_ATTRIBUTE = [
     ("case_id", "case_id", "text", 1.0), ("workload", "workload", "text", 1.0),
     ("strategy", "strategy", "text", 1.0), ("batch", "batch", "integer", 1.0),

@@ -11,9 +11,10 @@
 #   usual module name, then exits 1.
 # CUDA is optional and never required here; as root with a CUDA toolkit it also installs NVML's
 # header where the toolkit lacks it (fob_nvml_header) and fetches the CUDA wheels of the
-# bundle_stub_driver test (fob_gpu_wheels). FOB_SKIP_DEPS=1 skips every check;
-# FOB_DEPS_OPTIONAL=0 leaves out the optional packages and the wheels (scripts/demo.sh: the
-# demo needs none of them, and Chromium or clang would only make its first run slower).
+# bundle_stub_driver test (fob_gpu_wheels). It installs lizard with pip for the repo tier's
+# checks of the code's limits (fob_lizard). FOB_SKIP_DEPS=1 skips every check;
+# FOB_DEPS_OPTIONAL=0 leaves out the optional packages, the wheels and lizard (scripts/demo.sh:
+# the demo needs none of them, and Chromium or clang would only make its first run slower).
 if [[ "${BASH_SOURCE[0]}" != "$0" ]]; then
   # Sourced: run as a child so the caller's shell options and directory stay as they are.
   "${BASH:-bash}" "${BASH_SOURCE[0]}"
@@ -61,9 +62,9 @@ libblas3|reference BLAS (the libblas.so.3 scripts/gpu_bundle.sh carries instead 
 debootstrap|debootstrap (the bare Debian root of the bundle_bare_root test, which needs root)|opt:cmd:debootstrap|none needed (the test is skipped without it)
 chromium|Chromium, run headless (the pictures_in_browser test renders every picture in it)|opt:cmd:chromium|none needed (the test is skipped without it)
 fonts-liberation|Liberation Sans (Arial's metrics, which the pictures' text widths assume)|opt:file:/usr/share/fonts/truetype/liberation/LiberationSans-Regular.ttf|none needed (a browser falls back to another sans-serif)
-clang-format|clang-format (the format test of src, include, tests, bench and fuzz)|opt:cmd:clang-format|none needed (the format test is skipped without it)
-clang|clang++ (the fuzz build of fuzz/run.sh and the fuzz test)|opt:cmd:clang++|none needed (the fuzz test is skipped without it)
-libclang-rt-14-dev|libFuzzer and the sanitizer runtimes of clang 14 (fuzz/run.sh)|opt:cmd:clang++|none needed (the fuzz test is skipped without it)
+clang-format|clang-format (the format test of src, include, tests and bench)|opt:cmd:clang-format|none needed (the format test is skipped without it)
+clang|clang++ (the fuzz build of tests/fuzz/run.sh and the fuzz test)|opt:cmd:clang++|none needed (the fuzz test is skipped without it)
+libclang-rt-14-dev|libFuzzer and the sanitizer runtimes of clang 14 (tests/fuzz/run.sh)|opt:cmd:clang++|none needed (the fuzz test is skipped without it)
 EOF
 }
 
@@ -217,15 +218,40 @@ fob_deps_main() {
 }
 
 # The CUDA 13 nvidia-* wheels the bundle's stub-driver test lays out as a GPU machine's Python
-# has them (tests/bundle/wheels.sh): fetched with pip into their cache, as root, where a CUDA
+# has them (tests/infra/bundle/wheels.sh): fetched with pip into their cache, as root, where a CUDA
 # toolkit is installed and does not hold the very same libraries already. Never a failure
 # here: without them that test says what is missing.
 fob_gpu_wheels() {
   [[ "${FOB_SKIP_DEPS:-0}" != 1 && "${FOB_DEPS_OPTIONAL:-1}" != 0 && "$(id -u)" == 0 ]] ||
     return 0
   [[ -f "${CUDA_HOME:-/usr/local/cuda}/lib64/stubs/libcuda.so" ]] || return 0
-  bash tests/bundle/wheels.sh fetch ||
+  bash tests/infra/bundle/wheels.sh fetch ||
     echo "deps: note: the CUDA wheels of the bundle_stub_driver test were not fetched" >&2
+}
+
+# lizard (PyPI), with which the repo tier's lizard_check and duplicates_check hold the code to
+# its stated limits: installed with pip into the Python 3 the tests find it in (python3 on PATH,
+# then the system's; --user where not root). Where pip cannot, says what is missing: those tests
+# are then skipped, and fail under CI.
+fob_lizard() {
+  [[ "${FOB_SKIP_DEPS:-0}" != 1 && "${FOB_DEPS_OPTIONAL:-1}" != 0 ]] || return 0
+  command -v lizard >/dev/null 2>&1 && return 0
+  fob_python_with lizard >/dev/null && return 0
+  local py
+  local -a opts=(--quiet)
+  [[ "$(id -u)" == 0 ]] || opts+=(--user)
+  for py in python3 /usr/bin/python3; do
+    command -v "$py" >/dev/null 2>&1 || continue
+    # --break-system-packages: Debian's Python refuses pip without it (PEP 668); an older pip
+    # does not know the option and needs none.
+    if "$py" -m pip install "${opts[@]}" --break-system-packages lizard >/dev/null 2>&1 ||
+      "$py" -m pip install "${opts[@]}" lizard >/dev/null 2>&1; then
+      return 0
+    fi
+  done
+  echo "deps: note: lizard (PyPI; the lizard_check and duplicates_check tests) is missing and" \
+    "pip could not install it (no pip, or no network): python3 -m pip install lizard;" \
+    "without it those tests are skipped, and fail where CI is set" >&2
 }
 
 # NVML's header, which the cuda backend is compiled against (it loads the library, the
@@ -262,3 +288,4 @@ fi
 fob_deps_main
 fob_nvml_header
 fob_gpu_wheels
+fob_lizard

@@ -257,6 +257,8 @@ carry_templates() {
   COPIED[bin/fob-libs]=$TEMPLATES/fob-libs
   cp "$TEMPLATES/run_checks.sh" "$OUT/run_checks.sh"
   COPIED[run_checks.sh]=$TEMPLATES/run_checks.sh
+  cp "$TEMPLATES/run_checks_steps.sh" "$OUT/run_checks_steps.sh"
+  COPIED[run_checks_steps.sh]=$TEMPLATES/run_checks_steps.sh
   cp "$TEMPLATES/README.md" "$OUT/README.md"
   COPIED[README.md]=$TEMPLATES/README.md
   chmod 755 "$OUT/bin/fob-libs" "$OUT/run_checks.sh"

@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # Builds fobench, then runs a tier of the CTest suite (README.md, "Tests"):
 #
-#   scripts/test.sh                  the fast tier (labels unit and mpi): every change
+#   scripts/test.sh                  the fast tier (labels unit, e2e and repo): every change
 #   scripts/test.sh --tier slow      one tier: fast, slow, infra, gpu, cuda_model or fuzz
 #   scripts/test.sh --tier slow --tier infra    several, one ctest run each
 #   scripts/test.sh --all            every tier, one after another
 #   scripts/test.sh --no-build ...   skips the build (a tree built already)
+#   scripts/test.sh --labels         prints each tier and the ctest labels it runs, and exits
+#
+# A test's label is the tests/ folder that declares it (tests/README.md); this table of tiers is
+# the one place that groups them, and tests/repo/tiers_check.sh holds the two to each other.
 #
 # Other arguments go to ctest, within the tier: scripts/test.sh -R plan runs the fast tier's
 # tests matching plan; with -L or -LE they choose the tests alone (scripts/test.sh -L unit).
@@ -21,7 +25,7 @@ all_tiers=(fast slow infra gpu cuda_model fuzz)
 
 label_regex() {
   case $1 in
-    fast) echo '^(unit|mpi)$' ;;
+    fast) echo '^(unit|e2e|repo)$' ;;
     slow | infra | gpu | cuda_model | fuzz) echo "^$1\$" ;;
     *)
       echo "test.sh: unknown tier '$1'; valid: ${all_tiers[*]}" >&2
@@ -41,6 +45,10 @@ while (($#)); do
       ;;
     --all) tiers+=("${all_tiers[@]}"); shift ;;
     --no-build) build=0; shift ;;
+    --labels)
+      for tier in "${all_tiers[@]}"; do echo "$tier $(label_regex "$tier")"; done
+      exit 0
+      ;;
     *)
       case $1 in -L | -LE | --label-regex | --label-exclude) own_labels=1 ;; esac
       ctest_args+=("$1")

@@ -1,6 +1,6 @@
 // Bad input to fobench's subcommands, in-process: exit 2, a message naming the culprit, and no
 // output file. What needs a launcher (the ranks' memory, the results file, several ranks
-// agreeing) is tests/mpi/bad_input.sh and hostile_input.sh.
+// agreeing) is tests/slow/bad_input.sh and hostile_input.sh.
 #include <gtest/gtest.h>
 
 #include <string>

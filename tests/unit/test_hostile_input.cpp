@@ -1,7 +1,7 @@
 // Sizes that overflow, integers that wrap, repeated keys, sweeps past their bound, a BLAS thread
 // count that would not be applied: each is exit 2 within the process, naming the culprit, with no
 // output file and nothing allocated. What needs a launcher (host memory, output paths, compare
-// and calibrate over measured files) is tests/mpi/hostile_input.sh.
+// and calibrate over measured files) is tests/slow/hostile_input.sh.
 #include <gtest/gtest.h>
 
 #include <string>

@@ -6,8 +6,8 @@
 # fitted apart from the same shapes on the whole GPU, and `fobench sim` prices plans with it.
 # The model's times are CPU threads, not a GPU's: what is checked is what the fit reads and
 # writes, not how well a wave model describes them.
-# shellcheck source=../../mpi/common.sh disable=SC2154 # common.sh sets scratch
-source "$FOB_SOURCE_DIR/tests/mpi/common.sh"
+# shellcheck source=../../common/common.sh disable=SC2154 # common.sh sets scratch
+source "$FOB_SOURCE_DIR/tests/common/common.sh"
 : "${FOB_CUDA_MODULE:?FOB_CUDA_MODULE must name the cuda module of the model}"
 export FOB_CUDA_MODULE FOB_MODEL_FATAL=1
 

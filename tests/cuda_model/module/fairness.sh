@@ -12,8 +12,8 @@
 #  3. a GPU NVML reports throttled: the rows say so;
 #  4. GPUs that do not reach each other over NVLink (a PCIe node; ranks that each see one GPU):
 #     the report names it, and NVML's NVLink where the ranks could not see it.
-# shellcheck source=../../mpi/common.sh disable=SC2154 # common.sh sets scratch
-source "$FOB_SOURCE_DIR/tests/mpi/common.sh"
+# shellcheck source=../../common/common.sh disable=SC2154 # common.sh sets scratch
+source "$FOB_SOURCE_DIR/tests/common/common.sh"
 : "${FOB_CUDA_MODULE:?FOB_CUDA_MODULE must name the cuda module of the model}"
 export FOB_CUDA_MODULE FOB_MODEL_FATAL=1
 shape=(--workload ag_gemm --batch 2 --seq 32 --hidden 64 --ffn 128 --rounds 1 -n 3 -w 1
