@@ -83,7 +83,7 @@ inline constexpr int kAllGatherTag = 1 << 16;
 // the role, never the name, so a new strategy is one file and one line in registry.cpp.
 enum class StrategyRole : uint8_t {
   compute_reference,  // the GEMMs alone, unsliced: T_comp
-  comm_reference,     // the baseline's transfers alone: T_comm, and the busbw of section 3
+  comm_reference,     // the baseline's transfers alone: T_comm, and its busbw (docs/metrics.md)
   serial_baseline,    // no overlap: what speedups are measured against
   overlapping,        // compute and transfers run at once
 };
