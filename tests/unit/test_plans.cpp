@@ -56,56 +56,70 @@ TEST_P(HalvesComputed, GemmFlopsPerHalf) {
 
 // 5 and 6. How many transfers each strategy makes, of which kind.
 // ulysses' transfers are counted in test_plans_ulysses.cpp.
-class Halves : public PlanInvariants {};
+struct TaskCounts {
+  int exchanges = 0, collectives = 0, p2p_other = 0, gemms = 0, ag_exchanges = 0;
+};
+
+class Halves : public PlanInvariants {
+ protected:
+  TaskCounts counts(const Plan& p) const {
+    TaskCounts c;
+    for (const Task& t : p.tasks) {
+      if (t.kind == TaskKind::exchange) {
+        ++c.exchanges;
+        if (in_ag(p, t)) ++c.ag_exchanges;
+      }
+      c.collectives += t.kind == TaskKind::collective;
+      c.p2p_other += t.kind == TaskKind::send || t.kind == TaskKind::recv;
+      c.gemms += t.kind == TaskKind::gemm;
+    }
+    return c;
+  }
+
+  // The counts of the built-in strategies; `halves` collectives (or rings of exchanges) a step.
+  void expect_counts(const TaskCounts& c, int halves, const std::string& where) const {
+    const int n = world_;
+    if (is_("flash") || is_("flash_direct") || is_("flash_qs")) {
+      EXPECT_EQ(c.collectives, 0) << where;
+      EXPECT_EQ(c.exchanges, halves * param_ * (n - 1)) << where;
+      EXPECT_EQ(c.ag_exchanges, has_ag() ? param_ * (n - 1) : 0) << where;
+    } else if (is_("decompose")) {
+      EXPECT_EQ(c.collectives, 0) << where;
+      const int ag = has_ag() ? n - 1 : 0;
+      const int rs = has_rs() && n > 1 ? n : 0;
+      const int ar = layout_.all_reduce || layout_.backward ? n - 1 : 0;
+      EXPECT_EQ(c.exchanges, ag + rs + ar) << where;
+      EXPECT_EQ(c.ag_exchanges, ag) << where;
+    } else if (is_("slicing") || is_("baseline") || is_("comm_only")) {
+      EXPECT_EQ(c.exchanges, 0) << where;
+      EXPECT_EQ(c.collectives, n > 1 ? halves * param_ : 0) << where;
+    } else if (is_("compute_only")) {
+      EXPECT_EQ(c.exchanges + c.collectives, 0) << where;
+    } else if (n > 1) {
+      // A strategy without counts of its own here still moves its halves' data; its exact
+      // counts, once known, belong above.
+      EXPECT_GT(c.exchanges + c.collectives, 0) << where << ": " << spec_text_ << " moves nothing";
+    }
+  }
+};
 INSTANTIATE_PLAN_SUITE(Halves,
                        [](Workload w, const Strategy&) { return !(w->patterns & kGemmAllToAll); });
 
 TEST_P(Halves, TransferCounts) {
   for_each_world([&] {
-    const int n = world_;
-    // gemm_ar's all-reduce counts as two collectives: its reduce-scatter and its all-gather.
     // gemm_ar's all-reduce counts as two collectives (reduce-scatter and all-gather), and so
     // does mlp_bwd's second gather of X.
     const int halves =
         (has_ag() ? 1 : 0) + (has_rs() ? 1 : 0) + (layout_.all_reduce || layout_.backward ? 1 : 0);
     for (const Plan& p : plans_) {
-      int exchanges = 0, collectives = 0, p2p_other = 0, gemms = 0, ag_exchanges = 0;
-      for (const Task& t : p.tasks) {
-        if (t.kind == TaskKind::exchange) {
-          ++exchanges;
-          if (in_ag(p, t)) ++ag_exchanges;
-        }
-        if (t.kind == TaskKind::collective) ++collectives;
-        if (t.kind == TaskKind::send || t.kind == TaskKind::recv) ++p2p_other;
-        if (t.kind == TaskKind::gemm) ++gemms;
-      }
+      const TaskCounts c = counts(p);
       const std::string where = "rank " + std::to_string(p.rank);
-      EXPECT_EQ(p2p_other, 0) << where;
-      if (is_("flash") || is_("flash_direct") || is_("flash_qs")) {
-        EXPECT_EQ(collectives, 0) << where;
-        EXPECT_EQ(exchanges, halves * param_ * (n - 1)) << where;
-        EXPECT_EQ(ag_exchanges, has_ag() ? param_ * (n - 1) : 0) << where;
-      } else if (is_("decompose")) {
-        EXPECT_EQ(collectives, 0) << where;
-        const int ag = has_ag() ? n - 1 : 0;
-        const int rs = has_rs() && n > 1 ? n : 0;
-        const int ar = layout_.all_reduce || layout_.backward ? n - 1 : 0;
-        EXPECT_EQ(exchanges, ag + rs + ar) << where;
-        EXPECT_EQ(ag_exchanges, ag) << where;
-      } else if (is_("slicing") || is_("baseline") || is_("comm_only")) {
-        EXPECT_EQ(exchanges, 0) << where;
-        EXPECT_EQ(collectives, n > 1 ? halves * param_ : 0) << where;
-      } else if (is_("compute_only")) {
-        EXPECT_EQ(exchanges + collectives, 0) << where;
-      } else if (n > 1) {
-        // A strategy without counts of its own here still moves its halves' data; its exact
-        // counts, once known, belong above.
-        EXPECT_GT(exchanges + collectives, 0) << where << ": " << spec_text_ << " moves nothing";
-      }
+      EXPECT_EQ(c.p2p_other, 0) << where;
+      expect_counts(c, halves, where);
       if (is_("comm_only")) {
-        EXPECT_EQ(gemms, 0) << where;
+        EXPECT_EQ(c.gemms, 0) << where;
       } else {
-        EXPECT_GT(gemms, 0) << where;
+        EXPECT_GT(c.gemms, 0) << where;
       }
     }
   });
@@ -115,7 +129,51 @@ TEST_P(Halves, TransferCounts) {
 // GEMM (gemm_rs) neither, and the last GEMM never waits for the plan's last transfer, which
 // therefore overlaps with it (only a local add is exposed). flash_direct's RS GEMMs never wait
 // for a transfer at all.
-class FlashPlans : public PlanInvariants {};
+using Closure = std::vector<std::vector<bool>>;
+
+struct Landmarks {
+  int first_ag = -1, first_rs = -1, last_gemm = -1, last_transfer = -1;
+};
+
+class FlashPlans : public PlanInvariants {
+ protected:
+  // The first GEMM of each half, the last of the halves' GEMMs and the last transfer.
+  Landmarks landmarks(const Plan& p) const {
+    Landmarks m;
+    const int x = p.buffer_id("x");
+    const int h = has_rs() ? h_buffer(p) : -1;
+    for (const Task& t : p.tasks) {
+      // The weight gradients follow the collectives they need; the property is the halves'.
+      if (t.kind == TaskKind::gemm && !is_weight_gradient(p, t)) {
+        m.last_gemm = t.id;
+        if (has_ag() && t.a.buffer == x && m.first_ag < 0) m.first_ag = t.id;
+        if (has_rs() && t.a.buffer == h && m.first_rs < 0) m.first_rs = t.id;
+      }
+      if (t.is_transfer()) m.last_transfer = t.id;
+    }
+    return m;
+  }
+
+  // The first computation waits for nothing, and for no transfer at all.
+  static void expect_starts_free(const Plan& p, const Closure& closure, int first) {
+    ASSERT_GE(first, 0);
+    EXPECT_TRUE(p.tasks[static_cast<size_t>(first)].deps.empty()) << describe(p, first);
+    EXPECT_FALSE(waits_for_transfer(p, closure, first)) << describe(p, first);
+  }
+
+  // The last computation waits directly for no transfer, and not even indirectly for the last.
+  static void expect_ends_free(const Plan& p, const Closure& closure, const Landmarks& m) {
+    for (int d : p.tasks[static_cast<size_t>(m.last_gemm)].deps) {
+      EXPECT_FALSE(p.tasks[static_cast<size_t>(d)].is_transfer())
+          << describe(p, m.last_gemm) << " waits directly for " << describe(p, d);
+    }
+    if (m.last_transfer >= 0) {
+      EXPECT_FALSE(closure[static_cast<size_t>(m.last_gemm)][static_cast<size_t>(m.last_transfer)])
+          << describe(p, m.last_gemm) << " waits for the last transfer "
+          << describe(p, m.last_transfer);
+    }
+  }
+};
 INSTANTIATE_PLAN_SUITE(FlashPlans, [](Workload, const Strategy& s) {
   return named(s, "flash") || named(s, "flash_direct") || named(s, "flash_qs");
 });
@@ -124,45 +182,15 @@ TEST_P(FlashPlans, FlashFirstAndLastComputation) {
   for_each_world([&] {
     for (const Plan& p : plans_) {
       const auto closure = waits_for(p);
-      int first_ag = -1, first_rs = -1, last_gemm = -1, last_transfer = -1;
-      const int x = p.buffer_id("x");
-      const int h = has_rs() ? h_buffer(p) : -1;
+      const Landmarks m = landmarks(p);
+      if (has_ag()) expect_starts_free(p, closure, m.first_ag);
+      if (has_rs() && !has_ag()) expect_starts_free(p, closure, m.first_rs);
+      ASSERT_GE(m.last_gemm, 0);
+      if (has_rs()) expect_ends_free(p, closure, m);
+      if (!is_("flash_direct") || !has_rs() || has_ag()) continue;
       for (const Task& t : p.tasks) {
-        // The weight gradients follow the collectives they need; the property is the halves'.
-        if (t.kind == TaskKind::gemm && !is_weight_gradient(p, t)) {
-          last_gemm = t.id;
-          if (has_ag() && t.a.buffer == x && first_ag < 0) first_ag = t.id;
-          if (has_rs() && t.a.buffer == h && first_rs < 0) first_rs = t.id;
-        }
-        if (t.is_transfer()) last_transfer = t.id;
-      }
-      if (has_ag()) {
-        ASSERT_GE(first_ag, 0);
-        EXPECT_TRUE(p.tasks[static_cast<size_t>(first_ag)].deps.empty()) << describe(p, first_ag);
-        EXPECT_FALSE(waits_for_transfer(p, closure, first_ag)) << describe(p, first_ag);
-      }
-      if (has_rs() && !has_ag()) {
-        ASSERT_GE(first_rs, 0);
-        EXPECT_TRUE(p.tasks[static_cast<size_t>(first_rs)].deps.empty()) << describe(p, first_rs);
-        EXPECT_FALSE(waits_for_transfer(p, closure, first_rs)) << describe(p, first_rs);
-      }
-      ASSERT_GE(last_gemm, 0);
-      if (has_rs()) {
-        for (int d : p.tasks[static_cast<size_t>(last_gemm)].deps) {
-          EXPECT_FALSE(p.tasks[static_cast<size_t>(d)].is_transfer())
-              << describe(p, last_gemm) << " waits directly for " << describe(p, d);
-        }
-        if (last_transfer >= 0) {
-          EXPECT_FALSE(closure[static_cast<size_t>(last_gemm)][static_cast<size_t>(last_transfer)])
-              << describe(p, last_gemm) << " waits for the last transfer "
-              << describe(p, last_transfer);
-        }
-      }
-      if (is_("flash_direct") && has_rs() && !has_ag()) {
-        for (const Task& t : p.tasks) {
-          if (t.kind == TaskKind::gemm) {
-            EXPECT_FALSE(waits_for_transfer(p, closure, t.id)) << describe(p, t.id);
-          }
+        if (t.kind == TaskKind::gemm) {
+          EXPECT_FALSE(waits_for_transfer(p, closure, t.id)) << describe(p, t.id);
         }
       }
     }
@@ -211,15 +239,84 @@ TEST_P(AgOverlapped, AgLockStepOrFreeRunning) {
 // attn: every (row, head) of O is computed exactly once, from the scores of that row's own
 // sequence (all its keys and values) after a softmax over them.
 // The workloads with attention, where the strategy computes it (not comm_only).
-class AttentionComputed : public PlanInvariants {};
+// What the walk over a plan's attention tasks has seen of the last scores GEMM.
+struct LastScores {
+  bool softmax_since = false;
+  int64_t rows = -1, query_row = -1, query_rows = -1, key_row = -1, key_rows = -1;
+};
+
+class AttentionComputed : public PlanInvariants {
+ protected:
+  // Q rows of one sequence against keys of that sequence, head by head.
+  void expect_scores(const Plan& p, const Task& t, int y, int64_t width, LastScores& last) const {
+    const int64_t s = geometry_.seq, dh = geometry_.head_dim;
+    EXPECT_TRUE(t.transpose_b) << describe(p, t.id);
+    EXPECT_EQ(t.a.buffer, y);
+    EXPECT_EQ(t.b.buffer, y);
+    EXPECT_EQ(t.a.row / s, (t.a.row + t.a.rows - 1) / s) << describe(p, t.id);
+    // A streamed attention takes the sequence's keys a block at a time (its own test,
+    // test_plans_ulysses.cpp, checks every key is taken once); the others all at once.
+    EXPECT_EQ(t.b.row / s, t.a.row / s) << describe(p, t.id);
+    EXPECT_LE(t.b.row + t.b.rows, (t.a.row / s + 1) * s) << describe(p, t.id);
+    if (!p.strategy.strategy->streams_attention) {
+      EXPECT_EQ(t.b.rows, s) << describe(p, t.id);
+    }
+    EXPECT_EQ(t.k, dh) << describe(p, t.id);
+    EXPECT_EQ(t.b.col, width) << "keys follow the queries " << describe(p, t.id);
+    // Head i: its Q and K columns, its own block of scores rows.
+    EXPECT_EQ(t.a_step.rows, 0);
+    EXPECT_EQ(t.a_step.cols, dh);
+    EXPECT_EQ(t.b_step.rows, 0);
+    EXPECT_EQ(t.b_step.cols, dh);
+    EXPECT_EQ(t.c.row, 0);
+    EXPECT_EQ(t.c_step.rows, t.a.rows);
+    EXPECT_EQ(t.c_step.cols, 0);
+    last = {false, t.a.rows * t.batch, t.a.row, t.a.rows, t.b.row, t.b.rows};
+  }
+
+  void expect_softmax(const Plan& p, const Task& t, int scores, LastScores& last) const {
+    const bool streamed = p.strategy.strategy->streams_attention;
+    EXPECT_EQ(t.kind == TaskKind::online_softmax, streamed) << describe(p, t.id);
+    EXPECT_EQ(t.c.buffer, scores);
+    EXPECT_EQ(t.c.rows, last.rows) << describe(p, t.id);
+    EXPECT_EQ(t.c.row, 0);
+    EXPECT_EQ(t.n, last.key_rows) << "a softmax over every key just scored " << describe(p, t.id);
+    EXPECT_DOUBLE_EQ(t.scale, 1.0 / std::sqrt(static_cast<double>(geometry_.head_dim)));
+    last.softmax_since = true;
+  }
+
+  // Head i's probabilities times its values, into its output columns of the queries just
+  // scored; each query's first block of keys writes O, later ones add to it (not counted).
+  void expect_output(const Plan& p, const Task& t, int scores, int64_t width,
+                     const LastScores& last, std::vector<int>& hits) const {
+    const int64_t dh = geometry_.head_dim;
+    EXPECT_TRUE(last.softmax_since) << describe(p, t.id) << " reads unnormalised scores";
+    EXPECT_EQ(t.a.buffer, scores);
+    EXPECT_EQ(t.b.col, 2 * width) << "values follow the keys " << describe(p, t.id);
+    EXPECT_EQ(t.b.row, last.key_row) << describe(p, t.id);
+    EXPECT_EQ(t.b.rows, last.key_rows) << describe(p, t.id);
+    EXPECT_EQ(t.c.row, last.query_row) << describe(p, t.id);
+    EXPECT_EQ(t.c.rows, last.query_rows) << describe(p, t.id);
+    EXPECT_EQ(t.a.row, 0);
+    EXPECT_EQ(t.a_step.rows, last.query_rows);
+    EXPECT_EQ(t.a_step.cols, 0);
+    EXPECT_EQ(t.b_step.cols, dh);
+    EXPECT_EQ(t.c_step.cols, dh);
+    if (t.accumulate) return;
+    for (int i = 0; i < t.batch; ++i) {
+      const int64_t col = t.c.col + i * t.c_step.cols;
+      for (int64_t r = t.c.row; r < t.c.row + t.c.rows; ++r) {
+        for (int64_t c = col; c < col + t.n; ++c) ++hits[static_cast<size_t>(r * width + c)];
+      }
+    }
+  }
+};
 INSTANTIATE_PLAN_SUITE(AttentionComputed, [](Workload w, const Strategy& s) {
   return w->has_heads && !named(s, "comm_only");
 });
 
 TEST_P(AttentionComputed, AttentionCoversEveryHeadOnce) {
   for_each_world([&] {
-    const int64_t s = geometry_.seq;
-    const int64_t dh = geometry_.head_dim;
     for (const Plan& p : plans_) {
       const int o = p.buffer_id("o");
       // Q, K and V of this rank's heads: the all-gather GEMM's output, or ulysses' all-to-all's.
@@ -229,71 +326,14 @@ TEST_P(AttentionComputed, AttentionCoversEveryHeadOnce) {
       ASSERT_GE(scores, 0);
       const int64_t width = p.buffers[static_cast<size_t>(o)].cols;
       std::vector<int> hits(static_cast<size_t>(tokens_ * width), 0);
-      bool softmax_since_scores = false;
-      int64_t scores_rows = -1, query_row = -1, query_rows = -1, key_row = -1, key_rows = -1;
-      const bool streamed = p.strategy.strategy->streams_attention;
+      LastScores last;
       for (const Task& t : p.tasks) {
         if (t.kind == TaskKind::gemm && t.c.buffer == scores) {
-          // Q rows of one sequence against every key of that sequence.
-          EXPECT_TRUE(t.transpose_b) << describe(p, t.id);
-          EXPECT_EQ(t.a.buffer, y);
-          EXPECT_EQ(t.b.buffer, y);
-          EXPECT_EQ(t.a.row / s, (t.a.row + t.a.rows - 1) / s) << describe(p, t.id);
-          // A streamed attention takes the sequence's keys a block at a time (its own test,
-          // test_plans_ulysses.cpp, checks every key is taken once); the others all at once.
-          EXPECT_EQ(t.b.row / s, t.a.row / s) << describe(p, t.id);
-          EXPECT_LE(t.b.row + t.b.rows, (t.a.row / s + 1) * s) << describe(p, t.id);
-          if (!streamed) {
-            EXPECT_EQ(t.b.rows, s) << describe(p, t.id);
-          }
-          EXPECT_EQ(t.k, dh) << describe(p, t.id);
-          EXPECT_EQ(t.b.col, width) << "keys follow the queries " << describe(p, t.id);
-          // Head i: its Q and K columns, its own block of scores rows.
-          EXPECT_EQ(t.a_step.rows, 0);
-          EXPECT_EQ(t.a_step.cols, dh);
-          EXPECT_EQ(t.b_step.rows, 0);
-          EXPECT_EQ(t.b_step.cols, dh);
-          EXPECT_EQ(t.c.row, 0);
-          EXPECT_EQ(t.c_step.rows, t.a.rows);
-          EXPECT_EQ(t.c_step.cols, 0);
-          softmax_since_scores = false;
-          scores_rows = t.a.rows * t.batch;
-          query_row = t.a.row;
-          query_rows = t.a.rows;
-          key_row = t.b.row;
-          key_rows = t.b.rows;
+          expect_scores(p, t, y, width, last);
         } else if (t.kind == TaskKind::softmax || t.kind == TaskKind::online_softmax) {
-          EXPECT_EQ(t.kind == TaskKind::online_softmax, streamed) << describe(p, t.id);
-          EXPECT_EQ(t.c.buffer, scores);
-          EXPECT_EQ(t.c.rows, scores_rows) << describe(p, t.id);
-          EXPECT_EQ(t.c.row, 0);
-          EXPECT_EQ(t.n, key_rows) << "a softmax over every key just scored " << describe(p, t.id);
-          EXPECT_DOUBLE_EQ(t.scale, 1.0 / std::sqrt(static_cast<double>(dh)));
-          softmax_since_scores = true;
+          expect_softmax(p, t, scores, last);
         } else if (t.kind == TaskKind::gemm && t.c.buffer == o) {
-          EXPECT_TRUE(softmax_since_scores) << describe(p, t.id) << " reads unnormalised scores";
-          EXPECT_EQ(t.a.buffer, scores);
-          EXPECT_EQ(t.b.col, 2 * width) << "values follow the keys " << describe(p, t.id);
-          EXPECT_EQ(t.b.row, key_row) << describe(p, t.id);
-          EXPECT_EQ(t.b.rows, key_rows) << describe(p, t.id);
-          // Head i's probabilities, values and output columns; the queries just scored.
-          EXPECT_EQ(t.c.row, query_row) << describe(p, t.id);
-          EXPECT_EQ(t.c.rows, query_rows) << describe(p, t.id);
-          EXPECT_EQ(t.a.row, 0);
-          EXPECT_EQ(t.a_step.rows, query_rows);
-          EXPECT_EQ(t.a_step.cols, 0);
-          EXPECT_EQ(t.b_step.cols, dh);
-          EXPECT_EQ(t.c_step.cols, dh);
-          // Each query's first block of keys writes O, later ones add to it.
-          if (t.accumulate) continue;
-          for (int i = 0; i < t.batch; ++i) {
-            const int64_t col = t.c.col + i * t.c_step.cols;
-            for (int64_t r = t.c.row; r < t.c.row + t.c.rows; ++r) {
-              for (int64_t c = col; c < col + t.n; ++c) {
-                ++hits[static_cast<size_t>(r * width + c)];
-              }
-            }
-          }
+          expect_output(p, t, scores, width, last, hits);
         }
       }
       for (int64_t e = 0; e < tokens_ * width; ++e) {

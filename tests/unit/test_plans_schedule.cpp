@@ -120,79 +120,105 @@ TEST_P(PlanInvariants, TransfersMatch) {
 // Runs every rank's two streams together: a stream runs its tasks in order, a task starts when
 // its deps are done, a point-to-point transfer completes once the peer has reached every
 // counterpart (both halves of an exchange), a collective once every rank has reached its k-th
-// collective. Returns the tasks that never finish (a cross-rank deadlock).
-std::vector<std::string> unfinished_tasks(const std::vector<Plan>& plans) {
-  const Pairing pairing = pair_transfers(plans);
-  const size_t n = plans.size();
-  std::vector<std::vector<char>> posted(n), done(n);
-  std::vector<std::vector<int>> coll_index(n);
-  std::vector<std::vector<std::vector<int>>> streams(n);
-  for (size_t r = 0; r < n; ++r) {
-    const Plan& p = plans[r];
-    posted[r].assign(p.tasks.size(), 0);
-    done[r].assign(p.tasks.size(), 0);
-    coll_index[r].assign(p.tasks.size(), -1);
-    streams[r].resize(kNumStreams);
-    int k = 0;
-    for (const Task& t : p.tasks) {
-      streams[r][static_cast<size_t>(t.stream)].push_back(t.id);
-      if (t.kind == TaskKind::collective) coll_index[r][static_cast<size_t>(t.id)] = k++;
-    }
-  }
-  // How many ranks have reached each collective index.
-  std::map<int, size_t> coll_posted;
-  std::vector<std::vector<size_t>> head(n, std::vector<size_t>(kNumStreams, 0));
-  auto reached = [&](std::pair<int, int> rt) {
-    return posted[static_cast<size_t>(rt.first)][static_cast<size_t>(rt.second)] != 0;
-  };
-  bool progress = true;
-  while (progress) {
-    progress = false;
-    for (size_t r = 0; r < n; ++r) {
+// collective. What never finishes is a cross-rank deadlock.
+class StreamRun {
+ public:
+  explicit StreamRun(const std::vector<Plan>& plans)
+      : plans_(plans), pairing_(pair_transfers(plans)), n_(plans.size()) {
+    posted_.resize(n_);
+    done_.resize(n_);
+    coll_index_.resize(n_);
+    streams_.resize(n_);
+    head_.assign(n_, std::vector<size_t>(kNumStreams, 0));
+    for (size_t r = 0; r < n_; ++r) {
       const Plan& p = plans[r];
-      for (size_t s = 0; s < kNumStreams; ++s) {
-        while (head[r][s] < streams[r][s].size()) {
-          const int id = streams[r][s][head[r][s]];
-          const size_t i = static_cast<size_t>(id);
-          const Task& t = p.tasks[i];
-          if (!posted[r][i]) {
-            const bool ready = std::all_of(t.deps.begin(), t.deps.end(), [&](int d) {
-              return d >= 0 && d < id && done[r][static_cast<size_t>(d)] != 0;
-            });
-            if (!ready) break;
-            posted[r][i] = 1;
-            progress = true;
-            if (t.kind == TaskKind::collective) ++coll_posted[coll_index[r][i]];
-          }
-          bool complete = true;
-          const std::pair<int, int> self{static_cast<int>(r), id};
-          if (t.kind == TaskKind::collective) {
-            complete = coll_posted[coll_index[r][i]] == n;
-          } else if (is_p2p(t)) {
-            if (sends(t)) {
-              auto it = pairing.send_to_recv.find(self);
-              complete = complete && it != pairing.send_to_recv.end() && reached(it->second);
-            }
-            if (receives(t)) {
-              auto it = pairing.recv_to_send.find(self);
-              complete = complete && it != pairing.recv_to_send.end() && reached(it->second);
-            }
-          }
-          if (!complete) break;
-          done[r][i] = 1;
-          ++head[r][s];
-          progress = true;
-        }
+      posted_[r].assign(p.tasks.size(), 0);
+      done_[r].assign(p.tasks.size(), 0);
+      coll_index_[r].assign(p.tasks.size(), -1);
+      streams_[r].resize(kNumStreams);
+      int k = 0;
+      for (const Task& t : p.tasks) {
+        streams_[r][static_cast<size_t>(t.stream)].push_back(t.id);
+        if (t.kind == TaskKind::collective) coll_index_[r][static_cast<size_t>(t.id)] = k++;
       }
     }
   }
-  std::vector<std::string> out;
-  for (size_t r = 0; r < n; ++r) {
-    for (const Task& t : plans[r].tasks) {
-      if (!done[r][static_cast<size_t>(t.id)]) out.push_back(describe(plans[r], t.id));
+
+  // The tasks that never finish, each described.
+  std::vector<std::string> unfinished() {
+    for (bool progress = true; progress;) {
+      progress = false;
+      for (size_t r = 0; r < n_; ++r) {
+        for (size_t s = 0; s < kNumStreams; ++s) {
+          while (head_[r][s] < streams_[r][s].size() && advance(r, streams_[r][s][head_[r][s]])) {
+            ++head_[r][s];
+            progress = true;
+          }
+          progress |= posted_here_;
+          posted_here_ = false;
+        }
+      }
     }
+    std::vector<std::string> out;
+    for (size_t r = 0; r < n_; ++r) {
+      for (const Task& t : plans_[r].tasks) {
+        if (!done_[r][static_cast<size_t>(t.id)]) out.push_back(describe(plans_[r], t.id));
+      }
+    }
+    return out;
   }
-  return out;
+
+ private:
+  // Posts task `id` of rank r once its deps are done; whether it is then done.
+  bool advance(size_t r, int id) {
+    const size_t i = static_cast<size_t>(id);
+    const Task& t = plans_[r].tasks[i];
+    if (!posted_[r][i]) {
+      const bool ready = std::all_of(t.deps.begin(), t.deps.end(), [&](int d) {
+        return d >= 0 && d < id && done_[r][static_cast<size_t>(d)] != 0;
+      });
+      if (!ready) return false;
+      posted_[r][i] = 1;
+      posted_here_ = true;
+      if (t.kind == TaskKind::collective) ++coll_posted_[coll_index_[r][i]];
+    }
+    if (!complete(r, t)) return false;
+    done_[r][i] = 1;
+    return true;
+  }
+
+  bool complete(size_t r, const Task& t) {
+    if (t.kind == TaskKind::collective) {
+      return coll_posted_[coll_index_[r][static_cast<size_t>(t.id)]] == n_;
+    }
+    if (!is_p2p(t)) return true;
+    const std::pair<int, int> self{static_cast<int>(r), t.id};
+    return (!sends(t) || reached(pairing_.send_to_recv, self)) &&
+           (!receives(t) || reached(pairing_.recv_to_send, self));
+  }
+
+  // Whether the counterpart of `self` in `pairs` exists and its rank has posted it.
+  template <typename Pairs>
+  bool reached(const Pairs& pairs, std::pair<int, int> self) const {
+    const auto it = pairs.find(self);
+    if (it == pairs.end()) return false;
+    const auto [rank, task] = it->second;
+    return posted_[static_cast<size_t>(rank)][static_cast<size_t>(task)] != 0;
+  }
+
+  const std::vector<Plan>& plans_;
+  const Pairing pairing_;
+  const size_t n_;
+  std::vector<std::vector<char>> posted_, done_;
+  std::vector<std::vector<int>> coll_index_;
+  std::vector<std::vector<std::vector<int>>> streams_;
+  std::vector<std::vector<size_t>> head_;
+  std::map<int, size_t> coll_posted_;  // how many ranks have reached each collective index
+  bool posted_here_ = false;
+};
+
+std::vector<std::string> unfinished_tasks(const std::vector<Plan>& plans) {
+  return StreamRun(plans).unfinished();
 }
 
 std::string join(const std::vector<std::string>& items) {
@@ -210,71 +236,79 @@ TEST_P(PlanInvariants, CrossRankScheduleCompletes) {
 }
 
 // 3. Every output block is computed exactly once (a reference mode's outputs are not the layer's).
-class LayerOutputs : public PlanInvariants {};
+class LayerOutputs : public PlanInvariants {
+ protected:
+  // The all-gather GEMMs write every row of Y once, and nothing else writes it.
+  void expect_y_once(const Plan& p) const {
+    const int y = p.buffer_id("y");
+    ASSERT_GE(y, 0);
+    std::vector<Rows> written;
+    for (const Task& t : p.tasks) {
+      if (t.kind != TaskKind::gemm) {
+        EXPECT_NE(t.c.buffer, y) << describe(p, t.id);
+        continue;
+      }
+      if (t.c.buffer != y) continue;
+      EXPECT_FALSE(t.accumulate) << describe(p, t.id);
+      for (int i = 0; i < t.batch; ++i) {
+        const int64_t row = t.c.row + i * t.c_step.rows;
+        written.push_back({row, row + t.c.rows});
+      }
+    }
+    EXPECT_TRUE(covers_exactly_once(written, tokens_)) << "Y on rank " << p.rank;
+  }
+
+  // Every row of this rank's H shard feeds exactly one GEMM: one partial per row.
+  void expect_h_read_once(const Plan& p, int h) const {
+    std::vector<Rows> read;
+    for (const Task& t : p.tasks) {
+      if (t.kind != TaskKind::gemm || t.a.buffer != h) continue;
+      EXPECT_EQ(t.b.buffer, p.buffer_id("w2")) << describe(p, t.id);
+      for (int i = 0; i < t.batch; ++i) {
+        const int64_t row = t.a.row + i * t.a_step.rows;
+        read.push_back({row, row + t.a.rows});
+      }
+    }
+    EXPECT_TRUE(covers_exactly_once(read, tokens_)) << "H rows read on rank " << p.rank;
+  }
+
+  // Every row of Z is written: gemm_ar's Z holds every reduced block (its own from the
+  // reduce-scatter, the others from the all-gather), the others' their own block.
+  void expect_z_written(const Plan& p, int z) const {
+    const int64_t z_rows = layout_.all_reduce ? tokens_ : block_;
+    EXPECT_EQ(p.buffers[static_cast<size_t>(z)].rows, z_rows);
+    std::vector<char> z_written(static_cast<size_t>(z_rows), 0);
+    for (const Task& t : p.tasks) {
+      if (t.c.buffer != z || t.kind == TaskKind::send) continue;
+      // An all-gather writes every rank's block at its stride.
+      const bool gather = t.kind == TaskKind::collective && t.op == CollectiveOp::all_gather;
+      for (int j = 0; j < (gather ? world_ : 1); ++j) {
+        const int64_t first = t.c.row + (gather ? j * t.dst_stride_rows : 0);
+        for (int64_t i = first; i < first + t.c.rows; ++i) {
+          ASSERT_GE(i, 0);
+          ASSERT_LT(i, z_rows) << describe(p, t.id);
+          z_written[static_cast<size_t>(i)] = 1;
+        }
+      }
+    }
+    for (int64_t i = 0; i < z_rows; ++i) {
+      EXPECT_TRUE(z_written[static_cast<size_t>(i)]) << "Z row " << i << " on rank " << p.rank;
+    }
+  }
+};
 INSTANTIATE_PLAN_SUITE(LayerOutputs, [](Workload, const Strategy& s) { return !s.is_reference(); });
 
 TEST_P(LayerOutputs, OutputsComputedExactlyOnce) {
   for_each_world([&] {
     for (const Plan& p : plans_) {
-      if (has_ag()) {
-        const int y = p.buffer_id("y");
-        ASSERT_GE(y, 0);
-        std::vector<Rows> written;
-        for (const Task& t : p.tasks) {
-          if (t.kind != TaskKind::gemm || t.c.buffer != y) continue;
-          EXPECT_FALSE(t.accumulate) << describe(p, t.id);
-          for (int i = 0; i < t.batch; ++i) {
-            const int64_t row = t.c.row + i * t.c_step.rows;
-            written.push_back({row, row + t.c.rows});
-          }
-        }
-        EXPECT_TRUE(covers_exactly_once(written, tokens_)) << "Y on rank " << p.rank;
-        // Nothing but GEMMs writes Y.
-        for (const Task& t : p.tasks) {
-          if (t.kind != TaskKind::gemm) {
-            EXPECT_NE(t.c.buffer, y) << describe(p, t.id);
-          }
-        }
-      }
-      if (has_rs()) {
-        const int h = h_buffer(p);
-        const int z = p.buffer_id("z");
-        ASSERT_GE(h, 0);
-        ASSERT_GE(z, 0);
-        // gemm_ar's Z holds every reduced block: its own from the reduce-scatter, the others
-        // from the all-gather.
-        const int64_t z_rows = layout_.all_reduce ? tokens_ : block_;
-        EXPECT_EQ(p.buffers[static_cast<size_t>(z)].rows, z_rows);
-        // Every row of this rank's H shard feeds exactly one GEMM: one partial per row.
-        std::vector<Rows> read;
-        for (const Task& t : p.tasks) {
-          if (t.kind != TaskKind::gemm || t.a.buffer != h) continue;
-          EXPECT_EQ(t.b.buffer, p.buffer_id("w2")) << describe(p, t.id);
-          for (int i = 0; i < t.batch; ++i) {
-            const int64_t row = t.a.row + i * t.a_step.rows;
-            read.push_back({row, row + t.a.rows});
-          }
-        }
-        EXPECT_TRUE(covers_exactly_once(read, tokens_)) << "H rows read on rank " << p.rank;
-        std::vector<char> z_written(static_cast<size_t>(z_rows), 0);
-        for (const Task& t : p.tasks) {
-          if (t.c.buffer != z) continue;
-          if (t.kind == TaskKind::send) continue;
-          // An all-gather writes every rank's block at its stride.
-          const bool gather = t.kind == TaskKind::collective && t.op == CollectiveOp::all_gather;
-          for (int j = 0; j < (gather ? world_ : 1); ++j) {
-            const int64_t first = t.c.row + (gather ? j * t.dst_stride_rows : 0);
-            for (int64_t i = first; i < first + t.c.rows; ++i) {
-              ASSERT_GE(i, 0);
-              ASSERT_LT(i, z_rows) << describe(p, t.id);
-              z_written[static_cast<size_t>(i)] = 1;
-            }
-          }
-        }
-        for (int64_t i = 0; i < z_rows; ++i) {
-          EXPECT_TRUE(z_written[static_cast<size_t>(i)]) << "Z row " << i << " on rank " << p.rank;
-        }
-      }
+      if (has_ag()) expect_y_once(p);
+      if (!has_rs()) continue;
+      const int h = h_buffer(p);
+      const int z = p.buffer_id("z");
+      ASSERT_GE(h, 0);
+      ASSERT_GE(z, 0);
+      expect_h_read_once(p, h);
+      expect_z_written(p, z);
     }
   });
 }

@@ -38,6 +38,14 @@ std::string describe(const Plan& plan, int task) {
          plan.tasks.at(static_cast<size_t>(task)).label + "'";
 }
 
+// What RowsTravelToTheirOwners gathers over every rank's plan: per sender, receiver and tag,
+// the rows sent and received (as local rows) in order, and the rows received into qkv and
+// o_recv.
+struct RowTraffic {
+  std::map<std::tuple<int, int, int>, std::vector<int64_t>> sent, received;
+  int64_t moved[2] = {0, 0};
+};
+
 class Ulysses : public ::testing::TestWithParam<std::string> {
  protected:
   void for_each_world(const std::function<void()>& body) {
@@ -64,6 +72,67 @@ class Ulysses : public ::testing::TestWithParam<std::string> {
   }
   int buffer(const Plan& p, const char* name) const { return p.buffer_id(name); }
 
+  // #1 goes peer-major to sequence-major, #2 back; a chunk per sequence.
+  void all_to_all(const Plan& p, const Task& t, RowTraffic& traffic) const {
+    ASSERT_EQ(t.op, CollectiveOp::all_to_all) << describe(p, t.id);
+    const bool first = t.a.buffer == buffer(p, "qkv_send");
+    EXPECT_EQ(t.c.buffer, buffer(p, first ? "qkv" : "o_recv")) << describe(p, t.id);
+    EXPECT_EQ(t.a.buffer, buffer(p, first ? "qkv_send" : "o")) << describe(p, t.id);
+    EXPECT_EQ(t.src_stride_rows, first ? local_ : tokens_);
+    EXPECT_EQ(t.dst_stride_rows, first ? tokens_ : local_);
+    EXPECT_EQ(t.a_step.rows, first ? tokens_ : spec_.shape.seq);
+    EXPECT_EQ(t.c_step.rows, first ? spec_.shape.seq : tokens_);
+    const int64_t local = first ? t.a.row : t.c.row;
+    EXPECT_EQ(first ? t.c.row : t.a.row, seq_row(0, local)) << describe(p, t.id);
+    EXPECT_EQ(local / tokens_, (local + t.a.rows - 1) / tokens_) << "chunks in a sequence";
+    EXPECT_LE(local / tokens_ + t.batch, spec_.shape.batch) << describe(p, t.id);
+    traffic.moved[first ? 0 : 1] += t.c.rows * t.batch * n_;
+  }
+
+  // A row of rank q's block of qkv_send, or of o rows holding rank q's tokens, goes to q.
+  void sent(const Plan& p, const Task& t, RowTraffic& traffic) const {
+    auto& rows = traffic.sent[{p.rank, t.send_peer, t.tag}];
+    if (t.a.buffer == buffer(p, "qkv_send")) {
+      EXPECT_EQ(t.a.row / local_, t.send_peer) << describe(p, t.id);
+      rows.push_back(t.a.row % local_);
+      return;
+    }
+    ASSERT_EQ(t.a.buffer, buffer(p, "o")) << describe(p, t.id);
+    EXPECT_EQ(owner(t.a.row).first, t.send_peer) << describe(p, t.id);
+    rows.push_back(owner(t.a.row).second);
+  }
+
+  // Into the rows of the sender's tokens (qkv) or its head block (o_recv), same local row.
+  void received(const Plan& p, const Task& t, RowTraffic& traffic) const {
+    auto& rows = traffic.received[{t.recv_peer, p.rank, t.tag}];
+    if (t.c.buffer == buffer(p, "qkv")) {
+      EXPECT_EQ(owner(t.c.row).first, t.recv_peer) << describe(p, t.id);
+      rows.push_back(owner(t.c.row).second);
+      traffic.moved[0] += t.c.rows;
+      return;
+    }
+    ASSERT_EQ(t.c.buffer, buffer(p, "o_recv")) << describe(p, t.id);
+    EXPECT_EQ(t.c.row / local_, t.recv_peer) << describe(p, t.id);
+    rows.push_back(t.c.row % local_);
+    traffic.moved[1] += t.c.rows;
+  }
+
+  // Every rank receives each peer's L rows once per all-to-all (collectives count their own
+  // block too).
+  void expect_rows_moved(const RowTraffic& traffic) const {
+    const StrategyRole role = spec_.strategy.strategy->role;
+    const bool transfers = role != StrategyRole::compute_reference && n_ > 1;
+    const int64_t per_half = static_cast<int64_t>(n_) * (n_ - 1) * local_;
+    const bool collectives = std::any_of(plans_.begin(), plans_.end(), [](const Plan& p) {
+      return std::any_of(p.tasks.begin(), p.tasks.end(),
+                         [](const Task& t) { return t.kind == TaskKind::collective; });
+    });
+    const int64_t want = collectives ? per_half + n_ * local_ : per_half;
+    EXPECT_EQ(traffic.moved[0], transfers ? want : 0);
+    const bool comm_only = role == StrategyRole::comm_reference && n_ > 1;
+    EXPECT_EQ(traffic.moved[1], transfers && !reference() ? want : (comm_only ? want : 0));
+  }
+
   int n_ = 1;
   CaseSpec spec_;
   std::vector<Plan> plans_;
@@ -76,75 +145,23 @@ class UlyssesComputed : public Ulysses {};    // every strategy with GEMMs (not 
 class UlyssesOverlapped : public Ulysses {};  // no reference mode
 class UlyssesStreamed : public Ulysses {};    // the attention streamed block by block
 
-// Every transfer and collective moves each row from the rank and token it belongs to: a row of
-// rank q's block of qkv_send (or of o rows holding rank q's tokens) goes to q, into the rows of
-// the sender's tokens (or its head block), same local row. Pairs are matched as the backends
-// match them: by sender, receiver and tag, in plan order.
+// Every transfer and collective moves each row from the rank and token it belongs to. Pairs
+// are matched as the backends match them: by sender, receiver and tag, in plan order.
 TEST_P(Ulysses, RowsTravelToTheirOwners) {
   for_each_world([&] {
-    // Per sender and receiver: the rows it sent (as (buffer kind, local row)) in order.
-    std::map<std::tuple<int, int, int>, std::vector<int64_t>> sent, received;
-    int64_t moved[2] = {0, 0};  // rows received into qkv, o_recv
+    RowTraffic traffic;
     for (const Plan& p : plans_) {
-      const int qkv_send = buffer(p, "qkv_send"), qkv = buffer(p, "qkv");
-      const int o = buffer(p, "o"), o_recv = buffer(p, "o_recv");
       for (const Task& t : p.tasks) {
         if (t.kind == TaskKind::collective) {
-          ASSERT_EQ(t.op, CollectiveOp::all_to_all) << describe(p, t.id);
-          const bool first = t.a.buffer == qkv_send;
-          // #1: peer-major to sequence-major; #2: back. A chunk per sequence.
-          EXPECT_EQ(t.c.buffer, first ? qkv : o_recv) << describe(p, t.id);
-          EXPECT_EQ(t.a.buffer, first ? qkv_send : o) << describe(p, t.id);
-          EXPECT_EQ(t.src_stride_rows, first ? local_ : tokens_);
-          EXPECT_EQ(t.dst_stride_rows, first ? tokens_ : local_);
-          EXPECT_EQ(t.a_step.rows, first ? tokens_ : spec_.shape.seq);
-          EXPECT_EQ(t.c_step.rows, first ? spec_.shape.seq : tokens_);
-          const int64_t local = first ? t.a.row : t.c.row;
-          EXPECT_EQ(first ? t.c.row : t.a.row, seq_row(0, local)) << describe(p, t.id);
-          EXPECT_EQ(local / tokens_, (local + t.a.rows - 1) / tokens_) << "chunks in a sequence";
-          EXPECT_LE(local / tokens_ + t.batch, spec_.shape.batch) << describe(p, t.id);
-          moved[first ? 0 : 1] += t.c.rows * t.batch * n_;
+          all_to_all(p, t, traffic);
           continue;
         }
-        if (t.sends()) {
-          if (t.a.buffer == qkv_send) {
-            EXPECT_EQ(t.a.row / local_, t.send_peer) << describe(p, t.id);
-            sent[{p.rank, t.send_peer, t.tag}].push_back(t.a.row % local_);
-          } else {
-            ASSERT_EQ(t.a.buffer, o) << describe(p, t.id);
-            EXPECT_EQ(owner(t.a.row).first, t.send_peer) << describe(p, t.id);
-            sent[{p.rank, t.send_peer, t.tag}].push_back(owner(t.a.row).second);
-          }
-        }
-        if (t.receives()) {
-          if (t.c.buffer == qkv) {
-            EXPECT_EQ(owner(t.c.row).first, t.recv_peer) << describe(p, t.id);
-            received[{t.recv_peer, p.rank, t.tag}].push_back(owner(t.c.row).second);
-            moved[0] += t.c.rows;
-          } else {
-            ASSERT_EQ(t.c.buffer, o_recv) << describe(p, t.id);
-            EXPECT_EQ(t.c.row / local_, t.recv_peer) << describe(p, t.id);
-            received[{t.recv_peer, p.rank, t.tag}].push_back(t.c.row % local_);
-            moved[1] += t.c.rows;
-          }
-        }
+        if (t.sends()) sent(p, t, traffic);
+        if (t.receives()) received(p, t, traffic);
       }
     }
-    EXPECT_EQ(sent, received);
-    // Every rank receives each peer's L rows once per all-to-all (collectives count their own
-    // block too).
-    const StrategyRole role = spec_.strategy.strategy->role;
-    const bool transfers = role != StrategyRole::compute_reference && n_ > 1;
-    const int64_t per_half = static_cast<int64_t>(n_) * (n_ - 1) * local_;
-    const bool collectives = std::any_of(plans_.begin(), plans_.end(), [](const Plan& p) {
-      return std::any_of(p.tasks.begin(), p.tasks.end(),
-                         [](const Task& t) { return t.kind == TaskKind::collective; });
-    });
-    const int64_t want = collectives ? per_half + n_ * local_ : per_half;
-    EXPECT_EQ(moved[0], transfers ? want : 0);
-    EXPECT_EQ(moved[1], transfers && !reference()
-                            ? want
-                            : (role == StrategyRole::comm_reference && n_ > 1 ? want : 0));
+    EXPECT_EQ(traffic.sent, traffic.received);
+    expect_rows_moved(traffic);
   });
 }
 

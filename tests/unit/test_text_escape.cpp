@@ -22,26 +22,38 @@ const std::string kFffd = "\xEF\xBF\xBD";
 const std::string kHostile =
     "h\x1b]0;owned\x07\r\nx\x7f\xC2\x9B\x80\xC0\xAF\xED\xA0\x80\xE2\x82\xF4\x90\x80\x80";
 
-// Whether `text` is well-formed UTF-8 (the Unicode standard's table of byte ranges).
+// The well-formed UTF-8 sequences (the Unicode standard's Table 3-7): a lead byte's range, the
+// sequence's length and the range of its second byte; later bytes are 80..BF.
+struct Utf8Row {
+  unsigned char lead_lo, lead_hi;
+  size_t length;
+  unsigned char second_lo, second_hi;
+};
+constexpr Utf8Row kUtf8Rows[] = {
+    {0x00, 0x7F, 1, 0, 0},       {0xC2, 0xDF, 2, 0x80, 0xBF}, {0xE0, 0xE0, 3, 0xA0, 0xBF},
+    {0xE1, 0xEC, 3, 0x80, 0xBF}, {0xED, 0xED, 3, 0x80, 0x9F}, {0xEE, 0xEF, 3, 0x80, 0xBF},
+    {0xF0, 0xF0, 4, 0x90, 0xBF}, {0xF1, 0xF3, 4, 0x80, 0xBF}, {0xF4, 0xF4, 4, 0x80, 0x8F},
+};
+
+// The length of the well-formed sequence at `at`, 0 where none starts there.
+size_t utf8_sequence(const std::string& text, size_t at) {
+  const auto byte = [&](size_t k) { return static_cast<unsigned char>(text[at + k]); };
+  for (const Utf8Row& row : kUtf8Rows) {
+    if (byte(0) < row.lead_lo || byte(0) > row.lead_hi) continue;
+    if (at + row.length > text.size()) return 0;
+    for (size_t k = 1; k < row.length; ++k) {
+      const unsigned char lo = k == 1 ? row.second_lo : 0x80, hi = k == 1 ? row.second_hi : 0xBF;
+      if (byte(k) < lo || byte(k) > hi) return 0;
+    }
+    return row.length;
+  }
+  return 0;
+}
+
+// Whether `text` is well-formed UTF-8.
 bool valid_utf8(const std::string& text) {
   for (size_t i = 0; i < text.size();) {
-    const auto b = [&](size_t k) {
-      return i + k < text.size() ? static_cast<unsigned char>(text[i + k]) : 0;
-    };
-    const auto cont = [&](size_t k, int lo = 0x80, int hi = 0xBF) {
-      return b(k) >= lo && b(k) <= hi;
-    };
-    size_t n = 0;
-    if (b(0) < 0x80) n = 1;
-    if (b(0) >= 0xC2 && b(0) <= 0xDF && cont(1)) n = 2;
-    if (b(0) == 0xE0 && cont(1, 0xA0) && cont(2)) n = 3;
-    if (((b(0) >= 0xE1 && b(0) <= 0xEC) || b(0) == 0xEE || b(0) == 0xEF) && cont(1) && cont(2)) {
-      n = 3;
-    }
-    if (b(0) == 0xED && cont(1, 0x80, 0x9F) && cont(2)) n = 3;
-    if (b(0) == 0xF0 && cont(1, 0x90) && cont(2) && cont(3)) n = 4;
-    if (b(0) >= 0xF1 && b(0) <= 0xF3 && cont(1) && cont(2) && cont(3)) n = 4;
-    if (b(0) == 0xF4 && cont(1, 0x80, 0x8F) && cont(2) && cont(3)) n = 4;
+    const size_t n = utf8_sequence(text, i);
     if (n == 0) return false;
     i += n;
   }

@@ -44,6 +44,15 @@ bool is_known_ctype(cudaDataType t) {
   }
 }
 
+// CUBLAS_COMPUTE_32F and _PEDANTIC's rows of the table supported_combination follows.
+bool supported_32f_combination(cudaDataType ab, cudaDataType c) {
+  if (ab == CUDA_R_16BF || ab == CUDA_R_16F) return c == ab || c == CUDA_R_32F;
+  if (ab == CUDA_R_8I) return c == CUDA_R_32F;
+  if (ab == CUDA_R_32F) return c == CUDA_R_32F;
+  if (ab == CUDA_C_8I || ab == CUDA_C_32F) return c == CUDA_C_32F;
+  return false;
+}
+
 // The table of supported (computeType, Atype/Btype, Ctype) combinations in #cublasgemmex, which
 // #cublasgemmstridedbatchedex shares. Anything else is CUBLAS_STATUS_NOT_SUPPORTED.
 bool supported_combination(const Gemm& g) {
@@ -62,12 +71,7 @@ bool supported_combination(const Gemm& g) {
   if (is_fast_32f(ct)) {
     return (ab == CUDA_R_32F && c == CUDA_R_32F) || (ab == CUDA_C_32F && c == CUDA_C_32F);
   }
-  // CUBLAS_COMPUTE_32F and _PEDANTIC.
-  if (ab == CUDA_R_16BF || ab == CUDA_R_16F) return c == ab || c == CUDA_R_32F;
-  if (ab == CUDA_R_8I) return c == CUDA_R_32F;
-  if (ab == CUDA_R_32F) return c == CUDA_R_32F;
-  if (ab == CUDA_C_8I || ab == CUDA_C_32F) return c == CUDA_C_32F;
-  return false;
+  return supported_32f_combination(ab, c);
 }
 
 // cublasGemmAlgo_t values: CUBLAS_GEMM_DEFAULT, ALGO0..23, the (deprecated, still accepted)

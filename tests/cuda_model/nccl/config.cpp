@@ -17,54 +17,42 @@ namespace {
 constexpr int kUndef = NCCL_CONFIG_UNDEF_INT;
 constexpr int kMaxCgaClusterSize = 8;  // NCCL_MAX_CGA_CLUSTER_SIZE
 
+struct FieldCheck {
+  const char* name;  // as NCCL's message names the attribute
+  std::string value;
+  bool valid;
+};
+
 // "Invalid config ... attribute value" checks of parseCommConfig, in its order.
 ncclResult_t check_fields(const ncclConfig_t& c) {
-  if (c.blocking != kUndef && c.blocking != 0 && c.blocking != 1) {
-    return warn(ncclInvalidArgument,
-                "Invalid config blocking attribute value " + std::to_string(c.blocking));
-  }
-  if (c.cgaClusterSize != kUndef && c.cgaClusterSize < 0) {
-    return warn(ncclInvalidArgument, "Invalid config cgaClusterSize attribute value " +
-                                         std::to_string(c.cgaClusterSize));
-  }
-  // minCTAs > maxCTAs is compared before defaults apply, so a minCTAs with maxCTAs left
-  // undefined (INT_MIN) fails too, as in NCCL.
-  if ((c.minCTAs != kUndef && c.minCTAs <= 0) || (c.maxCTAs != kUndef && c.maxCTAs <= 0) ||
-      c.minCTAs > c.maxCTAs) {
-    return warn(ncclInvalidArgument, "Invalid config min/max channels attribute value " +
-                                         std::to_string(c.minCTAs) + "/" +
-                                         std::to_string(c.maxCTAs));
-  }
   const auto flag = [](int v) { return v == kUndef || v == 0 || v == 1; };
-  if (!flag(c.splitShare)) {
-    return warn(ncclInvalidArgument,
-                "Invalid config splitShare attribute value " + std::to_string(c.splitShare));
-  }
-  if (!flag(c.collnetEnable)) {
-    return warn(ncclInvalidArgument,
-                "Invalid config collnetEnable attribute value " + std::to_string(c.collnetEnable));
-  }
-  if (c.CTAPolicy != kUndef &&
-      (c.CTAPolicy < NCCL_CTA_POLICY_DEFAULT || c.CTAPolicy > NCCL_CTA_POLICY_ZERO)) {
-    return warn(ncclInvalidArgument,
-                "Invalid config policy attribute value " + std::to_string(c.CTAPolicy));
-  }
-  if (!flag(c.shrinkShare)) {
-    return warn(ncclInvalidArgument,
-                "Invalid config shrinkShare attribute value " + std::to_string(c.shrinkShare));
-  }
-  if (c.nvlsCTAs != kUndef && c.nvlsCTAs <= 0) {
-    return warn(ncclInvalidArgument,
-                "Invalid config nvlsCTAs attribute value " + std::to_string(c.nvlsCTAs));
-  }
-  if (c.nChannelsPerNetPeer != kUndef &&
-      (c.nChannelsPerNetPeer <= 0 || c.nChannelsPerNetPeer > kMaxChannels)) {
-    return warn(ncclInvalidArgument, "Invalid config nChannelsPerNetPeer attribute value " +
-                                         std::to_string(c.nChannelsPerNetPeer));
-  }
-  if (!flag(c.nvlinkCentricSched)) {
-    return warn(ncclInvalidArgument, "Invalid config nvlinkCentricSched attribute value " +
-                                         std::to_string(c.nvlinkCentricSched));
+  const auto text = [](int v) { return std::to_string(v); };
+  const FieldCheck checks[] = {
+      {"blocking", text(c.blocking), flag(c.blocking)},
+      {"cgaClusterSize", text(c.cgaClusterSize),
+       c.cgaClusterSize == kUndef || c.cgaClusterSize >= 0},
+      // minCTAs > maxCTAs is compared before defaults apply, so a minCTAs with maxCTAs left
+      // undefined (INT_MIN) fails too, as in NCCL.
+      {"min/max channels", text(c.minCTAs) + "/" + text(c.maxCTAs),
+       (c.minCTAs == kUndef || c.minCTAs > 0) && (c.maxCTAs == kUndef || c.maxCTAs > 0) &&
+           c.minCTAs <= c.maxCTAs},
+      {"splitShare", text(c.splitShare), flag(c.splitShare)},
+      {"collnetEnable", text(c.collnetEnable), flag(c.collnetEnable)},
+      {"policy", text(c.CTAPolicy),
+       c.CTAPolicy == kUndef ||
+           (c.CTAPolicy >= NCCL_CTA_POLICY_DEFAULT && c.CTAPolicy <= NCCL_CTA_POLICY_ZERO)},
+      {"shrinkShare", text(c.shrinkShare), flag(c.shrinkShare)},
+      {"nvlsCTAs", text(c.nvlsCTAs), c.nvlsCTAs == kUndef || c.nvlsCTAs > 0},
+      {"nChannelsPerNetPeer", text(c.nChannelsPerNetPeer),
+       c.nChannelsPerNetPeer == kUndef ||
+           (c.nChannelsPerNetPeer > 0 && c.nChannelsPerNetPeer <= kMaxChannels)},
+      {"nvlinkCentricSched", text(c.nvlinkCentricSched), flag(c.nvlinkCentricSched)},
+  };
+  for (const FieldCheck& check : checks) {
+    if (!check.valid) {
+      return warn(ncclInvalidArgument,
+                  std::string("Invalid config ") + check.name + " attribute value " + check.value);
+    }
   }
   return ncclSuccess;
 }

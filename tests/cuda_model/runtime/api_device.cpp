@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
+#include <utility>
 
 #include "internal.h"
 
@@ -80,51 +81,38 @@ int current_device() {
   return thread_device;
 }
 
+// The runtime's messages for the errors the model raises (cudaGetErrorString's wording).
+constexpr std::pair<cudaError_t, const char*> kErrorNames[] = {
+    {cudaSuccess, "no error"},
+    {cudaErrorInvalidValue, "invalid argument"},
+    {cudaErrorMemoryAllocation, "out of memory"},
+    {cudaErrorInvalidPitchValue, "invalid pitch argument"},
+    {cudaErrorInvalidMemcpyDirection, "invalid copy direction for memcpy"},
+    {cudaErrorInvalidDevice, "invalid device ordinal"},
+    {cudaErrorNoDevice, "no CUDA-capable device is detected"},
+    {cudaErrorInvalidResourceHandle, "invalid resource handle"},
+    {cudaErrorNotReady, "device not ready"},
+    {cudaErrorInvalidConfiguration, "invalid configuration argument"},
+    {cudaErrorNotSupported, "operation not supported"},
+    {cudaErrorStreamCaptureUnsupported, "operation not permitted when stream is capturing"},
+    {cudaErrorStreamCaptureInvalidated, "operation failed due to a previous error during capture"},
+    {cudaErrorStreamCaptureMerge,
+     "operation would result in a merge of separate capture sequences"},
+    {cudaErrorStreamCaptureUnmatched, "capture was not initiated in this stream"},
+    {cudaErrorStreamCaptureUnjoined, "capturing stream has unjoined work"},
+    {cudaErrorStreamCaptureIsolation, "dependency created on uncaptured work in another stream"},
+    {cudaErrorStreamCaptureImplicit,
+     "operation would make the legacy stream depend on a capturing blocking stream"},
+    {cudaErrorStreamCaptureWrongThread,
+     "attempt to terminate a thread-local capture sequence from another thread"},
+    {cudaErrorIllegalState, "the operation is not permitted in the current state"},
+};
+
 const char* error_name(cudaError_t error) {
-  switch (error) {
-    case cudaSuccess:
-      return "no error";
-    case cudaErrorInvalidValue:
-      return "invalid argument";
-    case cudaErrorMemoryAllocation:
-      return "out of memory";
-    case cudaErrorInvalidPitchValue:
-      return "invalid pitch argument";
-    case cudaErrorInvalidMemcpyDirection:
-      return "invalid copy direction for memcpy";
-    case cudaErrorInvalidDevice:
-      return "invalid device ordinal";
-    case cudaErrorNoDevice:
-      return "no CUDA-capable device is detected";
-    case cudaErrorInvalidResourceHandle:
-      return "invalid resource handle";
-    case cudaErrorNotReady:
-      return "device not ready";
-    case cudaErrorInvalidConfiguration:
-      return "invalid configuration argument";
-    case cudaErrorNotSupported:
-      return "operation not supported";
-    case cudaErrorStreamCaptureUnsupported:
-      return "operation not permitted when stream is capturing";
-    case cudaErrorStreamCaptureInvalidated:
-      return "operation failed due to a previous error during capture";
-    case cudaErrorStreamCaptureMerge:
-      return "operation would result in a merge of separate capture sequences";
-    case cudaErrorStreamCaptureUnmatched:
-      return "capture was not initiated in this stream";
-    case cudaErrorStreamCaptureUnjoined:
-      return "capturing stream has unjoined work";
-    case cudaErrorStreamCaptureIsolation:
-      return "dependency created on uncaptured work in another stream";
-    case cudaErrorStreamCaptureImplicit:
-      return "operation would make the legacy stream depend on a capturing blocking stream";
-    case cudaErrorStreamCaptureWrongThread:
-      return "attempt to terminate a thread-local capture sequence from another thread";
-    case cudaErrorIllegalState:
-      return "the operation is not permitted in the current state";
-    default:
-      return "unrecognized error code";
+  for (const auto& [code, name] : kErrorNames) {
+    if (code == error) return name;
   }
+  return "unrecognized error code";
 }
 
 }  // namespace fobmodel::detail

@@ -50,6 +50,22 @@ def run_chromium(chromium, html_path):
     return json.loads(html.unescape(found.group(1)))
 
 
+def phase_problems(ev, ph, where):
+    """What the Trace Event Format asks of an event of phase `ph` in particular."""
+    problems = []
+    if ph != "M" and not isinstance(ev.get("ts"), (int, float)):
+        problems.append(f"{where}: a {ph} event without a numeric ts")
+    if ph == "X" and not (isinstance(ev.get("dur"), (int, float)) and ev["dur"] >= 0):
+        problems.append(f"{where}: a complete event (X) without dur >= 0")
+    if ph == "M" and (ev.get("name") not in METADATA or not isinstance(ev.get("args"), dict)):
+        problems.append(f"{where}: metadata event {ev.get('name')!r} is not one of {METADATA}")
+    if ph in ("s", "t", "f") and "id" not in ev:
+        problems.append(f"{where}: a flow event ({ph}) without id")
+    if ph in ("i", "I") and ev.get("s", "t") not in ("g", "p", "t"):
+        problems.append(f"{where}: an instant event's scope {ev.get('s')!r} is not g, p or t")
+    return problems
+
+
 def check_event(ev, where):
     if not isinstance(ev, dict):
         return [f"{where}: an event is not an object"]
@@ -64,16 +80,7 @@ def check_event(ev, where):
             problems.append(f"{where}: {key} is neither an integer nor a string")
     if "pid" not in ev:
         problems.append(f"{where}: a {ph} event without pid")
-    if ph != "M" and not isinstance(ev.get("ts"), (int, float)):
-        problems.append(f"{where}: a {ph} event without a numeric ts")
-    if ph == "X" and not (isinstance(ev.get("dur"), (int, float)) and ev["dur"] >= 0):
-        problems.append(f"{where}: a complete event (X) without dur >= 0")
-    if ph == "M" and (ev.get("name") not in METADATA or not isinstance(ev.get("args"), dict)):
-        problems.append(f"{where}: metadata event {ev.get('name')!r} is not one of {METADATA}")
-    if ph in ("s", "t", "f") and "id" not in ev:
-        problems.append(f"{where}: a flow event ({ph}) without id")
-    if ph in ("i", "I") and ev.get("s", "t") not in ("g", "p", "t"):
-        problems.append(f"{where}: an instant event's scope {ev.get('s')!r} is not g, p or t")
+    problems += phase_problems(ev, ph, where)
     for key in ("args", "cat"):
         if key in ev and not isinstance(ev[key], dict if key == "args" else str):
             problems.append(f"{where}: {key} has the wrong type")
