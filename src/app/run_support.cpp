@@ -131,8 +131,9 @@ void check_cpu_options(const Config& c) {
                      std::to_string(applied) + " thread(s) at most (" + blas_description() +
                      "); valid: 1 to " + std::to_string(applied));
   }
-  if (c.transport == "nccl") {
-    throw InputError("transport: 'nccl' needs the cuda backend; valid for cpu: auto, mpi");
+  if (c.transport == "nccl" || c.transport == "ce") {
+    throw InputError("transport: '" + c.transport +
+                     "' needs the cuda backend; valid for cpu: auto, mpi");
   }
   if (c.dtype != DType::fp32 && c.dtype != DType::fp64) {
     throw InputError(std::string("dtype: '") + to_string(c.dtype) +
@@ -154,17 +155,26 @@ void check_cpu_options(const Config& c) {
   }
 }
 
-// What NCCL's transfers cannot do, and what only they can.
+// What each transport cannot do: only NCCL's transfers can be captured in a graph (host-staged
+// ones run on a host thread; the copy engines' flags are numbered per iteration, and a replayed
+// graph would write the same numbers again), and only host-staged ones can be held back by an
+// emulated link.
 void check_cuda_options(const Config& c) {
-  if (c.graphs && c.transport != "nccl") {
+  if (c.graphs && c.transport == "mpi") {
     throw InputError(
         "graphs: CUDA graphs need --backend cuda --transport nccl (host-staged "
         "transfers cannot be captured)");
   }
-  if (c.link.enabled() && c.transport == "nccl") {
+  if (c.graphs && c.transport == "ce") {
+    throw InputError(
+        "graphs: CUDA graphs need --backend cuda --transport nccl (transport ce numbers its "
+        "flags per iteration; a captured graph would replay the same numbers)");
+  }
+  if (c.link.enabled() && c.transport != "mpi") {
     throw InputError(
         "link_gbps/link_latency_us: link emulation needs host-staged transfers "
-        "(--transport mpi); NCCL's transfers cannot be held back");
+        "(--transport mpi); transport " +
+        c.transport + "'s transfers cannot be held back");
   }
 }
 

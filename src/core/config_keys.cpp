@@ -31,7 +31,7 @@ std::string backend_choices() {
   return "auto, cpu, cuda";
 }
 std::string transport_choices() {
-  return "auto, mpi, nccl";
+  return "auto, ce, mpi, nccl";
 }
 
 }  // namespace

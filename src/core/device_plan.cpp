@@ -50,7 +50,12 @@ int64_t stage_elements(const Plan& plan) {
 
 bool graph_capture_eligible(const Plan& plan, const std::string& transport, std::string* why) {
   if (transport != "nccl") {
-    if (why) *why = "transport " + transport + " stages transfers through a host thread";
+    if (why) {
+      *why = transport == "ce"
+                 ? "transport ce numbers its flags per iteration, which a replayed "
+                   "graph would repeat"
+                 : "transport " + transport + " stages transfers through a host thread";
+    }
     return false;
   }
   if (plan.tasks.empty()) {

@@ -67,6 +67,8 @@ const std::vector<BadInput> kCases = {
     {"bad_workload", {"--workload", "attention"}, "valid: ag_gemm, gemm_rs, mlp"},
     {"unknown_option", {"--frobnicate"}, "--frobnicate"},
     {"nccl_on_cpu", {"--backend", "cpu", "--transport", "nccl"}, "transport: 'nccl'"},
+    {"ce_on_cpu", {"--backend", "cpu", "--transport", "ce"}, "transport: 'ce' needs the cuda"},
+    {"transport_choices", {"--transport", "dma"}, "auto, ce, mpi, nccl"},
     {"graphs_on_cpu", {"--backend", "cpu", "--graphs"}, "graphs"},
     {"comm_sms_on_cpu", {"--backend", "cpu", "--comm-sms", "8"}, "comm_sms"},
     {"math_unknown", {"--math", "fastest"}, "math: 'fastest' is not a math mode; valid: exact"},

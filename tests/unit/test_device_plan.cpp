@@ -68,6 +68,8 @@ TEST(GraphCapture, OnlyWithDeviceSideTransfers) {
   EXPECT_TRUE(graph_capture_eligible(plan, "nccl", &why));
   EXPECT_FALSE(graph_capture_eligible(plan, "mpi", &why));
   EXPECT_NE(why.find("host"), std::string::npos);
+  EXPECT_FALSE(graph_capture_eligible(plan, "ce", &why));
+  EXPECT_NE(why.find("flags per iteration"), std::string::npos) << why;
   Plan empty;
   EXPECT_FALSE(graph_capture_eligible(empty, "nccl", &why));
 }

@@ -41,6 +41,9 @@ CudaBackend::CudaBackend(const BackendOptions& options) : options_(options), che
   check_ = Checker(rank_);
   // The transport is chosen here, once. It is known before the device is checked: only NCCL
   // needs a GPU per rank and SMs of its own.
+  if (options_.transport == "ce") {
+    throw InputError("transport: 'ce' is not in this build of the cuda module; valid: mpi, nccl");
+  }
   const bool nccl = options_.transport != "mpi";
   if (options_.loopback && world_ != 1) {
     throw InputError("loopback: one process plays every rank; run it on 1 rank, not " +
