@@ -167,6 +167,14 @@ void set_traced_op(QueuedOp* op);
 const void* allocation_of(const void* pointer, size_t* size);
 
 std::string pointer_text(const void* p);
+// The number of copy engines cudaDevAttrAsyncEngineCount reports (FOB_MODEL_COPY_ENGINES).
+int copy_engines();
+
+// CUDA IPC (ipc.cpp). cudaFree's rules for imported and exported memory; the exporter of an
+// imported pointer (its process, device and the offset in that device's arena).
+cudaError_t ipc_before_free(void* pointer);
+bool imported_owner(const void* pointer, int* pid, int* device, uint64_t* offset);
+bool exported_at(const void* pointer, int* device, uint64_t* offset);
 // This thread's last error (cudaGetLastError resets it, cudaPeekAtLastError does not).
 cudaError_t take_last_error(bool reset);
 const CuptiHooks& hooks();

@@ -461,6 +461,9 @@ cudaError_t cudaFree(void* devPtr) {
   // cudaFree synchronises the device (CUDA Runtime API, "API synchronization behavior"): the
   // memory may still be in use by queued work.
   if (devPtr != nullptr) cudaDeviceSynchronize();
+  if (const cudaError_t e = fobmodel::detail::ipc_before_free(devPtr); e != cudaSuccess) {
+    return fobmodel::record_error(e);
+  }
   return fobmodel::record_error(fobmodel::detail::release(devPtr, true));
 }
 

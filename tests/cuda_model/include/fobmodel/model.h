@@ -121,6 +121,11 @@ Memory memory_of(const void* pointer, int* device = nullptr);
 // bytes); null when none does.
 const void* live_allocation(const void* pointer, size_t bytes);
 
+// Device memory shared through CUDA IPC: for memory imported with cudaIpcOpenMemHandle, the
+// exporting process's id; for an allocation of this process exported with cudaIpcGetMemHandle,
+// this process's id. False for any other memory.
+bool ipc_owner(const void* pointer, int* pid);
+
 // The machine the model pretends to be, beyond what CUDA shows. FOB_MODEL_DEVICES physical GPUs,
 // each with its PCI bus id ("0000:18:00.0"). CUDA_VISIBLE_DEVICES hides and renumbers them for
 // CUDA only: it is a CUDA environment variable, and "The NVML index may not correlate with other
