@@ -15,6 +15,8 @@
 #include <string>
 #include <thread>
 
+#include <unistd.h>
+
 #include "fobmodel/model.h"
 
 namespace {
@@ -112,6 +114,20 @@ double deadlock_seconds() {
   return seconds > 0 ? seconds : 5;
 }
 
+// Who should have written the word: the host, or, for device memory shared through CUDA IPC,
+// the processes that map it.
+std::string writer_text(const uint32_t* word) {
+  int owner = 0;
+  if (!fobmodel::ipc_owner(word, &owner)) return "the host never wrote it";
+  const int me = getpid();
+  return owner == me ? "the word is device memory of this process (" + std::to_string(me) +
+                           ") exported with cudaIpcGetMemHandle, and no process that imported it "
+                           "(nor this one) wrote the value"
+                     : "the word is device memory of process " + std::to_string(owner) +
+                           ", imported with cudaIpcOpenMemHandle by this process (" +
+                           std::to_string(me) + "), and no process wrote the value";
+}
+
 void report_stuck(const uint32_t* word, uint32_t value, unsigned kind, double seconds) {
   std::string stream = "?", task;
   fobmodel::running_op(&stream, &task);
@@ -119,13 +135,13 @@ void report_stuck(const uint32_t* word, uint32_t value, unsigned kind, double se
   char waited[32];
   std::snprintf(waited, sizeof waited, "%.1f", seconds);
   fobmodel::violation(
-      "deadlock", "cuStreamWaitValue32 (stream " + stream + ", task \"" + task + "\") has waited " +
-                      waited + " s for the 32-bit word at " +
-                      hex(reinterpret_cast<uintptr_t>(word)) + " to satisfy " +
-                      condition(value, kind) + "; it holds " + std::to_string(now) +
-                      ": the host never wrote it, and the stream and all work queued behind the "
-                      "wait hang (cuStreamWaitValue32: \"Improper use of this API may deadlock "
-                      "the application\")");
+      "deadlock",
+      "cuStreamWaitValue32 (stream " + stream + ", task \"" + task + "\") has waited " + waited +
+          " s for the 32-bit word at " + hex(reinterpret_cast<uintptr_t>(word)) + " to satisfy " +
+          condition(value, kind) + "; it holds " + std::to_string(now) + ": " + writer_text(word) +
+          ", and the stream and all work queued behind the "
+          "wait hang (cuStreamWaitValue32: \"Improper use of this API may deadlock "
+          "the application\")");
 }
 
 // The stream's thread polls the word with acquire loads, backing off from a yield to 200 us, as

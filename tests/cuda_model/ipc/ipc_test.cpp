@@ -314,6 +314,27 @@ TEST(Ipc, APeerCopyNamingTheWrongDeviceIsMemcpyKind) {
   EXPECT_TRUE(has(ranks.errs[1], "memcpy-kind: cudaMemcpyPeerAsync")) << ranks.all();
 }
 
+TEST(Ipc, AFlagNeverWrittenIsADeadlockNamingItsOwner) {
+  const Ranks ranks = run_ranks([](int rank, const Channel& channel) {
+    if (rank == 0) {
+      const Exported mine = export_pair(channel);
+      channel.await('x');
+      return mine.ok ? 0 : 10;
+    }
+    const Imported peer = import_pair(channel);
+    cudaStream_t stream = new_stream();
+    if (!peer.ok || driver().wait(stream, word(peer.flags, 3), 7, CU_STREAM_WAIT_VALUE_EQ) != 0) {
+      return 20;
+    }
+    cudaStreamSynchronize(stream);
+    return 21;
+  });
+  EXPECT_EQ(ranks.codes[1], 86) << ranks.all();
+  EXPECT_TRUE(has(ranks.errs[1], "deadlock: cuStreamWaitValue32")) << ranks.all();
+  EXPECT_TRUE(has(ranks.errs[1], "the word is device memory of process ")) << ranks.all();
+  EXPECT_TRUE(has(ranks.errs[1], "imported with cudaIpcOpenMemHandle")) << ranks.all();
+}
+
 // What the copy-engine transport asks of a device, in a process of its own: 0 if all is as
 // the model documents.
 int attributes_as_documented() {
