@@ -146,11 +146,13 @@ void report_stuck(const uint32_t* word, uint32_t value, unsigned kind, double se
 
 // The stream's thread polls the word with acquire loads, backing off from a yield to 200 us, as
 // a GPU's front end polls it; the first poll sees a value already written.
-void wait_for(const uint32_t* word, uint32_t value, unsigned kind, double limit_s) {
+// Returns the value that satisfied it.
+uint32_t wait_for(const uint32_t* word, uint32_t value, unsigned kind, double limit_s) {
   const auto start = std::chrono::steady_clock::now();
   bool reported = false;
   int backoff_us = 0;
-  while (!satisfied(__atomic_load_n(word, __ATOMIC_ACQUIRE), value, kind)) {
+  uint32_t seen = 0;
+  while (!satisfied(seen = __atomic_load_n(word, __ATOMIC_ACQUIRE), value, kind)) {
     const double waited =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (!reported && waited > limit_s) {
@@ -165,6 +167,7 @@ void wait_for(const uint32_t* word, uint32_t value, unsigned kind, double limit_
       backoff_us = std::min(backoff_us * 2, 200);
     }
   }
+  return seen;
 }
 
 }  // namespace
@@ -190,7 +193,12 @@ CUresult cuStreamWaitValue32_v2(CUstream stream, CUdeviceptr addr, cuuint32_t va
   op.note = "value=" + std::to_string(value) + " flags=" + std::to_string(flags);
   // No footprint: the word is read as a synchronisation, not as data, and the race detector
   // must not see an edge (or a race) in it.
-  op.run = [word, value, kind, limit_s] { wait_for(word, value, kind, limit_s); };
+  // Across processes (device memory shared through CUDA IPC) the wait is the order the
+  // cross-process race detector knows: it acquires what the write it saw published.
+  op.run = [word, value, kind, limit_s] {
+    const uint32_t seen = wait_for(word, value, kind, limit_s);
+    fobmodel::flag_observed(word, value, seen, kind == CU_STREAM_WAIT_VALUE_GEQ);
+  };
   return enqueue_op(stream, std::move(op));
 }
 
@@ -210,7 +218,12 @@ CUresult cuStreamWriteValue32_v2(CUstream stream, CUdeviceptr addr, cuuint32_t v
   op.name = "cuStreamWriteValue32";
   op.note = "value=" + std::to_string(value);
   op.footprint = {fobmodel::Footprint{word, 4, 1, 4, true}};
-  op.run = [word, value] { __atomic_store_n(word, value, __ATOMIC_RELEASE); };
+  op.flag = true;
+  // Published before the store, so that a wait that sees the value finds what it orders.
+  op.run = [word, value] {
+    fobmodel::flag_written(word, value);
+    __atomic_store_n(word, value, __ATOMIC_RELEASE);
+  };
   return enqueue_op(stream, std::move(op));
 }
 

@@ -9,6 +9,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <map>
@@ -56,6 +57,9 @@ struct Ipc {
   std::map<uintptr_t, Import> imports;  // by the pointer cudaIpcOpenMemHandle returned
   Ipc();
 };
+
+// Set once this process exports or imports: until then no access needs the shared tables.
+std::atomic<bool> active{false};
 
 Ipc& ipc() {
   static Ipc* instance = new Ipc;  // outlives the stream threads at exit
@@ -113,6 +117,7 @@ ExportTable* create_table(Ipc& state) {
   pthread_mutex_init(&table->mutex, &attributes);
   pthread_mutexattr_destroy(&attributes);
   table->magic = kTableMagic;
+  active = true;
   state.own = table;
   state.own_fd = fd;
   return table;
@@ -133,6 +138,7 @@ ExportTable* remote_table(Ipc& state, int pid, int fd) {
   close(opened);
   if (table == nullptr || table->magic != kTableMagic) return nullptr;
   state.remote[pid] = table;
+  active = true;
   return table;
 }
 
@@ -174,6 +180,10 @@ TableLock::TableLock(ExportTable& table) : table_(table) {
 }
 TableLock::~TableLock() {
   pthread_mutex_unlock(&table_.mutex);
+}
+
+bool ipc_active() {
+  return active.load(std::memory_order_relaxed);
 }
 
 ExportTable* own_table(bool create) {
@@ -301,6 +311,10 @@ cudaError_t get_handle(cudaIpcMemHandle_t* out, void* pointer) {
     if (entry == nullptr) return cudaErrorMemoryAllocation;
     handle.generation = entry->generation;
   }
+  {
+    std::lock_guard lock(model_mutex());
+    note_host_synchronised();
+  }
   handle.magic = kHandleMagic;
   handle.pid = getpid();
   handle.table_fd = ipc().own_fd;
@@ -338,12 +352,18 @@ cudaError_t check_exported(Ipc& state, const Handle& handle) {
   if (table == nullptr) {
     return ipc_error(cudaErrorInvalidValue, what + " names a process that is gone");
   }
-  TableLock lock(*table);
-  ExportEntry* entry = find_entry(*table, handle.device, handle.offset);
-  if (entry == nullptr || entry->generation != handle.generation) {
-    return ipc_error(cudaErrorInvalidValue, what + " names memory the exporter has freed");
+  Knowledge published;
+  {
+    TableLock lock(*table);
+    ExportEntry* entry = find_entry(*table, handle.device, handle.offset);
+    if (entry == nullptr || entry->generation != handle.generation) {
+      return ipc_error(cudaErrorInvalidValue, what + " names memory the exporter has freed");
+    }
+    if (!count_importer(*entry, 1)) return cudaErrorMemoryAllocation;
+    published = table->synced;
   }
-  return count_importer(*entry, 1) ? cudaSuccess : cudaErrorMemoryAllocation;
+  acquire_published(published);
+  return cudaSuccess;
 }
 
 // Maps the allocation's pages into the import region; its base in *out.

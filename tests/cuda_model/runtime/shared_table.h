@@ -80,6 +80,8 @@ struct ExportTable {
   uint32_t magic = 0;
   pthread_mutex_t mutex;
   uint64_t next_generation = 0;
+  // What the exporter's host threads last synchronised with: an importer acquires it at open.
+  Knowledge synced;
   ExportEntry entries[kMaxExports];
   FlagWord flags[kMaxFlagWords];
 };
