@@ -15,6 +15,8 @@
 #include <string>
 #include <thread>
 
+#include <unistd.h>
+
 #include "fobmodel/model.h"
 
 namespace {
@@ -112,6 +114,20 @@ double deadlock_seconds() {
   return seconds > 0 ? seconds : 5;
 }
 
+// Who should have written the word: the host, or, for device memory shared through CUDA IPC,
+// the processes that map it.
+std::string writer_text(const uint32_t* word) {
+  int owner = 0;
+  if (!fobmodel::ipc_owner(word, &owner)) return "the host never wrote it";
+  const int me = getpid();
+  return owner == me ? "the word is device memory of this process (" + std::to_string(me) +
+                           ") exported with cudaIpcGetMemHandle, and no process that imported it "
+                           "(nor this one) wrote the value"
+                     : "the word is device memory of process " + std::to_string(owner) +
+                           ", imported with cudaIpcOpenMemHandle by this process (" +
+                           std::to_string(me) + "), and no process wrote the value";
+}
+
 void report_stuck(const uint32_t* word, uint32_t value, unsigned kind, double seconds) {
   std::string stream = "?", task;
   fobmodel::running_op(&stream, &task);
@@ -119,22 +135,24 @@ void report_stuck(const uint32_t* word, uint32_t value, unsigned kind, double se
   char waited[32];
   std::snprintf(waited, sizeof waited, "%.1f", seconds);
   fobmodel::violation(
-      "deadlock", "cuStreamWaitValue32 (stream " + stream + ", task \"" + task + "\") has waited " +
-                      waited + " s for the 32-bit word at " +
-                      hex(reinterpret_cast<uintptr_t>(word)) + " to satisfy " +
-                      condition(value, kind) + "; it holds " + std::to_string(now) +
-                      ": the host never wrote it, and the stream and all work queued behind the "
-                      "wait hang (cuStreamWaitValue32: \"Improper use of this API may deadlock "
-                      "the application\")");
+      "deadlock",
+      "cuStreamWaitValue32 (stream " + stream + ", task \"" + task + "\") has waited " + waited +
+          " s for the 32-bit word at " + hex(reinterpret_cast<uintptr_t>(word)) + " to satisfy " +
+          condition(value, kind) + "; it holds " + std::to_string(now) + ": " + writer_text(word) +
+          ", and the stream and all work queued behind the "
+          "wait hang (cuStreamWaitValue32: \"Improper use of this API may deadlock "
+          "the application\")");
 }
 
 // The stream's thread polls the word with acquire loads, backing off from a yield to 200 us, as
 // a GPU's front end polls it; the first poll sees a value already written.
-void wait_for(const uint32_t* word, uint32_t value, unsigned kind, double limit_s) {
+// Returns the value that satisfied it.
+uint32_t wait_for(const uint32_t* word, uint32_t value, unsigned kind, double limit_s) {
   const auto start = std::chrono::steady_clock::now();
   bool reported = false;
   int backoff_us = 0;
-  while (!satisfied(__atomic_load_n(word, __ATOMIC_ACQUIRE), value, kind)) {
+  uint32_t seen = 0;
+  while (!satisfied(seen = __atomic_load_n(word, __ATOMIC_ACQUIRE), value, kind)) {
     const double waited =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (!reported && waited > limit_s) {
@@ -149,6 +167,7 @@ void wait_for(const uint32_t* word, uint32_t value, unsigned kind, double limit_
       backoff_us = std::min(backoff_us * 2, 200);
     }
   }
+  return seen;
 }
 
 }  // namespace
@@ -174,7 +193,12 @@ CUresult cuStreamWaitValue32_v2(CUstream stream, CUdeviceptr addr, cuuint32_t va
   op.note = "value=" + std::to_string(value) + " flags=" + std::to_string(flags);
   // No footprint: the word is read as a synchronisation, not as data, and the race detector
   // must not see an edge (or a race) in it.
-  op.run = [word, value, kind, limit_s] { wait_for(word, value, kind, limit_s); };
+  // Across processes (device memory shared through CUDA IPC) the wait is the order the
+  // cross-process race detector knows: it acquires what the write it saw published.
+  op.run = [word, value, kind, limit_s] {
+    const uint32_t seen = wait_for(word, value, kind, limit_s);
+    fobmodel::flag_observed(word, value, seen, kind == CU_STREAM_WAIT_VALUE_GEQ);
+  };
   return enqueue_op(stream, std::move(op));
 }
 
@@ -194,7 +218,12 @@ CUresult cuStreamWriteValue32_v2(CUstream stream, CUdeviceptr addr, cuuint32_t v
   op.name = "cuStreamWriteValue32";
   op.note = "value=" + std::to_string(value);
   op.footprint = {fobmodel::Footprint{word, 4, 1, 4, true}};
-  op.run = [word, value] { __atomic_store_n(word, value, __ATOMIC_RELEASE); };
+  op.flag = true;
+  // Published before the store, so that a wait that sees the value finds what it orders.
+  op.run = [word, value] {
+    fobmodel::flag_written(word, value);
+    __atomic_store_n(word, value, __ATOMIC_RELEASE);
+  };
   return enqueue_op(stream, std::move(op));
 }
 

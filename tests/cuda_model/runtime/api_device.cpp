@@ -106,6 +106,10 @@ constexpr std::pair<cudaError_t, const char*> kErrorNames[] = {
     {cudaErrorStreamCaptureWrongThread,
      "attempt to terminate a thread-local capture sequence from another thread"},
     {cudaErrorIllegalState, "the operation is not permitted in the current state"},
+    {cudaErrorDeviceUninitialized, "invalid device context"},
+    {cudaErrorMapBufferObjectFailed, "mapping of buffer object failed"},
+    {cudaErrorPeerAccessAlreadyEnabled, "peer access is already enabled"},
+    {cudaErrorPeerAccessNotEnabled, "peer access has not been enabled"},
 };
 
 const char* error_name(cudaError_t error) {
@@ -199,7 +203,7 @@ cudaError_t cudaGetDeviceProperties(cudaDeviceProp* prop, int device) {
   prop->multiProcessorCount = 132;
   prop->pciBusID = bus_of(device);
   prop->maxThreadsPerMultiProcessor = 2048;
-  prop->asyncEngineCount = 2;
+  prop->asyncEngineCount = copy_engines();
   prop->unifiedAddressing = 1;
   prop->concurrentKernels = 1;
   prop->streamPrioritiesSupported = 1;

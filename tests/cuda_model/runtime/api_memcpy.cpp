@@ -10,6 +10,27 @@ bool on_device(const void* p) {
   return memory_of(p) == Memory::device;
 }
 
+bool imported(const void* p, int* pid = nullptr, int* device = nullptr) {
+  int owner = 0, owner_device = 0;
+  uint64_t offset = 0;
+  if (!imported_owner(p, &owner, &owner_device, &offset)) return false;
+  if (pid) *pid = owner;
+  if (device) *device = owner_device;
+  return true;
+}
+
+// Memory imported with cudaIpcOpenMemHandle is another GPU's: the model admits host-to-device
+// copies into it only as cudaMemcpyDefault. A peer's buffer is filled device to device by a copy
+// engine; cudaMemcpyHostToDevice naming it says the program took it for memory of its own device.
+cudaError_t check_imported_direction(const char* call, void* dst, cudaMemcpyKind kind) {
+  if (kind != cudaMemcpyHostToDevice || !imported(dst)) return cudaSuccess;
+  violation("memcpy-kind", std::string(call) + " (task \"" + current_task() +
+                               "\"): cudaMemcpyHostToDevice into " + pointer_text(dst) +
+                               ", memory imported with cudaIpcOpenMemHandle: a peer's memory is "
+                               "copied device to device");
+  return cudaErrorInvalidValue;
+}
+
 // "Calling cudaMemcpy() with dst and src pointers that do not match the direction of the copy
 // results in an undefined behavior" (cudaMemcpy): the model reports it (rule "memcpy-kind").
 cudaError_t check_direction(const char* call, void* dst, const void* src, cudaMemcpyKind kind) {
@@ -32,13 +53,25 @@ cudaError_t check_direction(const char* call, void* dst, const void* src, cudaMe
     default:
       return cudaErrorInvalidMemcpyDirection;
   }
-  if (on_device(dst) == want_dst_device && on_device(src) == want_src_device) return cudaSuccess;
+  if (on_device(dst) == want_dst_device && on_device(src) == want_src_device) {
+    return check_imported_direction(call, dst, kind);
+  }
   violation("memcpy-kind", std::string(call) + " (task \"" + current_task() + "\"): kind " +
                                std::to_string(kind) + " but dst " + pointer_text(dst) + " is " +
                                (on_device(dst) ? "device" : "host") + " memory and src " +
                                pointer_text(src) + " is " + (on_device(src) ? "device" : "host") +
                                " memory");
   return cudaErrorInvalidValue;
+}
+
+// A copy with an imported end runs on a copy engine between two GPUs, not on SMs: named
+// "<call> (peer)", with the peer in its note.
+void mark_peer(Op& op, const void* dst, const void* src, size_t bytes) {
+  int pid = 0, device = 0;
+  if (!imported(dst, &pid, &device) && !imported(src, &pid, &device)) return;
+  op.name += " (peer)";
+  op.note = "engine=copy peer=" + std::to_string(pid) + "/" + std::to_string(device) +
+            " bytes=" + std::to_string(bytes);
 }
 
 struct Submitted {
@@ -82,6 +115,7 @@ Op copy_op(const char* name, void* dst, const void* src, size_t count) {
   } else {
     op.run = [dst, src, count] { std::memcpy(dst, src, count); };
   }
+  mark_peer(op, dst, src, count);
   return op;
 }
 
@@ -158,6 +192,7 @@ cudaError_t cudaMemcpy2DAsync(void* dst, size_t dpitch, const void* src, size_t 
                   static_cast<const char*>(src) + row * spitch, width);
     }
   };
+  mark_peer(op, dst, src, width * height);
   return record_error(submit(stream, std::move(op), false));
 }
 

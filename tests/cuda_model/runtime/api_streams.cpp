@@ -136,6 +136,7 @@ cudaError_t cudaStreamQuery(cudaStream_t handle) {
   // cudaErrorNotReady is not an error of the call: it is not recorded for cudaGetLastError.
   if (stream->last && !stream->last->ready()) return cudaErrorNotReady;
   host_clock().join(stream->clock);
+  note_host_synchronised();
   return cudaSuccess;
 }
 
@@ -228,6 +229,7 @@ cudaError_t cudaEventQuery(cudaEvent_t event) {
   if (!state.recorded) return cudaSuccess;
   if (!state.point->ready()) return cudaErrorNotReady;
   host_clock().join(state.clock);
+  note_host_synchronised();
   return cudaSuccess;
 }
 

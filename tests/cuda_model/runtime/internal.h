@@ -167,6 +167,26 @@ void set_traced_op(QueuedOp* op);
 const void* allocation_of(const void* pointer, size_t* size);
 
 std::string pointer_text(const void* p);
+// The number of copy engines cudaDevAttrAsyncEngineCount reports (FOB_MODEL_COPY_ENGINES).
+int copy_engines();
+
+// CUDA IPC (ipc.cpp). cudaFree's rules for imported and exported memory; the exporter of an
+// imported pointer (its process, device and the offset in that device's arena).
+cudaError_t ipc_before_free(void* pointer);
+bool imported_owner(const void* pointer, int* pid, int* device, uint64_t* offset);
+bool exported_at(const void* pointer, int* device, uint64_t* offset);
+// Whether this process has exported or imported memory (the cross-process detector's cue).
+bool ipc_active();
+// The cross-process race detector (xrace.cpp): checks one access of a running op to memory shared
+// through CUDA IPC against the other processes' accesses, and records it.
+void check_shared_access(const QueuedOp& op, uintptr_t begin, uintptr_t end, bool write);
+// A host thread synchronised with device work (under model_mutex()): exports publish it.
+void note_host_synchronised();
+struct Knowledge;
+// cudaIpcOpenMemHandle: what the exporter published becomes known to this host thread.
+void acquire_published(const Knowledge& published);
+// The op the calling thread is running (a stream's or graph lane's worker), else null.
+const QueuedOp* running_queued_op();
 // This thread's last error (cudaGetLastError resets it, cudaPeekAtLastError does not).
 cudaError_t take_last_error(bool reset);
 const CuptiHooks& hooks();

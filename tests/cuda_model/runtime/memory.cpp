@@ -1,8 +1,12 @@
 // Device and pinned host memory: each in its own reserved address range, so that any pointer
 // tells where it lies; allocations registered for the rule "memcheck" (as compute-sanitizer's
 // memcheck checks every access against the live allocations).
+#include <fcntl.h>
+#include <pthread.h>
 #include <sys/mman.h>
 #include <unistd.h>
+
+#include <cerrno>
 
 #include <algorithm>
 #include <cstdlib>
@@ -13,6 +17,7 @@
 #include <vector>
 
 #include "internal.h"
+#include "memory.h"
 
 namespace fobmodel::detail {
 namespace {
@@ -29,109 +34,213 @@ size_t device_bytes() {
   return static_cast<size_t>(gib > 0 ? gib : 16) << 30;
 }
 
-struct Allocation {
-  size_t size = 0;
-  int device = -1;  // -1: pinned host
-};
+}  // namespace
 
-// One reserved range: first-fit allocation from its free blocks.
-class Arena {
- public:
-  explicit Arena(size_t bytes) : bytes_(bytes) {
-    void* base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
-                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (base == MAP_FAILED) {
-      violation("setup", "cannot reserve the model's memory arena");
-      std::abort();
-    }
-    base_ = reinterpret_cast<uintptr_t>(base);
-    free_[0] = bytes;
+size_t page_size() {
+  static const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  return page;
+}
+
+size_t FreeList::take(size_t size) {
+  const size_t need = rounded(size);
+  for (auto it = free_.begin(); it != free_.end(); ++it) {
+    if (it->second < need) continue;
+    const size_t offset = it->first;
+    const size_t rest = it->second - need;
+    free_.erase(it);
+    if (rest > 0) free_[offset + need] = rest;
+    used_ += need;
+    return offset;
   }
-  ~Arena() { munmap(reinterpret_cast<void*>(base_), bytes_); }
-  Arena(const Arena&) = delete;
-  Arena& operator=(const Arena&) = delete;
+  return SIZE_MAX;
+}
 
-  bool contains(uintptr_t p) const { return p >= base_ && p < base_ + bytes_; }
-  uintptr_t base() const { return base_; }
-
-  uintptr_t allocate(size_t size) {
-    const size_t need = (size + kGap + kAlignment - 1) / kAlignment * kAlignment;
-    for (auto it = free_.begin(); it != free_.end(); ++it) {
-      if (it->second < need) continue;
-      const size_t offset = it->first;
-      const size_t rest = it->second - need;
-      free_.erase(it);
-      if (rest > 0) free_[offset + need] = rest;
-      used_ += need;
-      return base_ + offset;
-    }
-    return 0;
+void FreeList::give(size_t offset, size_t size) {
+  size_t length = rounded(size);
+  used_ -= length;
+  auto next = free_.lower_bound(offset);
+  if (next != free_.end() && next->first == offset + length) {
+    length += next->second;
+    next = free_.erase(next);
   }
+  if (next != free_.begin()) {
+    auto previous = std::prev(next);
+    if (previous->first + previous->second == offset) {
+      offset = previous->first;
+      length += previous->second;
+    }
+  }
+  free_[offset] = length;
+}
 
-  void release(uintptr_t p, size_t size) {
-    const size_t need = (size + kGap + kAlignment - 1) / kAlignment * kAlignment;
-    const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-    const uintptr_t first_page = (p + page - 1) / page * page;
-    const uintptr_t end_page = (p + need) / page * page;
-    if (end_page > first_page) {
+namespace {
+
+[[noreturn]] void cannot(const std::string& what) {
+  violation("setup", "cannot " + what + ": " + std::strerror(errno));
+  std::abort();
+}
+
+// A sparse shared file of `bytes`: memfd_create, or where it is refused an O_EXCL 0600 file under
+// $TMPDIR, unlinked at once so that nothing is left behind (its pages are still reachable through
+// /proc/<pid>/fd, which is how an importer opens them).
+int shared_file(size_t bytes) {
+  int fd = memfd_create("fobmodel-device", MFD_CLOEXEC);
+  if (fd < 0) {
+    const char* dir = std::getenv("TMPDIR");
+    std::string path = std::string(dir && *dir ? dir : "/tmp") + "/fobmodel-XXXXXX";
+    fd = mkostemp(path.data(), O_CLOEXEC);
+    if (fd < 0) cannot("create the model's device memory file " + path);
+    unlink(path.c_str());
+  }
+  if (ftruncate(fd, static_cast<off_t>(bytes)) != 0) cannot("size the model's device memory");
+  return fd;
+}
+
+}  // namespace
+
+Arena::Arena(size_t bytes, bool shared) : bytes_(bytes), free_(bytes, kAlignment) {
+  if (shared) fd_ = shared_file(bytes);
+  void* base = mmap(nullptr, bytes, PROT_READ | PROT_WRITE,
+                    (shared ? MAP_SHARED : MAP_PRIVATE | MAP_ANONYMOUS) | MAP_NORESERVE, fd_, 0);
+  if (base == MAP_FAILED) cannot("reserve the model's memory arena");
+  base_ = reinterpret_cast<uintptr_t>(base);
+}
+
+Arena::~Arena() {
+  munmap(reinterpret_cast<void*>(base_), bytes_);
+  if (fd_ >= 0) close(fd_);
+}
+
+uintptr_t Arena::allocate(size_t size) {
+  const size_t offset = free_.take(size + kGap);
+  return offset == SIZE_MAX ? 0 : base_ + offset;
+}
+
+// The pages the allocation covered whole go back: a hole punched in the shared file (MADV_DONTNEED
+// would only drop this process's view of shared pages), dropped from the private arena.
+void Arena::release(uintptr_t p, size_t size) {
+  const size_t need = free_.rounded(size + kGap);
+  const size_t page = page_size();
+  const uintptr_t first_page = (p + page - 1) / page * page;
+  const uintptr_t end_page = (p + need) / page * page;
+  if (end_page > first_page) {
+    if (fd_ >= 0) {
+      fallocate(fd_, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+                static_cast<off_t>(first_page - base_), static_cast<off_t>(end_page - first_page));
+    } else {
       madvise(reinterpret_cast<void*>(first_page), end_page - first_page, MADV_DONTNEED);
     }
-    used_ -= need;
-    size_t offset = p - base_;
-    size_t length = need;
-    auto next = free_.lower_bound(offset);
-    if (next != free_.end() && next->first == offset + length) {
-      length += next->second;
-      next = free_.erase(next);
+  }
+  free_.give(p - base_, size + kGap);
+}
+
+void Arena::renew(const std::vector<std::pair<uintptr_t, size_t>>& live) {
+  if (fd_ < 0) return;
+  const int fd = shared_file(bytes_);
+  for (const auto& [address, size] : live) {
+    if (pwrite(fd, reinterpret_cast<const void*>(address), size,
+               static_cast<off_t>(address - base_)) != static_cast<ssize_t>(size)) {
+      cannot("copy device memory into a forked process");
     }
-    if (next != free_.begin()) {
-      auto previous = std::prev(next);
-      if (previous->first + previous->second == offset) {
-        offset = previous->first;
-        length += previous->second;
+  }
+  if (mmap(reinterpret_cast<void*>(base_), bytes_, PROT_READ | PROT_WRITE,
+           MAP_SHARED | MAP_FIXED | MAP_NORESERVE, fd, 0) == MAP_FAILED) {
+    cannot("map a forked process's device memory");
+  }
+  close(fd_);
+  fd_ = fd;
+}
+
+namespace {
+// Imports: 256 GiB of address space, nothing committed.
+constexpr size_t kImportBytes = size_t{256} << 30;
+
+void* reserve(void* at, size_t bytes) {
+  return mmap(at, bytes, PROT_NONE,
+              MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | (at ? MAP_FIXED : 0), -1, 0);
+}
+}  // namespace
+
+ImportRegion::ImportRegion() : bytes_(kImportBytes), free_(kImportBytes, page_size()) {
+  void* base = reserve(nullptr, bytes_);
+  if (base == MAP_FAILED) cannot("reserve the model's import region");
+  base_ = reinterpret_cast<uintptr_t>(base);
+}
+
+ImportRegion::~ImportRegion() {
+  munmap(reinterpret_cast<void*>(base_), bytes_);
+}
+
+uintptr_t ImportRegion::map(int fd, size_t offset, size_t length) {
+  const size_t at = free_.take(length);
+  if (at == SIZE_MAX) return 0;
+  void* mapped = mmap(reinterpret_cast<void*>(base_ + at), length, PROT_READ | PROT_WRITE,
+                      MAP_SHARED | MAP_FIXED | MAP_NORESERVE, fd, static_cast<off_t>(offset));
+  if (mapped == MAP_FAILED) {
+    free_.give(at, length);
+    return 0;
+  }
+  return base_ + at;
+}
+
+void ImportRegion::unmap(uintptr_t at, size_t length) {
+  if (reserve(reinterpret_cast<void*>(at), length) == MAP_FAILED) cannot("unmap an import");
+  free_.give(at - base_, length);
+}
+
+namespace {
+
+// A forked child gets device memory of its own (fork_child), with the mutex the parent held
+// across fork() released in both.
+void fork_prepare() {
+  memory().mutex.lock();
+}
+void fork_parent() {
+  memory().mutex.unlock();
+}
+void fork_child() {
+  Memory& m = memory();
+  for (size_t d = 0; d < m.devices.size(); ++d) {
+    std::vector<std::pair<uintptr_t, size_t>> live;
+    for (const auto& [p, allocation] : m.live) {
+      if (!allocation.imported && allocation.device == static_cast<int>(d)) {
+        live.emplace_back(p, allocation.size);
       }
     }
-    free_[offset] = length;
+    m.devices[d]->renew(live);
   }
+  m.mutex.unlock();
+}
 
-  size_t used() const { return used_; }
+}  // namespace
 
- private:
-  uintptr_t base_ = 0;
-  size_t bytes_ = 0;
-  size_t used_ = 0;
-  std::map<size_t, size_t> free_;
-};
-
-struct Memory {
-  std::mutex mutex;
-  std::vector<std::unique_ptr<Arena>> devices;
-  Arena pinned{size_t{64} << 30};
-  std::map<uintptr_t, Allocation> live;
-  size_t per_device = device_bytes();
-
-  Memory() {
-    for (int d = 0; d < device_count(); ++d) devices.push_back(std::make_unique<Arena>(per_device));
+Memory::Memory() : per_device(device_bytes()) {
+  for (int d = 0; d < device_count(); ++d) {
+    devices.push_back(std::make_unique<Arena>(per_device, true));
   }
-  int device_of(uintptr_t p) const {
-    for (size_t d = 0; d < devices.size(); ++d) {
-      if (devices[d]->contains(p)) return static_cast<int>(d);
-    }
-    return -1;
+  pthread_atfork(fork_prepare, fork_parent, fork_child);
+}
+
+int Memory::device_of(uintptr_t p) const {
+  for (size_t d = 0; d < devices.size(); ++d) {
+    if (devices[d]->contains(p)) return static_cast<int>(d);
   }
-  // The live allocation holding p, if p lies in an arena; null otherwise.
-  const std::pair<const uintptr_t, Allocation>* find(uintptr_t p) const {
-    auto it = live.upper_bound(p);
-    if (it == live.begin()) return nullptr;
-    --it;
-    return p < it->first + it->second.size ? &*it : nullptr;
-  }
-};
+  return -1;
+}
+
+const std::pair<const uintptr_t, Allocation>* Memory::find(uintptr_t p) const {
+  auto it = live.upper_bound(p);
+  if (it == live.begin()) return nullptr;
+  --it;
+  return p < it->first + it->second.size ? &*it : nullptr;
+}
 
 Memory& memory() {
   static Memory* instance = new Memory;  // outlives the stream threads at exit
   return *instance;
 }
+
+namespace {
 
 cudaError_t allocate(void** out, size_t size, int device) {
   if (out == nullptr) return cudaErrorInvalidValue;
@@ -156,7 +265,9 @@ cudaError_t release(void* pointer, bool device) {
   std::lock_guard lock(m.mutex);
   const uintptr_t p = reinterpret_cast<uintptr_t>(pointer);
   const auto it = m.live.find(p);
-  if (it == m.live.end() || (it->second.device >= 0) != device) return cudaErrorInvalidValue;
+  if (it == m.live.end() || (it->second.device >= 0) != device || it->second.imported) {
+    return cudaErrorInvalidValue;
+  }
   Arena& arena = device ? *m.devices[static_cast<size_t>(it->second.device)] : m.pinned;
   forget_accesses(p, p + it->second.size);
   arena.release(p, it->second.size);
@@ -217,7 +328,9 @@ bool footprint_in_bounds(const Footprint& footprint, std::string* why) {
   const uintptr_t end = begin + (footprint.rows - 1) * footprint.pitch + footprint.width;
   Memory& m = memory();
   std::lock_guard lock(m.mutex);
-  if (m.device_of(begin) < 0 && !m.pinned.contains(begin)) return true;  // pageable host memory
+  if (m.device_of(begin) < 0 && !m.pinned.contains(begin) && !m.imports.contains(begin)) {
+    return true;  // pageable host memory
+  }
   const auto* allocation = m.find(begin);
   if (allocation != nullptr && end <= allocation->first + allocation->second.size) return true;
   *why = std::string(footprint.write ? "write" : "read") + " of [" + pointer_text(footprint.base) +
@@ -252,7 +365,7 @@ void kernel_access(const void* address, size_t size, bool write) {
     Memory& m = memory();
     // The arenas are fixed when the model starts: no lock for the kernel's stack, shared memory
     // and parameters, which most of its accesses are.
-    if (m.device_of(begin) < 0) return;
+    if (m.device_of(begin) < 0 && !m.imports.contains(begin)) return;
     std::lock_guard lock(m.mutex);
     const auto* allocation = m.find(begin);
     if (allocation == nullptr || end > allocation->first + allocation->second.size) {
@@ -276,7 +389,14 @@ namespace fobmodel {
 Memory memory_of(const void* pointer, int* device) {
   detail::Memory& m = detail::memory();
   const uintptr_t p = reinterpret_cast<uintptr_t>(pointer);
-  const int d = m.device_of(p);
+  int d = m.device_of(p);
+  if (d < 0 && m.imports.contains(p)) {
+    // Imported memory is the exporter's device memory (any address in the region, as in an
+    // arena, is device memory; a live import names its device).
+    std::lock_guard lock(m.mutex);
+    const auto* allocation = m.find(p);
+    d = allocation ? allocation->second.device : 0;
+  }
   if (device) *device = d;
   if (d >= 0) return Memory::device;
   return m.pinned.contains(p) ? Memory::pinned_host : Memory::other;
@@ -341,6 +461,9 @@ cudaError_t cudaFree(void* devPtr) {
   // cudaFree synchronises the device (CUDA Runtime API, "API synchronization behavior"): the
   // memory may still be in use by queued work.
   if (devPtr != nullptr) cudaDeviceSynchronize();
+  if (const cudaError_t e = fobmodel::detail::ipc_before_free(devPtr); e != cudaSuccess) {
+    return fobmodel::record_error(e);
+  }
   return fobmodel::record_error(fobmodel::detail::release(devPtr, true));
 }
 

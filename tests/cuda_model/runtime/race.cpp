@@ -89,6 +89,7 @@ void report(Detector& d, const Access& one, const Access& other, uintptr_t at) {
 
 void check_access(const QueuedOp& op, uintptr_t begin, uintptr_t end, bool write) {
   if (begin >= end) return;
+  check_shared_access(op, begin, end, write);
   Detector& d = detector();
   std::lock_guard lock(d.mutex);
   d.cover(begin, end);

@@ -189,6 +189,7 @@ void host_wait(const CompletionPtr& point, const VectorClock& clock) {
   if (point) point->wait();
   std::lock_guard lock(model_mutex());
   host_clock().join(clock);
+  note_host_synchronised();
 }
 
 // Bounds of every range the op touches, before it is queued: the rule "memcheck".
@@ -201,6 +202,10 @@ cudaError_t check_bounds(const Op& op) {
     }
   }
   return cudaSuccess;
+}
+
+const QueuedOp* running_queued_op() {
+  return running;
 }
 
 }  // namespace fobmodel::detail

@@ -57,6 +57,9 @@ struct Op {
   // Facts the library states about the op ("key=value" words), for the op log
   // (FOB_MODEL_OP_LOG, README.md); note_running_op() adds the ones only its run can know.
   std::string note;
+  // A flag write (cuStreamWriteValue32): synchronisation, not data, for the cross-process race
+  // detector, which neither checks nor records it.
+  bool flag = false;
 };
 
 // Checks the footprint (a range outside every live allocation is the rule "memcheck": reported,
@@ -120,6 +123,18 @@ Memory memory_of(const void* pointer, int* device = nullptr);
 // The base of the live allocation (device or pinned host) that holds all of [pointer, pointer +
 // bytes); null when none does.
 const void* live_allocation(const void* pointer, size_t bytes);
+
+// Device memory shared through CUDA IPC: for memory imported with cudaIpcOpenMemHandle, the
+// exporting process's id; for an allocation of this process exported with cudaIpcGetMemHandle,
+// this process's id. False for any other memory.
+bool ipc_owner(const void* pointer, int* pid);
+
+// The cross-process race detector's flags, called by the stream memory operations as they run on
+// a stream: a write publishes, before it stores `value`, what its op is ordered after; a wait
+// satisfied by `seen` (waiting for `wanted`; `geq`: the cyclic >= condition) acquires what the
+// write it observed published. Nothing for memory not shared through CUDA IPC.
+void flag_written(const void* word, uint32_t value);
+void flag_observed(const void* word, uint32_t wanted, uint32_t seen, bool geq);
 
 // The machine the model pretends to be, beyond what CUDA shows. FOB_MODEL_DEVICES physical GPUs,
 // each with its PCI bus id ("0000:18:00.0"). CUDA_VISIBLE_DEVICES hides and renumbers them for
