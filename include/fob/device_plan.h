@@ -21,6 +21,11 @@ int select_device(int local_rank, int device_count, const char* override_text);
 std::pair<int, int> ranks_sharing_a_device(const std::vector<std::string>& host_bus_ids);
 
 // Device bytes a plan needs: its buffers plus the cuBLAS workspace.
+// Where ranks run on several nodes (`node_of_rank`: per rank, any id its node's ranks share),
+// which ranks are where, in words ("ranks 0-1 are on one node and 2-3 on another"); "" when
+// they all share one.
+std::string ranks_across_nodes(const std::vector<int>& node_of_rank);
+
 int64_t device_bytes_needed(const Plan& plan, int64_t workspace_bytes);
 
 // Device elements of scratch the plan's collectives need on NCCL (one buffer, shared): a

@@ -132,6 +132,12 @@ struct View {
   int64_t cols = 0;
 };
 
+// `v` moved down by `rows` rows, every other field kept.
+inline View shifted(View v, int64_t rows) {
+  v.row += rows;
+  return v;
+}
+
 // How far a batched GEMM's operand moves from one batch entry to the next.
 struct Step {
   int64_t rows = 0;

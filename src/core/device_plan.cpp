@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <map>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -29,6 +30,41 @@ std::pair<int, int> ranks_sharing_a_device(const std::vector<std::string>& host_
     if (!inserted) return {it->second, r};
   }
   return {-1, -1};
+}
+
+namespace {
+
+// "0-2,5": ascending ranks as runs.
+std::string rank_runs(const std::vector<int>& ranks) {
+  std::string out;
+  for (size_t i = 0; i < ranks.size();) {
+    size_t j = i;
+    while (j + 1 < ranks.size() && ranks[j + 1] == ranks[j] + 1) ++j;
+    if (!out.empty()) out.push_back(',');
+    out.append(std::to_string(ranks[i]));
+    if (j > i) out.append("-").append(std::to_string(ranks[j]));
+    i = j + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string ranks_across_nodes(const std::vector<int>& node_of_rank) {
+  std::vector<int> nodes;  // in order of their first rank
+  std::map<int, std::vector<int>> ranks;
+  for (int r = 0; r < static_cast<int>(node_of_rank.size()); ++r) {
+    auto& on = ranks[node_of_rank[r]];
+    if (on.empty()) nodes.push_back(node_of_rank[r]);
+    on.push_back(r);
+  }
+  if (nodes.size() <= 1) return "";
+  std::string groups;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    if (i > 0) groups.append(i + 1 == nodes.size() ? " and " : "; ");
+    groups.append(rank_runs(ranks[nodes[i]]));
+  }
+  return "the ranks run on " + std::to_string(nodes.size()) + " nodes (ranks " + groups + ")";
 }
 
 int64_t device_bytes_needed(const Plan& plan, int64_t workspace_bytes) {

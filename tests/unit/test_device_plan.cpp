@@ -62,6 +62,14 @@ TEST(MemorySizing, BuffersAtTheDtypePlusWorkspace) {
   EXPECT_GT(device_bytes_needed(mlp_plan("flash_direct", DType::bf16, 4), 0), 0);
 }
 
+// Transport ce maps peers' memory within one node: the refusal names which ranks are where.
+TEST(RanksAcrossNodes, NamesEachNodesRanks) {
+  EXPECT_EQ(ranks_across_nodes({}), "");
+  EXPECT_EQ(ranks_across_nodes({0, 0, 0, 0}), "");
+  EXPECT_EQ(ranks_across_nodes({0, 0, 2, 2}), "the ranks run on 2 nodes (ranks 0-1 and 2-3)");
+  EXPECT_EQ(ranks_across_nodes({0, 1, 0, 1, 4}), "the ranks run on 3 nodes (ranks 0,2; 1,3 and 4)");
+}
+
 TEST(GraphCapture, OnlyWithDeviceSideTransfers) {
   const Plan plan = mlp_plan("flash", DType::fp32, 2);
   std::string why;

@@ -91,10 +91,4 @@ class PlanBuffers {
   Prepared* prepared_ = nullptr;
 };
 
-// `v` moved down by `rows` rows, every other field kept.
-inline View shifted(View v, int64_t rows) {
-  v.row += rows;
-  return v;
-}
-
 }  // namespace fob
