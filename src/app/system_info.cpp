@@ -23,7 +23,8 @@ SystemInfo describe_system(MPI_Comm comm, int rank, int world, Backend& backend,
   system.cuda_version = "n/a";
   if (backend.name() == "cuda") {
     system.cuda_version = cuda_versions();
-    system.nccl_version = system.transport == "nccl" ? nccl_version() : "n/a (transport mpi)";
+    system.nccl_version =
+        system.transport == "nccl" ? nccl_version() : "n/a (transport " + system.transport + ")";
   }
   system.blas = backend.blas();
   system.link_emulation = config.link.describe();

@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "ce_transport.h"
 #include "fob/device_plan.h"
 #include "kernels.h"
 #include "nccl_transport.h"
@@ -39,18 +40,22 @@ CudaBackend::CudaBackend(const BackendOptions& options) : options_(options), che
   MPI_Comm_rank(options_.comm, &rank_);
   MPI_Comm_size(options_.comm, &world_);
   check_ = Checker(rank_);
-  // The transport is chosen here, once. It is known before the device is checked: only NCCL
-  // needs a GPU per rank and SMs of its own.
-  if (options_.transport == "ce") {
-    throw InputError("transport: 'ce' is not in this build of the cuda module; valid: mpi, nccl");
-  }
-  const bool nccl = options_.transport != "mpi";
+  // The transport is chosen here, once. It is known before the device is checked: NCCL and the
+  // copy engines need a GPU per rank, and only NCCL SMs of its own.
+  const std::string& kind = options_.transport;
+  const bool device_queued = kind != "mpi";
   if (options_.loopback && world_ != 1) {
     throw InputError("loopback: one process plays every rank; run it on 1 rank, not " +
                      std::to_string(world_));
   }
-  select_and_check_device(nccl);
-  resolve_comm_sms(nccl);
+  if (options_.loopback && kind == "ce") {
+    throw InputError(
+        "loopback: NCCL's sends to itself stand in for the peers; transport ce "
+        "copies into peers' memory and has none to stand in for: valid: nccl");
+  }
+  if (kind == "ce") ce_refuse_several_nodes(options_.comm, rank_, world_);
+  select_and_check_device(device_queued);
+  resolve_comm_sms(kind == "nccl");
   check_.cuda(cudaSetDevice(device_), "cudaSetDevice");
   // Bound before the transport starts its threads (NCCL's proxy, the staged transport's), which
   // inherit the binding.
@@ -70,11 +75,15 @@ CudaBackend::CudaBackend(const BackendOptions& options) : options_(options), che
   configure_math();
   check_.cuda(cudaMalloc(&workspace_, kWorkspaceBytes), "allocating the cuBLAS workspace");
   check_.blas(cublasSetWorkspace(blas_, workspace_, kWorkspaceBytes), "cublasSetWorkspace");
-  if (nccl) {
-    transport_ = std::make_unique<NcclTransport>(options_.comm, rank_, world_, comm_sms_,
-                                                 options_.loopback, mem_pitch_, check_);
+  if (device_queued) {
+    if (kind == "ce") {
+      transport_ = std::make_unique<CeTransport>(options_.comm, rank_, world_, device_, check_);
+    } else {
+      transport_ = std::make_unique<NcclTransport>(options_.comm, rank_, world_, comm_sms_,
+                                                   options_.loopback, mem_pitch_, check_);
+    }
     // Host-staged transfers make a launch wait for a transfer that waits for the device: only
-    // NCCL's, all queued on the device, can be held behind the gate.
+    // transfers all queued on the device (NCCL's, the copy engines') can be held behind the gate.
     gate_ = std::make_unique<LaunchGate>(check_);
     if (!gate_->unavailable().empty())
       setup_notes_.push_back("launch_gate=" + gate_->unavailable());
@@ -106,6 +115,9 @@ CudaBackend::~CudaBackend() {
     return;
   }
   cudaDeviceSynchronize();
+  // Every plan's transport state first (collective where peers map each other's buffers: every
+  // rank has closed its peers' buffers before any rank frees its own), then the memory.
+  for (auto& [plan, p] : prepared_) transport_->unprepare(p);
   while (!prepared_.empty()) {
     release_memory(prepared_.begin()->second);
     prepared_.erase(prepared_.begin());
@@ -145,10 +157,11 @@ std::string CudaBackend::blas() const {
 int64_t CudaBackend::bytes_needed(const Plan& plan) const {
   // ncclMemAlloc rounds every buffer up to the allocation granularity (2 MiB on current GPUs).
   constexpr int64_t kGranularity = 2 << 20;
-  const int64_t rounding = options_.transport == "mpi"
+  const int64_t rounding = options_.transport != "nccl"
                                ? 0
                                : kGranularity * static_cast<int64_t>(plan.buffers.size() + 1);
-  return device_bytes_needed(plan, 0) + stage_elements(plan) * dtype_bytes(plan.dtype) + rounding;
+  return device_bytes_needed(plan, 0) + stage_elements(plan) * dtype_bytes(plan.dtype) + rounding +
+         transport_->extra_bytes(plan);
 }
 
 int64_t CudaBackend::bytes_free() const {

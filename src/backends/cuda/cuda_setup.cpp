@@ -77,8 +77,8 @@ void CudaBackend::select_and_check_device(bool one_gpu_per_rank) {
     auto [a, b] = ranks_sharing_a_device(ids);
     if (verdict.empty() && a >= 0 && one_gpu_per_rank) {
       verdict = "ranks " + std::to_string(a) + " and " + std::to_string(b) + " share one GPU (" +
-                ids[a] +
-                "); NCCL needs a GPU per rank: run one rank "
+                ids[a] + "); transport " + options_.transport +
+                " needs a GPU per rank: run one rank "
                 "per GPU, or pass --transport mpi to share GPUs for functional runs";
     }
   }

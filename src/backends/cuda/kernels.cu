@@ -30,11 +30,7 @@ __global__ void add_kernel(T* dst, const T* src, int64_t count) {
 template <typename T>
 cudaError_t launch_add(void* dst, const void* src, int64_t count, cudaStream_t stream) {
   if (count <= 0) return cudaSuccess;
-  constexpr int kThreads = 256;
-  // Enough blocks to fill any current GPU; the grid-stride loop covers the rest.
-  const int64_t wanted = (count + kThreads - 1) / kThreads;
-  const int blocks = static_cast<int>(wanted < 4096 ? wanted : 4096);
-  FOB_LAUNCH(add_kernel<T>, blocks, kThreads, 0, stream)
+  FOB_LAUNCH(add_kernel<T>, add_blocks(count), kAddThreads, 0, stream)
   (static_cast<T*>(dst), static_cast<const T*>(src), count);
   return cudaGetLastError();
 }

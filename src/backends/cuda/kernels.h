@@ -14,6 +14,13 @@ namespace fob::cuda {
 
 // dst[i] += src[i] for `count` elements of `dtype` (16-bit types add in fp32), on `stream`.
 cudaError_t add(DType dtype, void* dst, const void* src, int64_t count, cudaStream_t stream);
+// The blocks add() launches for `count` elements: enough to fill any current GPU, the
+// grid-stride loop covering the rest.
+inline constexpr int kAddThreads = 256;
+inline int add_blocks(int64_t count) {
+  const int64_t wanted = (count + kAddThreads - 1) / kAddThreads;
+  return static_cast<int>(wanted < 4096 ? wanted : 4096);
+}
 
 // Each of `rows` rows of `cols` elements, starting `ld` elements apart at `data` (a row's first
 // element), becomes softmax(scale * row) in place, on `stream`. fp32, bf16 and fp16 are

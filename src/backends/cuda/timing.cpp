@@ -33,7 +33,7 @@ void CudaBackend::start_cupti() {
   std::string why;
   if (const char* choice = std::getenv("FOB_TIMER"); choice && std::strcmp(choice, "events") == 0) {
     why = "FOB_TIMER=events";
-  } else {
+  } else if (why = transport_->kernel_timing_refused(); why.empty()) {
     cupti_ = CuptiTimer::start(&why);
   }
   if (!cupti_) {

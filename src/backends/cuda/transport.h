@@ -1,7 +1,9 @@
 // How the cuda backend moves data between ranks, chosen once when the backend is made:
-// NcclTransport (NCCL kernels on the comm stream) or StagedMpiTransport (--transport mpi: device
-// to pinned host memory, MPI on a host thread, back to the device). The backend keeps streams,
-// events, GEMMs and iterations; a transport runs the send, recv, exchange and collective tasks.
+// NcclTransport (NCCL kernels on the comm stream), CeTransport (--transport ce: copy engines
+// into peers' IPC-mapped buffers, ordered by stream memory operations) or StagedMpiTransport
+// (--transport mpi: device to pinned host memory, MPI on a host thread, back to the device). The
+// backend keeps streams, events, GEMMs and iterations; a transport runs the send, recv, exchange
+// and collective tasks.
 //
 // A task the transport runs on a host thread (runs_on_host) has no events and no GPU time: the
 // backend holds the launch of a GPU task that depends on it (wait_for_host) rather than make a
@@ -27,7 +29,7 @@ class Transport {
   Transport(const Transport&) = delete;
   Transport& operator=(const Transport&) = delete;
 
-  // "nccl" or "mpi", as Backend::transport() reports it.
+  // "nccl", "ce" or "mpi", as Backend::transport() reports it.
   virtual std::string name() const = 0;
   // The clock host-run tasks are timed with, for Backend::timer(); "" when there are none.
   virtual std::string host_timer() const { return ""; }
@@ -37,6 +39,8 @@ class Transport {
   // release.
   virtual void* allocate(size_t bytes) = 0;
   virtual void free(void* ptr) = 0;
+  // Device memory the transport needs for a plan besides its buffers (bytes_needed()).
+  virtual int64_t extra_bytes(const Plan& /*plan*/) const { return 0; }
   // Per-plan state of the transport's own (host mirrors, buffer registrations), made once the
   // plan's buffers are allocated; unprepare() undoes what must be undone before they are freed.
   virtual void prepare(const Plan& /*plan*/, Prepared& /*p*/) {}
@@ -57,6 +61,11 @@ class Transport {
   // prepared plan's) and per run.
   virtual std::vector<std::string> case_facts(const Prepared& /*p*/) const { return {}; }
   virtual std::vector<std::string> run_facts() const { return {}; }
+  // Why CUPTI's kernel records cannot time this transport's tasks ("" where they can): the
+  // backend then times every task with events.
+  virtual std::string kernel_timing_refused() const { return ""; }
+  // The SMs the prepared plan's transfers take; -1 where the transport does not say.
+  virtual int transfer_sms(const Prepared& /*p*/) const { return -1; }
 
   virtual bool runs_on_host(const Task& /*t*/) const { return false; }
   // Queues host-run task `t` behind `wait_for` (valid until the iteration finishes).
