@@ -17,7 +17,7 @@ inline constexpr int kMaxImporters = 16;
 inline constexpr int kMaxKnown = 64;
 inline constexpr int kFlagHistory = 16;
 inline constexpr int kMaxFlagWords = 256;
-inline constexpr int kMaxRecords = 64;
+inline constexpr int kMaxRecords = 512;
 inline constexpr int kWhoBytes = 192;
 
 // A process-wide agent: the process id in the high half, the local agent (stream) in the low.

@@ -37,6 +37,10 @@ struct Acquired {
   std::set<std::string> reported;
   bool overflow_reported = false;
   VectorClock synced;  // what this process's host threads have synchronised with
+  // The local agents whose ops have touched shared memory: the only ones whose ticks another
+  // process can need, so the only ones a flag publishes. Threads come and go (a monitor per
+  // case, an agent per opened handle) and would otherwise grow every publication without bound.
+  std::set<uint32_t> accessors;
 };
 
 Acquired& acquired() {
@@ -67,11 +71,17 @@ Known knowledge_of(const QueuedOp& op) {
   return knowledge_at(op.clock);
 }
 
-// What a point publishes: its process's ticks in `clock`, and what that point acquired.
+// What a point publishes: the ticks in `clock` of its process's agents that have touched shared
+// memory (an access of one is recorded before it runs anything ordered after it, so none is
+// missed), and what that point acquired.
 Known published_at(const VectorClock& clock) {
   Known known = knowledge_at(clock);
-  for (uint32_t agent = 0; agent < clock.ticks.size(); ++agent) {
-    if (clock.ticks[agent] > 0) known[global_agent(getpid(), agent)] = clock.ticks[agent];
+  Acquired& a = acquired();
+  std::lock_guard lock(a.mutex);
+  for (uint32_t agent : a.accessors) {
+    if (agent < clock.ticks.size() && clock.ticks[agent] > 0) {
+      known[global_agent(getpid(), agent)] = clock.ticks[agent];
+    }
   }
   return known;
 }
@@ -246,6 +256,11 @@ void check_shared_access(const QueuedOp& op, uintptr_t begin, uintptr_t end, boo
   Owner owner;
   if (!owner_of(reinterpret_cast<const void*>(begin), &owner)) return;
   const Known known = knowledge_of(op);
+  {
+    Acquired& a = acquired();
+    std::lock_guard lock(a.mutex);
+    a.accessors.insert(op.agent);
+  }
   TableLock lock(*owner.table);
   ExportEntry* entry = entry_at(*owner.table, owner);
   if (entry == nullptr) return;
