@@ -80,6 +80,20 @@ PLANTS = {
     "sm_target_everywhere": ("cuda_tasks.cpp",
                              "set_sm_target(current_->beside_transfer[t.id] && comm_sms_ > 0",
                              "set_sm_target(comm_sms_ > 0"),
+    # Transport ce: a receiver no longer waits for its peer's arrival flag before the tasks that
+    # read what arrives...
+    "ce_removed_arrival_wait": ("ce_tasks.cpp",
+                                """      wait_flag(stream, own_word(world_ + op.peer), numbers.at(next++),
+                "transport ce: waiting for a peer's message");""",
+                                "      ++next;  // planted: the arrival wait is gone"),
+    # ...a sender no longer waits for the receiver's ready flag before copying into it...
+    "ce_removed_ready_wait": ("ce_tasks.cpp",
+                              'wait_flag(stream, own_word(op.peer), n, "transport ce: waiting for a peer to be ready");',
+                              "(void)n;  // planted: the ready wait is gone"),
+    # ...or copies a row past its place in the peer's buffer.
+    "ce_wrong_peer_offset": ("ce_tasks.cpp",
+                             "ops.push_back({Op::Kind::send, m.peer, region + slot.offset, here, bytes});",
+                             "ops.push_back({Op::Kind::send, m.peer, region + slot.offset + bytes / 2, here, bytes});"),
 }
 
 

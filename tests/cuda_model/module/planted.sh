@@ -85,5 +85,18 @@ case $plant in
     [[ $rc != 0 ]] || fail "fairness.sh passed"
     expect_report "${want[$plant]}"
     ;;
+  ce_removed_arrival_wait | ce_removed_ready_wait)
+    # flash's transfers between processes, on the copy engines: the detector sees a peer's copy
+    # and this rank's GEMM touch one buffer with no flag ordering them.
+    run 2 120 --strategies flash --verify --transport ce
+    [[ $rc != 0 ]] || fail "the run passed"
+    expect_report '\[cuda model\] race: .*task "[^"]+".* and .*task "[^"]+"'
+    ;;
+  ce_wrong_peer_offset)
+    # Half a block off: past the end of the peer's buffer, or over another block.
+    run 2 120 --strategies baseline,flash --verify --transport ce
+    [[ $rc != 0 ]] || fail "the run passed"
+    expect_report '\[cuda model\] (memcheck|race): .*|VERIFY FAILED.*'
+    ;;
   *) fail "no such plant" ;;
 esac
