@@ -570,6 +570,19 @@ gpu_step fairness "$T_GPU_TEST" --nccl -- "$MPIRUN" -np 1 "${MPI_FLAGS[@]}" \
   "$ROOT/bin/fob_gpu_tests" --transport=nccl --gtest_filter='Fairness.*'
 smoke smoke_nccl_np1_fp32 1 nccl fp32
 smoke smoke_nccl_np1_bf16 1 nccl bf16
+# Transport ce copies between two ranks' GPUs (skipped with one): smoke, and gemm_rs's additions.
+devices=$(sed -n 's/^cuda: .*, \([0-9][0-9]*\) device(s) visible$/\1/p' "$CHECKS/version.log")
+if [[ $NO_GPU == 1 ]] || ((${devices:-0} >= 2)); then
+  smoke smoke_ce_np2_fp32 2 ce fp32
+  gpu_step gpu_ce_np2_gemm_rs "$T_GPU_TEST" -- "$MPIRUN" -np 2 "${MPI_FLAGS[@]}" \
+    "$ROOT/bin/fob_gpu_tests" --transport=ce --workload=gemm_rs
+else
+  for name in smoke_ce_np2_fp32 gpu_ce_np2_gemm_rs; do
+    echo "not run: transport ce needs a GPU per rank, and ${devices:-no} GPU(s) are visible" \
+      >"$CHECKS/$name.log"
+    record "$name" skipped - 0 "$T_SMOKE" "transport ce needs 2 GPUs; ${devices:-no} visible"
+  done
+fi
 smoke smoke_mpi_np2_fp32 2 mpi fp32 -x CUDA_VISIBLE_DEVICES=0
 smoke smoke_mpi_np2_bf16 2 mpi bf16 -x CUDA_VISIBLE_DEVICES=0
 mlp mlp_nccl_np1

@@ -6,7 +6,9 @@
 //   ncclSend/ncclRecv, ncclAllGather/ncclReduceScatter, ulysses' all-to-all (one group of
 //   sends and receives), the events between the streams, the stream priorities and NCCL
 //   inside graph capture all run on one GPU;
-// - several ranks sharing one GPU, --transport=mpi: host-staged transfers.
+// - several ranks sharing one GPU, --transport=mpi: host-staged transfers;
+// - a rank per GPU, --transport=ce: copies into peers' memory on the copy engines (skipped where
+//   the machine has fewer GPUs than ranks).
 // fp32 is bit-exact against the oracle (through attention's softmax: within its bound), bf16
 // within its stated bound, checked before and after the timed iterations (with --graphs, on a
 // replay). Exit 77 (skipped) only when this machine has no NVIDIA driver; a GPU the backend
@@ -387,6 +389,18 @@ int main(int argc, char** argv) {
     }
     if (rank == 0)
       std::printf("no GPU on this machine (%s): skipping the gpu tests\n", why.c_str());
+    MPI_Finalize();
+    return fob::kSkip;
+  }
+  // Transport ce copies between the GPUs of several ranks: a machine with fewer GPUs than ranks
+  // cannot run it (the backend refuses two ranks on one GPU).
+  int world = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &world);
+  if (fob::g_transport == "ce" && status.devices < world) {
+    if (rank == 0) {
+      std::printf("transport ce needs a GPU per rank: %d rank(s), %d GPU(s): skipping\n", world,
+                  status.devices);
+    }
     MPI_Finalize();
     return fob::kSkip;
   }

@@ -90,7 +90,7 @@ checks_steps() {
   local w
   printf '%s\n' nvidia_smi libraries version gemm_slices_cuda reports hardware check_results \
     fairness smoke_nccl_np1_fp32 smoke_nccl_np1_bf16 smoke_mpi_np2_fp32 smoke_mpi_np2_bf16 mlp_nccl_np1 \
-    mlp_nccl_np1_graphs
+    mlp_nccl_np1_graphs smoke_ce_np2_fp32 gpu_ce_np2_gemm_rs
   for w in $(bundle_workloads); do
     printf '%s\n' "gpu_nccl_np1_$w" "gpu_mpi_np2_$w"
   done

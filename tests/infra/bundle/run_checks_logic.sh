@@ -62,7 +62,7 @@ fake fobench 'case $1 in
   --list) exec '"$FOBENCH"' "$@" ;;
   --version)
     echo "backends: cpu, cuda"
-    devices="1 device(s) visible"
+    devices="2 device(s) visible"
     if [[ ${FAKE_NODEV:-0} == 1 ]]; then devices="0 device(s) visible ($FAKE_CAUSE)"; fi
     echo "cuda: CUDA runtime 13.0 (static), driver 13.0 (/usr/local/nvidia/lib64/libcuda.so.1), cuBLAS 13.1.0 (x), NCCL 2.28.9 (y), $devices" ;;
   run)
@@ -118,7 +118,7 @@ checks "$out"
 [[ $(cat "$scratch/victim") == victim ]] || fail "a planted link was written through"
 only_outputs "$out"
 recorded "$out"
-[[ $(tail -n1 "$out/summary.txt") == "result: all 28 steps passed" ]] ||
+[[ $(tail -n1 "$out/summary.txt") == "result: all 30 steps passed" ]] ||
   fail "last line: $(tail -n1 "$out/summary.txt")"
 grep -q 'OMPI_MCA_btl_vader_single_copy_mechanism=none' "$out/summary.txt" ||
   fail "Open MPI's single copy is not off"
@@ -148,7 +148,7 @@ grep -qE '^  (smoke_nccl_np1_bf16|mlp_nccl_np1_graphs|gpu_nccl_np1_gemm_ar) +ok'
   fail "later NCCL steps did not run without cuMem"
 grep -qE '^  gpu_mpi_np2_attn +FAILED +exit 77 .*although nvidia-smi lists 1 GPU' \
   "$out/summary.txt" || fail "exit 77 beside a listed GPU is not a failure"
-[[ $(tail -n1 "$out/summary.txt") == "result: 1 of 28 steps FAILED" ]] ||
+[[ $(tail -n1 "$out/summary.txt") == "result: 1 of 30 steps FAILED" ]] ||
   fail "last line: $(tail -n1 "$out/summary.txt")"
 ok "a NCCL step refused cuMem passes again without it, the later ones run without; 77 beside a GPU fails"
 
