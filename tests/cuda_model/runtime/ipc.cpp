@@ -343,7 +343,7 @@ bool count_importer(ExportEntry& entry, int delta) {
   return false;
 }
 
-cudaError_t check_exported(Ipc& state, const Handle& handle) {
+cudaError_t check_exported(Ipc& state, const Handle& handle, Knowledge* published) {
   const std::string what = "cudaIpcOpenMemHandle on " + self() + ": the handle of process " +
                            std::to_string(handle.pid) + "'s allocation at offset " +
                            std::to_string(handle.offset) + " of device " +
@@ -352,7 +352,6 @@ cudaError_t check_exported(Ipc& state, const Handle& handle) {
   if (table == nullptr) {
     return ipc_error(cudaErrorInvalidValue, what + " names a process that is gone");
   }
-  Knowledge published;
   {
     TableLock lock(*table);
     ExportEntry* entry = find_entry(*table, handle.device, handle.offset);
@@ -360,9 +359,8 @@ cudaError_t check_exported(Ipc& state, const Handle& handle) {
       return ipc_error(cudaErrorInvalidValue, what + " names memory the exporter has freed");
     }
     if (!count_importer(*entry, 1)) return cudaErrorMemoryAllocation;
-    published = table->synced;
+    *published = table->synced;
   }
-  acquire_published(published);
   return cudaSuccess;
 }
 
@@ -399,7 +397,7 @@ cudaError_t open_handle(void** out, const cudaIpcMemHandle_t& raw, unsigned flag
                          ": a process cannot open its own IPC handle; use the pointer");
   }
   Ipc& state = ipc();
-  std::lock_guard lock(state.mutex);
+  std::unique_lock lock(state.mutex);
   for (auto& [base, import] : state.imports) {
     // "If the memory handle has already been opened by the current context, the reference
     // count on the handle is incremented by 1 and the existing device pointer is returned".
@@ -410,8 +408,13 @@ cudaError_t open_handle(void** out, const cudaIpcMemHandle_t& raw, unsigned flag
       return cudaSuccess;
     }
   }
-  if (const cudaError_t e = check_exported(state, handle); e != cudaSuccess) return e;
-  return map_import(state, handle, out);
+  Knowledge published;
+  if (const cudaError_t e = check_exported(state, handle, &published); e != cudaSuccess) return e;
+  const cudaError_t mapped = map_import(state, handle, out);
+  // Outside the IPC lock: the model's lock is taken after it elsewhere.
+  lock.unlock();
+  if (mapped == cudaSuccess) acquire_published(published);
+  return mapped;
 }
 
 cudaError_t close_handle(void* pointer) {

@@ -29,6 +29,7 @@ namespace fobmodel::detail {
 namespace {
 
 using Known = std::map<uint64_t, uint64_t>;  // global agent -> tick
+constexpr size_t kHistory = 4096;            // acquisitions kept per agent
 
 // What the waits of each local agent acquired: (tick, everything acquired up to that tick).
 struct Acquired {
@@ -359,6 +360,13 @@ void flag_observed(const void* word, uint32_t wanted, uint32_t seen, bool geq) {
   // Waits of one agent run in tick order; each entry holds everything acquired up to it.
   if (!history.empty()) join(known, history.back().second);
   history.emplace_back(tick, std::move(known));
+  // Bounded memory: the oldest entries go, and a point ordered after this agent but older than
+  // all that are left is taken to know what the oldest left knows (more than it did: a race that
+  // far back can be missed, none is invented).
+  if (history.size() > kHistory) {
+    history.erase(history.begin(), history.begin() + kHistory / 2);
+    history.front().first = 1;
+  }
 }
 
 }  // namespace fobmodel
