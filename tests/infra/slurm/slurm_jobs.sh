@@ -228,3 +228,20 @@ assert all(c["verified"] for c in doc["tables"][0]["rows"]), "unverified cases"
 assert all(c["world"] == 4 for c in doc["tables"][0]["rows"])
 print(f"ok: multinode script, {len(doc['tables'][0]['rows'])} cases verified, 4 ranks on nodes {nodelist}")
 PY
+
+# 4. The copy engines' transport across the two nodes, on the cuda model where this build has it:
+# CUDA IPC maps GPUs of one node, so --transport ce is refused (exit 2, no file), naming the rule
+# and which ranks are where (MPI_COMM_TYPE_SHARED groups ranks as Slurm placed them).
+if [[ -z ${FOB_MODEL_MODULE:-} ]]; then
+  echo "ok: step 4 not run: this build has no cuda model module"
+  exit 0
+fi
+rc=0
+FOB_CUDA_MODULE=$FOB_MODEL_MODULE FOB_MODEL_FATAL=1 timeout 300 srun --nodes=2 --ntasks=2 \
+  --ntasks-per-node=1 --gpus-per-node=0 "$FOBENCH" run -c "$FOB_SOURCE_DIR/bench_configs/smoke.yaml" \
+  --backend cuda --transport ce -o "$dir/out/ce.h5" >"$dir/ce.log" 2>&1 || rc=$?
+[[ $rc == 2 ]] || fail "transport ce across nodes: exit $rc, not 2: $(cat "$dir/ce.log")"
+grep -q "transport: 'ce' maps peers' GPU memory with CUDA IPC, which reaches the GPUs of one node only, and the ranks run on 2 nodes (ranks 0 and 1)" \
+  "$dir/ce.log" || fail "the refusal does not name the rule and the ranks: $(cat "$dir/ce.log")"
+[[ ! -e $dir/out/ce.h5 && ! -e $dir/out/ce.h5.partial ]] || fail "a refused run wrote a file"
+echo "ok: transport ce across ${nodes[*]} refused: $(grep -o "the ranks run on [^;]*" "$dir/ce.log" | head -n1)"
