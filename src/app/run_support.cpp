@@ -170,6 +170,11 @@ void check_cuda_options(const Config& c) {
         "graphs: CUDA graphs need --backend cuda --transport nccl (transport ce numbers its "
         "flags per iteration; a captured graph would replay the same numbers)");
   }
+  if (c.comm_sms > 0 && c.transport == "ce") {
+    throw InputError("comm_sms: " + std::to_string(c.comm_sms) +
+                     " leaves SMs to NCCL's kernels; transport ce's copies take none (GEMMs keep "
+                     "every SM): valid with ce: auto, 0");
+  }
   if (c.link.enabled() && c.transport != "mpi") {
     throw InputError(
         "link_gbps/link_latency_us: link emulation needs host-staged transfers "

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Transport ce (the copy engines) on the cuda model, beside the workload runs that verify every
 # strategy on it:
-#  1. what it refuses, exit 2 and no file: CUDA graphs, an emulated link, two ranks on one GPU;
+#  1. what it refuses, exit 2 and no file: CUDA graphs, an emulated link, SMs left to NCCL, two
+#     ranks on one GPU;
 #  2. what the file records: /system transport ce, the copy engines the device reports
 #     (FOB_MODEL_COPY_ENGINES), 0 SMs for an all-gather's copies and the add kernel's blocks for a
 #     reduce-scatter's partial sums, per-task events as the timer;
@@ -37,6 +38,8 @@ refused() { # refused NAME PATTERN ARGS...: exit 2, PATTERN said, no file
 # --- 1. refusals ------------------------------------------------------------------------------
 refused graphs "graphs: .*transport ce numbers its flags" --graphs
 refused link "link_gbps/link_latency_us: .*transport ce's transfers" --link-gbps 10
+refused comm_sms "comm_sms: 16 leaves SMs to NCCL's kernels; transport ce's copies take none" \
+  --comm-sms 16
 FOB_MODEL_DEVICES=1 refused shared_gpu "share one GPU .*transport ce needs a GPU per rank"
 
 # --- 2. the file ------------------------------------------------------------------------------
