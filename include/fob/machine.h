@@ -57,7 +57,8 @@
 // reading s fp32 partial results of m x n at the memory bandwidth; the GEMM takes the fastest
 // choice (as cuBLAS's heuristics aim to), and never less than the roofline's memory side. SMs
 // is `sms`, or sms - comm_sms for a GEMM of an overlapping plan that may run beside a transfer
-// (tasks_beside_transfers, as the cuda backend sets cublasSetSmCountTarget).
+// (tasks_beside_transfers, as the cuda backend sets cublasSetSmCountTarget), on the links path;
+// on copy engines see below.
 //
 // Achieved rates: a collective over a link class with an `achieved` table for its op runs each
 // ring step at the table's bus bandwidth for the collective's size (nccl-tests' size: the
