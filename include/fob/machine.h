@@ -33,6 +33,7 @@
 //   contention: 1.05                              # optional, >= 1; default 1 (GEMMs only), or
 //   contention: {gemm: 1.05, transfer: 1.2, comm_start_us: 40}   # every key optional
 //   launch_us: {compute: 5, comm: 10}             # optional, >= 0; default 0
+//   copy_engines: {count: 3, gbytes_per_s: 376, copy_us: 4}   # optional: --transport ce (below)
 //
 // Pricing (MachineCost): a GEMM takes batch * max(flops / (peak * eff(m, n, k)),
 // (m*k + k*n + m*n) * element size / memory bandwidth) per batch entry (a roofline); add takes
@@ -56,7 +57,8 @@
 // reading s fp32 partial results of m x n at the memory bandwidth; the GEMM takes the fastest
 // choice (as cuBLAS's heuristics aim to), and never less than the roofline's memory side. SMs
 // is `sms`, or sms - comm_sms for a GEMM of an overlapping plan that may run beside a transfer
-// (tasks_beside_transfers, as the cuda backend sets cublasSetSmCountTarget).
+// (tasks_beside_transfers, as the cuda backend sets cublasSetSmCountTarget), on the links path;
+// on copy engines see below.
 //
 // Achieved rates: a collective over a link class with an `achieved` table for its op runs each
 // ring step at the table's bus bandwidth for the collective's size (nccl-tests' size: the
@@ -65,6 +67,18 @@
 // with a send_recv table flows at that table's rate for its bytes, without latency.
 // Interpolation is linear in (log size, log rate); below the first size the time stays the
 // first size's (latency-bound), above the last the rate stays the last's.
+//
+// Copy engines (`copy_engines`, priced only for a case whose transport is ce): count is the
+// copy engines of a GPU (>= 1; what the reader and a later calibration see, not priced: the
+// copies of one stream run one after another); gbytes_per_s (> 0) the rate of peer copies
+// within a node, per rank and direction, all engines together; copy_us (>= 0) what each copy
+// costs besides its bytes (stream memory operations signalling it, DMA setup). On ce every
+// transfer stays within one node (a world past ranks_per_node is refused) and pays copy_us
+// per copy it makes (a message one; a collective's block to each peer one, an all-to-all's one
+// per chunk of it) plus its bytes at gbytes_per_s, shared as links are; no `achieved` table
+// applies. A GEMM beside a ce transfer keeps all `sms`, except while its rank has a ce
+// reduce-scatter in flight: the receiver's adds (one per partial received, 3 * block bytes at
+// the dtype's memory bandwidth each, added to each ring step) then take comm_sms of them.
 #pragma once
 
 #include <array>
@@ -108,6 +122,13 @@ struct GpuModel {
   int max_split_k = 1;  // the largest split of k a GEMM may use (a power of 2)
 };
 
+// The copy engines of one device, for --transport ce.
+struct CopyEngineModel {
+  int count = 0;           // 0: no copy_engines section (ce cannot be priced)
+  double bytes_per_s = 0;  // peer copies within a node, per rank and direction, all engines
+  double copy_s = 0;       // each copy's cost besides its bytes: memop signalling, DMA setup
+};
+
 // A measured rate at one size (nccl-tests' size column and its busbw, or a message's bytes and
 // its rate).
 struct RatePoint {
@@ -138,6 +159,7 @@ struct Machine {
   std::string source;  // where the numbers come from, printed with every simulated table
   std::map<DType, ComputeModel> compute;
   GpuModel gpu;
+  CopyEngineModel copy_engines;
   std::vector<LinkClass> links;
   // Topology: ranks fill nodes in order, ranks_per_node each; ranks on one node talk over
   // intra_node, ranks on different nodes over inter_node (LinkClass names).
@@ -173,12 +195,28 @@ Machine parse_machine(const std::string& yaml_text, const std::string& source);
 // Writes `machine` as a machine file that load_machine reads back, with comments.
 void save_machine(std::ostream& out, const Machine& machine);
 
+// How a MachineCost prices transfers: over the link classes (NCCL, the host-staged MPI
+// transport) or as copy-engine copies within one node (--transport ce: Machine::copy_engines).
+enum class TransferPath { links, copy_engines };
+
+// The transfer path a config's `transport` is priced on: copy_engines for ce, else links.
+TransferPath transfer_path(const std::string& transport);
+// "links" or "ce".
+const char* transfer_path_name(TransferPath path);
+
 // Prices tasks and messages with a Machine for plans of one dtype.
 class MachineCost : public CostModel {
  public:
-  explicit MachineCost(const Machine& machine);  // InputError if a needed piece is missing
+  // InputError if a needed piece is missing (copy_engines, on that path).
+  explicit MachineCost(const Machine& machine, TransferPath path = TransferPath::links);
+  TransferPath path() const { return path_; }
+  // InputError unless `world` ranks can be priced on this path: on copy engines, one node.
+  void check_world(int world) const;
   double compute_seconds(const Task& t, DType dtype, int rank) const override;
   double compute_seconds_beside_comm(const Task& t, DType dtype, int rank) const override;
+  int latencies_per_step(const Task& collective) const override;
+  double reduction_seconds_per_byte(CollectiveOp op, DType dtype) const override;
+  double compute_seconds_while_reducing(const Task& t, DType dtype, int rank) const override;
   double transfer_seconds(int64_t bytes, int from_rank, int to_rank) const override;
   LinkRate link_rate(CollectiveOp op, int64_t size, int from_rank, int to_rank) const override;
   double latency_seconds(int from_rank, int to_rank) const override;
@@ -206,7 +244,11 @@ class MachineCost : public CostModel {
   };
   const LinkClass& link(int from_rank, int to_rank) const;
   double gemm_seconds(const Task& t, DType dtype, int sms) const;
+  LinkRate copy_rate() const {
+    return {machine_.copy_engines.copy_s, machine_.copy_engines.bytes_per_s};
+  }
   Machine machine_;
+  TransferPath path_ = TransferPath::links;
   int intra_ = -1, inter_ = -1;  // indices into machine_.links
   std::map<DType, Table> tables_;
 };

@@ -64,6 +64,20 @@ class CostModel {
   // task is posted this many seconds after its own launch, or when that task ends if that is
   // sooner, but not before its launch is over.
   virtual double comm_start_delay_while_computing() const { return 0.0; }
+  // How many times each step of `collective` pays its link's latency: once (a message per
+  // peer), or once per chunk where a transport copies an all-to-all's chunks one by one.
+  virtual int latencies_per_step(const Task& /*collective*/) const { return 1; }
+  // Seconds per byte of a block that the receiver of a collective `op` of `dtype` spends
+  // reducing it outside the transfer, added to each step: 0 where the transfer reduces as it
+  // moves (NCCL's kernels, the host ring).
+  virtual double reduction_seconds_per_byte(CollectiveOp /*op*/, DType /*dtype*/) const {
+    return 0.0;
+  }
+  // A compute task that starts while its rank has a collective in flight whose reduction takes
+  // SMs of its own (reduction_seconds_per_byte > 0).
+  virtual double compute_seconds_while_reducing(const Task& t, DType dtype, int rank) const {
+    return compute_seconds_beside_comm(t, dtype, rank);
+  }
   // Seconds from a task's becoming ready (its deps and its stream's previous task ended) to
   // its start: a kernel launch, a stream wake-up. Every rank's first tasks pay it too.
   virtual double launch_seconds(StreamId /*stream*/) const { return 0.0; }
@@ -105,7 +119,8 @@ class UniformCost : public CostModel {
 // as one flow on each of that step's links (rank r's egress and r+shift's ingress), so it and
 // concurrent messages slow one another. NCCL runs an all-to-all as concurrent sends to every
 // peer, paying the latency about once; the simulator prices the host pairwise form
-// (src/sim/collective_steps.h). A reduce-scatter's additions are not priced.
+// (src/sim/collective_steps.h). A reduce-scatter's additions are priced only where the cost
+// model says the receiver runs them (reduction_seconds_per_byte: --transport ce).
 // Throws std::runtime_error naming the rank and task of an unmatched transfer or a deadlock.
 CaseResult simulate_case(const std::vector<Plan>& plans, const CostModel& cost,
                          const std::string& case_id);

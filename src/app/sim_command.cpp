@@ -25,6 +25,7 @@
 #include "fob/version.h"
 #include "fob/workload.h"
 #include "sim_bounds.h"
+#include "sim_costs.h"
 #include "sim_tune.h"
 
 namespace fob {
@@ -117,7 +118,7 @@ class Progress {
 // cases' order. A case reported but not written keeps only what its summary row needs (its
 // key and stats): a sweep of large worlds then holds one case's timings per core at a time.
 // The first error is rethrown once every worker has stopped.
-Simulated simulate_all(const std::vector<CaseSpec>& specs, const CostModel& cost, bool keep_timings,
+Simulated simulate_all(const std::vector<PricedCase>& specs, bool keep_timings,
                        const SimEstimate& estimate) {
   Simulated out;
   out.cases.resize(specs.size());
@@ -131,7 +132,8 @@ Simulated simulate_all(const std::vector<CaseSpec>& specs, const CostModel& cost
       try {
         char id[32];
         std::snprintf(id, sizeof id, "%04zu", i);
-        CaseResult result = simulate_spec(specs[i], cost, id);
+        CaseResult result = simulate_spec(specs[i].spec, *specs[i].cost, id);
+        if (specs[i].cost->path() == TransferPath::copy_engines) result.facts = {kCeFact};
         out.stats[i] = case_stats(result);
         if (!keep_timings) result = described(result);
         out.cases[i] = std::move(result);
@@ -208,8 +210,9 @@ void check_dtypes(const std::vector<Config>& points, const Machine& machine) {
 }
 
 // What a simulated file records of its run; no clock took its times, and it says so.
+// /system's transport names the paths the transfers were priced on.
 ResultFile simulated_file(const SimArgs& args, const Config& config, const Machine& machine,
-                          const std::vector<int>& worlds) {
+                          const std::vector<int>& worlds, const std::string& paths) {
   ResultFile file;
   file.run.git_commit = git_commit();
   file.run.created_utc = utc_now("%Y-%m-%dT%H:%M:%SZ");
@@ -217,7 +220,7 @@ ResultFile simulated_file(const SimArgs& args, const Config& config, const Machi
   file.run.config_yaml = config.to_yaml();
   file.run.tuned = args.tune;
   file.system.backend = "sim";
-  file.system.transport = "sim";
+  file.system.transport = "sim (" + paths + ")";
   file.system.world_size = *std::max_element(worlds.begin(), worlds.end());
   file.system.link_emulation = "none";
   file.system.simulated = machine_summary(machine);
@@ -275,16 +278,18 @@ int sim_command(const SimArgs& args) {
     check_dtypes(points, machine);
     // Every case is checked, counted and its cost estimated before anything is simulated,
     // allocated or written.
-    const std::vector<CaseSpec> specs = sim_cases(points, worlds, args.tune);
-    const MachineCost cost(machine);
+    const SimCosts costs(machine, config.transport, args.tune);
+    const std::vector<PricedCase> priced = costs.price(sim_cases(points, worlds, args.tune));
+    std::vector<CaseSpec> specs;
+    for (const PricedCase& c : priced) specs.push_back(c.spec);
     const std::optional<std::string> output = given(args.run, "output");
     const bool writes = !output.value_or("").empty();
     const SimEstimate estimate =
-        check_sim_bounds(specs, cost, writes, sim_threads(specs.size()), host_available_bytes(),
-                         args.tune ? "sim --tune" : "sim");
-    ResultFile file = simulated_file(args, config, machine, worlds);
+        check_sim_bounds(specs, costs.main(), writes, sim_threads(specs.size()),
+                         host_available_bytes(), args.tune ? "sim --tune" : "sim");
+    ResultFile file = simulated_file(args, config, machine, worlds, SimCosts::paths(priced));
     SimOutput out(args, file, writes ? *output : "");
-    Simulated simulated = simulate_all(specs, cost, writes, estimate);
+    Simulated simulated = simulate_all(priced, writes, estimate);
     file.cases = std::move(simulated.cases);
     file.stats = std::move(simulated.stats);
     out.write(file.cases);

@@ -10,6 +10,7 @@
 
 #include "fob/cases.h"
 #include "fob/strategy.h"
+#include "sim_costs.h"
 
 namespace fob {
 namespace {
@@ -55,6 +56,11 @@ std::vector<Column> tune_columns() {
           tune_col("candidates", "", CellType::integer)};
 }
 
+// A candidate as the table names it: its strategy, and "(ce)" where copy engines priced it.
+std::string label(const Summary& s, bool ce) {
+  return ce ? s.strategy + " (ce)" : s.strategy;
+}
+
 // In the order of tune_columns().
 std::vector<Cell> cells(const TuneRow& r) {
   const Summary& b = *r.best;
@@ -64,11 +70,11 @@ std::vector<Cell> cells(const TuneRow& r) {
           Cell::of(shape_text(b)),
           Cell::of(b.dtype),
           Cell::of_int(b.world),
-          Cell::of(b.strategy),
+          Cell::of(label(b, r.best_ce)),
           ms(b.t_median),
           Cell::of_real(over(r.t_baseline, b.t_median)),
           Cell::of_real(over(b.t_median, r.t_lb)),
-          u ? Cell::of(u->strategy) : Cell::none(),
+          u ? Cell::of(label(*u, r.runner_up_ce)) : Cell::none(),
           u ? ms(u->t_median) : Cell::none(),
           u ? Cell::of_real(over(r.t_baseline, u->t_median)) : Cell::none(),
           ms(r.t_baseline),
@@ -113,17 +119,18 @@ std::vector<CaseSpec> tune_cases(const Config& point, int world) {
   return specs;
 }
 
-std::vector<TuneRow> tune_rows(const std::vector<Summary>& all) {
+std::vector<TuneRow> tune_rows(const std::vector<Summary>& all, const std::set<std::string>& ce) {
   std::vector<TuneRow> rows;
   std::map<CaseKey, size_t> index;  // the shape and world (strategy cleared) -> its row
   auto better = [](const Summary* a, const Summary* b) {
     return !b || (std::isfinite(a->t_median) && !(a->t_median >= b->t_median));
   };
+  auto on_ce = [&ce](const Summary& s) { return ce.count(s.case_id) > 0; };
   for (const Summary& s : all) {
     if (s.is_reference()) continue;
     const CaseKey shape = s.key().with_strategy("");
     auto [it, added] = index.emplace(shape, rows.size());
-    if (added) rows.push_back({nullptr, nullptr, kNaN, kNaN, 0});
+    if (added) rows.push_back({nullptr, nullptr, false, false, kNaN, kNaN, 0});
     TuneRow& row = rows[it->second];
     ++row.candidates;
     if (better(&s, row.best)) row.best = &s;
@@ -131,11 +138,15 @@ std::vector<TuneRow> tune_rows(const std::vector<Summary>& all) {
   for (const Summary& s : all) {
     if (s.is_reference()) continue;
     TuneRow& row = rows[index.at(s.key().with_strategy(""))];
-    if (s.has_role(StrategyRole::serial_baseline)) row.t_baseline = s.t_median;
+    if (s.has_role(StrategyRole::serial_baseline) && !on_ce(s)) row.t_baseline = s.t_median;
     row.t_lb = s.t_lb;  // the shape's, the same on every row
     if (s.strategy_name() != row.best->strategy_name() && better(&s, row.runner_up)) {
       row.runner_up = &s;
     }
+  }
+  for (TuneRow& row : rows) {
+    row.best_ce = on_ce(*row.best);
+    row.runner_up_ce = row.runner_up && on_ce(*row.runner_up);
   }
   return rows;
 }
@@ -152,8 +163,17 @@ TableDocument tune_document(const ResultFile& file, const std::vector<Summary>& 
                    " of each strategy (`candidates`), its predicted T, speedup = T_baseline / T, "
                    "T / T_lb (1 is the bound max(T_comp, T_comm)), and the fastest of another "
                    "strategy (runner-up)"};
+  std::set<std::string> ce;
+  for (const CaseResult& c : file.cases) {
+    if (std::find(c.facts.begin(), c.facts.end(), kCeFact) != c.facts.end()) ce.insert(c.id);
+  }
+  if (!ce.empty()) {
+    doc.prose.push_back(
+        "- transport: each candidate within one node also priced on copy engines (`(ce)`: "
+        "transport ce, GEMMs on all SMs); T_baseline and T_lb are the config's transport's");
+  }
   Table table{"", tune_columns(), {}, {}};
-  for (const TuneRow& r : tune_rows(all)) table.rows.push_back(cells(r));
+  for (const TuneRow& r : tune_rows(all, ce)) table.rows.push_back(cells(r));
   doc.tables.push_back(std::move(table));
   return doc;
 }

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <ostream>
+#include <set>
+#include <string>
 #include <vector>
 
 #include "fob/config.h"
@@ -26,13 +28,18 @@ std::vector<CaseSpec> tune_cases(const Config& point, int world);
 
 // One shape at one world: its fastest candidate (baseline and every overlapping case) and the
 // fastest one of another strategy, ties going to the earlier (simpler) candidate.
+// Candidates whose case id is in `ce` were priced on copy engines (the others on the config's
+// transport): they compete with the others and are labelled "(ce)"; T_baseline is baseline's on
+// the config's transport.
 struct TuneRow {
   const Summary* best = nullptr;
   const Summary* runner_up = nullptr;  // nullptr when no other strategy ran
-  double t_baseline = 0, t_lb = 0;     // NaN where the reference is missing
+  bool best_ce = false, runner_up_ce = false;
+  double t_baseline = 0, t_lb = 0;  // NaN where the reference is missing
   int candidates = 0;
 };
-std::vector<TuneRow> tune_rows(const std::vector<Summary>& all);
+std::vector<TuneRow> tune_rows(const std::vector<Summary>& all,
+                               const std::set<std::string>& ce = {});
 
 // The table of tune_rows(), headed by what was simulated and how, for any format.
 TableDocument tune_document(const ResultFile& file, const std::vector<Summary>& all);

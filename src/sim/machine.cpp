@@ -23,7 +23,8 @@ constexpr double kTera = 1e12;
 constexpr double kGiga = 1e9;
 constexpr double kMicro = 1e-6;
 
-const char* const kTopKeys = "name, source, compute, gpu, links, topology, contention, launch_us";
+const char* const kTopKeys =
+    "name, source, compute, gpu, links, topology, contention, launch_us, copy_engines";
 const char* const kComputeKeys =
     "peak_tflops, memory_gbytes_per_s, gemm_efficiency, gemm_tiles, gemm_k_overhead, "
     "gemm_memory_efficiency";
@@ -33,6 +34,7 @@ const char* const kAchievedKeys = "send_recv, all_gather, reduce_scatter, all_to
 const char* const kTopologyKeys = "ranks_per_node, intra_node, inter_node";
 const char* const kContentionKeys = "gemm, transfer, comm_start_us";
 const char* const kLaunchKeys = "compute, comm";
+const char* const kCopyEngineKeys = "count, gbytes_per_s, copy_us";
 class Reader {
  public:
   explicit Reader(std::string file) : file_(std::move(file)) {}
@@ -391,6 +393,20 @@ void read_gpu(const Reader& r, const YAML::Node& root, Machine& m) {
   }
 }
 
+// The optional copy_engines section: what --transport ce is priced with.
+void read_copy_engines(const Reader& r, const YAML::Node& root, Machine& m) {
+  const YAML::Node ce = root["copy_engines"];
+  if (!ce) return;
+  r.check_map(ce, "copy_engines", kCopyEngineKeys, {"count", "gbytes_per_s", "copy_us"});
+  m.copy_engines.count = r.scalar<int>(ce["count"], "copy_engines.count", "an integer");
+  if (m.copy_engines.count < 1) {
+    r.fail(ce["count"], "copy_engines.count",
+           "'" + Reader::text(ce["count"]) + "' must be >= 1 (copy engines per GPU)");
+  }
+  m.copy_engines.bytes_per_s = r.positive(ce["gbytes_per_s"], "copy_engines.gbytes_per_s") * kGiga;
+  m.copy_engines.copy_s = r.non_negative(ce["copy_us"], "copy_engines.copy_us") * kMicro;
+}
+
 }  // namespace
 
 Machine parse_machine(const std::string& yaml_text, const std::string& source) {
@@ -415,6 +431,7 @@ Machine parse_machine(const std::string& yaml_text, const std::string& source) {
   const std::string link_names = read_links(r, root["links"], m);
   read_topology(r, root["topology"], link_names, m);
   read_interference(r, root, m);
+  read_copy_engines(r, root, m);
   return m;
 }
 
@@ -486,6 +503,11 @@ void save_machine(std::ostream& out, const Machine& machine) {
       << ", comm_start_us: " << num(machine.comm_start_delay_s / kMicro) << "}\n";
   out << "launch_us: {compute: " << num(machine.launch_compute_s / kMicro)
       << ", comm: " << num(machine.launch_comm_s / kMicro) << "}\n";
+  if (machine.copy_engines.count > 0) {
+    const CopyEngineModel& ce = machine.copy_engines;
+    out << "copy_engines: {count: " << ce.count << ", gbytes_per_s: " << num(ce.bytes_per_s / kGiga)
+        << ", copy_us: " << num(ce.copy_s / kMicro) << "}\n";
+  }
 }
 
 }  // namespace fob

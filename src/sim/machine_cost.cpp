@@ -13,10 +13,29 @@ double log_dim(int64_t v) {
   return std::log(static_cast<double>(std::max<int64_t>(v, 1)));
 }
 
+// Copy engines are priced only with the machine file's copy_engines section.
+void check_path(const Machine& m, TransferPath path) {
+  if (path != TransferPath::copy_engines || m.copy_engines.count > 0) return;
+  throw InputError("machine '" + m.name +
+                   "': the machine file has no copy_engines section, which transport ce is "
+                   "priced with; add copy_engines: {count, gbytes_per_s, copy_us} "
+                   "(include/fob/machine.h) or simulate transport nccl");
+}
+
 }  // namespace
 
-MachineCost::MachineCost(const Machine& machine) : machine_(machine) {
+TransferPath transfer_path(const std::string& transport) {
+  return transport == "ce" ? TransferPath::copy_engines : TransferPath::links;
+}
+
+const char* transfer_path_name(TransferPath path) {
+  return path == TransferPath::copy_engines ? "ce" : "links";
+}
+
+MachineCost::MachineCost(const Machine& machine, TransferPath path)
+    : machine_(machine), path_(path) {
   const std::string at = "machine '" + machine_.name + "': ";
+  check_path(machine_, path_);
   if (machine_.ranks_per_node < 1) {
     throw InputError(at + "topology.ranks_per_node: " + std::to_string(machine_.ranks_per_node) +
                      " must be >= 1");
@@ -116,11 +135,43 @@ double MachineCost::compute_seconds(const Task& t, DType dtype, int /*rank*/) co
   return memory_elements(t) * dtype_bytes(dtype) / machine_.compute.at(dtype).memory_bytes_per_s;
 }
 
-// A GEMM beside a transfer of an overlapping plan has the SMs NCCL leaves it.
+// A GEMM beside a transfer of an overlapping plan has the SMs NCCL leaves it; copy engines
+// take none.
 double MachineCost::compute_seconds_beside_comm(const Task& t, DType dtype, int rank) const {
+  if (path_ == TransferPath::copy_engines) return compute_seconds(t, dtype, rank);
+  return compute_seconds_while_reducing(t, dtype, rank);
+}
+
+// The SMs a transfer's kernels (NCCL's, or a ce reduce-scatter's adds) leave a GEMM:
+// sms - comm_sms.
+double MachineCost::compute_seconds_while_reducing(const Task& t, DType dtype, int rank) const {
   if (t.kind != TaskKind::gemm || machine_.gpu.sms == 0) return compute_seconds(t, dtype, rank);
   require(dtype);
   return gemm_seconds(t, dtype, machine_.gpu.sms - machine_.gpu.comm_sms);
+}
+
+void MachineCost::check_world(int world) const {
+  if (path_ != TransferPath::copy_engines || world <= machine_.ranks_per_node) return;
+  throw InputError("transport ce: world " + std::to_string(world) + " spans " +
+                   std::to_string((world + machine_.ranks_per_node - 1) / machine_.ranks_per_node) +
+                   " nodes of " + std::to_string(machine_.ranks_per_node) +
+                   " ranks (topology.ranks_per_node of machine '" + machine_.name +
+                   "'); copy engines reach peers within one node only; valid: world 1.." +
+                   std::to_string(machine_.ranks_per_node) + ", or transport nccl");
+}
+
+// A copy engine moves an all-to-all's chunks to a peer one copy each.
+int MachineCost::latencies_per_step(const Task& collective) const {
+  if (path_ != TransferPath::copy_engines || collective.op != CollectiveOp::all_to_all) return 1;
+  return std::max(collective.batch, 1);
+}
+
+// On copy engines the receiver adds each partial it receives into its block: an add kernel
+// reading two blocks and writing one at the dtype's memory bandwidth (as an add task).
+double MachineCost::reduction_seconds_per_byte(CollectiveOp op, DType dtype) const {
+  if (path_ != TransferPath::copy_engines || op != CollectiveOp::reduce_scatter) return 0.0;
+  require(dtype);
+  return 3.0 / machine_.compute.at(dtype).memory_bytes_per_s;
 }
 
 const LinkClass& MachineCost::link(int from_rank, int to_rank) const {
@@ -138,15 +189,17 @@ int MachineCost::rotation_period(int world) const {
 }
 
 double MachineCost::transfer_seconds(int64_t bytes, int from_rank, int to_rank) const {
-  const LinkClass& l = link(from_rank, to_rank);
-  return l.latency_s + static_cast<double>(bytes) / l.bytes_per_s;
+  return latency_seconds(from_rank, to_rank) +
+         static_cast<double>(bytes) / bytes_per_second(from_rank, to_rank);
 }
 
 double MachineCost::latency_seconds(int from_rank, int to_rank) const {
+  if (path_ == TransferPath::copy_engines) return copy_rate().latency_s;
   return link(from_rank, to_rank).latency_s;
 }
 
 double MachineCost::bytes_per_second(int from_rank, int to_rank) const {
+  if (path_ == TransferPath::copy_engines) return copy_rate().bytes_per_s;
   return link(from_rank, to_rank).bytes_per_s;
 }
 

@@ -96,7 +96,9 @@ double wave_gemm_seconds(const ComputeModel& c, const GpuModel& gpu, DType dtype
                   bytes / (c.memory_bytes_per_s * c.gemm_memory_efficiency));
 }
 
+// Copy engines move every transfer at their own rate: NCCL's achieved tables do not apply.
 LinkRate MachineCost::link_rate(CollectiveOp op, int64_t size, int from_rank, int to_rank) const {
+  if (path_ == TransferPath::copy_engines) return copy_rate();
   const LinkClass& l = link(from_rank, to_rank);
   const std::vector<RatePoint>& table = l.achieved[static_cast<size_t>(achieved_index(op))];
   if (table.empty()) return {l.latency_s, l.bytes_per_s};

@@ -67,7 +67,7 @@ class Simulation {
   Flow& flow(int id) { return flows_[static_cast<size_t>(id)]; }
   void start_message(TaskRef from, TaskRef to);
   void post_collective(TaskRef ref);
-  std::vector<CollectiveLink> links_for(int shift, CollectiveOp op, int64_t size);
+  std::vector<CollectiveLink> links_for(int shift, const Flow& f);
   void next_step(int id);
   template <typename Fn>
   void for_each_port(int id, Fn&& fn);
@@ -89,6 +89,7 @@ class Simulation {
   std::vector<std::vector<int>> collectives_;  // per rank: task ids of its collectives
   std::vector<int> collective_posted_;         // ranks that have posted the k-th one
   std::vector<int> in_flight_;                 // transfers to or from each rank
+  std::vector<int> reducing_;  // per rank: collectives in flight whose receiver reduces on SMs
   static constexpr double kIdle = -1;
   std::vector<double> computing_until_;  // per rank: its compute task's end, or kIdle
   // With a comm start delay, per rank: whether a compute task is launching or running, and the

@@ -118,6 +118,8 @@ struct Flow {
   size_t step = 0;                    // collective: the running entry of `steps`
   std::vector<double> blocks;         // collective: per rank, the bytes it sends per step
   std::vector<CollectiveLink> links;  // collective: per rank, its link in the running entry
+  int latencies = 1;                  // collective: latencies each step pays (its copies)
+  double reduce_per_byte = 0;         // collective: the receiver's reduction, seconds per byte
 };
 
 // A transfer posted late because its rank was computing, and when its launch was over.

@@ -55,6 +55,11 @@ void Simulation::post_collective(TaskRef ref) {
   f.remaining = 1;
   // check_collectives made the k-th collective the same op on every rank.
   const CollectiveOp op = task(ref).op;
+  f.latencies = cost_.latencies_per_step(task(ref));
+  f.reduce_per_byte = cost_.reduction_seconds_per_byte(op, plans_[0].dtype);
+  if (f.reduce_per_byte > 0) {
+    for (size_t r = 0; r < n; ++r) ++reducing_[r];
+  }
   f.steps = collective_schedule(op, world_);
   if (!f.steps.empty()) {
     const int64_t steps = collective_step_count(op, world_);
@@ -67,7 +72,7 @@ void Simulation::post_collective(TaskRef ref) {
     // nccl-tests' size: world blocks, of which a rank sends world - 1.
     f.op = op;
     f.size = static_cast<int64_t>(f.blocks[0]) * world_;
-    f.links = links_for(f.steps.front().shift, op, f.size);
+    f.links = links_for(f.steps.front().shift, f);
   }
   flows_.push_back(std::move(f));
   begin_flow(id);
@@ -75,8 +80,8 @@ void Simulation::post_collective(TaskRef ref) {
 
 // The links of a collective step in which every rank r sends to r + shift, each over the class
 // the cost model gives that pair; one per simulated rank, received by the simulated rank that
-// stands for r + shift.
-std::vector<CollectiveLink> Simulation::links_for(int shift, CollectiveOp op, int64_t size) {
+// stands for r + shift; each pays its latency as many times as the collective's copies.
+std::vector<CollectiveLink> Simulation::links_for(int shift, const Flow& f) {
   std::vector<CollectiveLink> links(static_cast<size_t>(held_));
   for (int r = 0; r < held_; ++r) {
     const int to = (r + shift) % world_;
@@ -85,8 +90,8 @@ std::vector<CollectiveLink> Simulation::links_for(int shift, CollectiveOp op, in
     l.to = held(to);
     l.out_port = port(r, cls);
     l.in_port = port(l.to, cls);
-    const LinkRate rate = cost_.link_rate(op, size, r, to);
-    l.latency = rate.latency_s;
+    const LinkRate rate = cost_.link_rate(f.op, f.size, r, to);
+    l.latency = rate.latency_s * f.latencies;
     l.bytes_per_second = rate.bytes_per_s;
   }
   return links;
@@ -98,7 +103,7 @@ std::vector<CollectiveLink> Simulation::links_for(int shift, CollectiveOp op, in
 // their shares undisturbed.
 void Simulation::next_step(int id) {
   Flow& f = flow(id);
-  std::vector<CollectiveLink> next = links_for(f.steps[f.step + 1].shift, f.op, f.size);
+  std::vector<CollectiveLink> next = links_for(f.steps[f.step + 1].shift, f);
   // Every rank sends on one link and receives on one in each step: compare per rank.
   bool same = true;
   std::vector<int> in_before(f.links.size()), in_after(f.links.size());
@@ -178,6 +183,7 @@ void Simulation::end_flow(int id) {
   const size_t k = static_cast<size_t>(f.collective);
   for (size_t r = 0; r < plans_.size(); ++r) {
     --in_flight_[r];
+    if (f.reduce_per_byte > 0) --reducing_[r];
     finish({static_cast<int>(r), collectives_[r][k]});
   }
 }
@@ -218,7 +224,8 @@ void Simulation::refresh(int id) {
       const size_t s = share(from, l.out_port, l.to, l.in_port);
       double seconds = f.blocks[r] * static_cast<double>(s) / l.bytes_per_second;
       if (computing(from) || computing(l.to)) seconds *= transfer_slowdown_;
-      step = std::max(step, l.latency + seconds);
+      // The receiver's reduction of the block follows its arrival; 0 where none is priced.
+      step = std::max(step, l.latency + seconds + f.blocks[r] * f.reduce_per_byte);
     }
     period = f.steps.empty() ? 0.0 : step * f.steps[f.step].repeat;
     if (f.scheduled && period == f.period) return;

@@ -37,6 +37,7 @@ Simulation::Simulation(const std::vector<Plan>& plans, int world, const CostMode
   state_.resize(base_[n]);
   collectives_.resize(n);
   in_flight_.assign(n, 0);
+  reducing_.assign(n, 0);
   computing_until_.assign(n, kIdle);
   compute_active_.assign(n, 0);
   waiting_.assign(n, {});
@@ -107,7 +108,10 @@ void Simulation::run() {
 
 void Simulation::start_compute(TaskRef ref) {
   const DType dtype = plans_[static_cast<size_t>(ref.rank)].dtype;
-  double seconds = st(ref).beside_comm
+  // A collective's adds on SMs take them from whatever computes beside them.
+  double seconds = reducing_[static_cast<size_t>(ref.rank)] > 0
+                       ? cost_.compute_seconds_while_reducing(task(ref), dtype, ref.rank)
+                   : st(ref).beside_comm
                        ? cost_.compute_seconds_beside_comm(task(ref), dtype, ref.rank)
                        : cost_.compute_seconds(task(ref), dtype, ref.rank);
   if (in_flight_[static_cast<size_t>(ref.rank)] > 0) {
