@@ -25,7 +25,8 @@ struct Message {
   View from;      // a local copy's source
 };
 
-// Task `t`'s messages, in posting order: the receives (and reductions) in rank order, the local
+// Task `t`'s messages, in posting order: the receives in rank order (a reduce-scatter's partial
+// sums in the order they arrive, from the next rank down), the local
 // copy of this rank's own block, then the sends, starting with the next rank up and going round
 // (as a grouped exchange spreads them). An all-to-all block of several chunks is one message per
 // chunk. Empty for a task that is not a transfer. Every view is whole rows of its buffer.

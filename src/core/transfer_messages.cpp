@@ -23,11 +23,13 @@ void all_gather(const Plan& plan, const Task& t, std::vector<Message>& out) {
 }
 
 // Rank j's contribution to this rank's block arrives whole and is added; this rank's own
-// contribution is the sum's first term.
+// contribution is the sum's first term. The partial sums are awaited in the order they come:
+// every rank sends round from the next rank up, so the next rank down's arrives first, and each
+// addition runs while the next partial sum is still on its way.
 void reduce_scatter(const Plan& plan, const Task& t, std::vector<Message>& out) {
   const int rank = plan.rank, world = plan.world;
-  for (int j = 0; j < world; ++j) {
-    if (j != rank) out.push_back({Role::reduce, j, t.c, {}});
+  for (int step = 1; step < world; ++step) {
+    out.push_back({Role::reduce, (rank - step + world) % world, t.c, {}});
   }
   out.push_back({Role::local, -1, t.c, shifted(t.a, rank * t.src_stride_rows)});
   for (int j : peers_from(rank, world)) {

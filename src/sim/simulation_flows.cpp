@@ -217,6 +217,11 @@ void Simulation::refresh(int id) {
     if (f.scheduled && rate == f.rate) return;
   } else {
     // Each step of the running entry waits for the slowest link's block at that link's share.
+    // A receiver's reduction of a block (transport ce) runs while the next block arrives, so
+    // a step takes the longer of the two, and the last block's reduction comes after the last
+    // step: spread over the steps, so that a collective cut into entries prices it once.
+    int steps = 0;
+    for (const CollectiveStep& entry : f.steps) steps += entry.repeat;
     double step = 0;
     for (size_t r = 0; r < f.links.size(); ++r) {
       const CollectiveLink& l = f.links[r];
@@ -224,8 +229,8 @@ void Simulation::refresh(int id) {
       const size_t s = share(from, l.out_port, l.to, l.in_port);
       double seconds = f.blocks[r] * static_cast<double>(s) / l.bytes_per_second;
       if (computing(from) || computing(l.to)) seconds *= transfer_slowdown_;
-      // The receiver's reduction of the block follows its arrival; 0 where none is priced.
-      step = std::max(step, l.latency + seconds + f.blocks[r] * f.reduce_per_byte);
+      const double reduce = f.blocks[r] * f.reduce_per_byte;  // 0 where none is priced
+      step = std::max(step, l.latency + std::max(seconds, reduce) + reduce / std::max(steps, 1));
     }
     period = f.steps.empty() ? 0.0 : step * f.steps[f.step].repeat;
     if (f.scheduled && period == f.period) return;
