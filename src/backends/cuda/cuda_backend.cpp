@@ -432,6 +432,11 @@ std::vector<std::string> CudaBackend::run_facts() {
   return facts;
 }
 
+int CudaBackend::transfer_sms(const Plan& plan) {
+  const int sms = transport_->transfer_sms(prepared(plan));
+  return sms >= 0 ? sms : -1;
+}
+
 Prepared& CudaBackend::prepared(const Plan& plan) {
   auto it = prepared_.find(&plan);
   if (it == prepared_.end()) throw std::logic_error("plan used before setup()");
