@@ -22,6 +22,10 @@ ReportColumn integer(const char* name, const char* field, int64_t Summary::*m) {
 ReportColumn integer(const char* name, const char* field, int32_t Summary::*m) {
   return {Column{name, "", CellType::integer}, field, 1, m};
 }
+// A count whose -1 means not known (transfer_sms).
+ReportColumn known_count(const char* name, const char* field, int32_t Summary::*m) {
+  return {Column{name, "", CellType::integer}, field, 1, m, true};
+}
 ReportColumn boolean(const char* name, const char* field, int32_t Summary::*m) {
   return {Column{name, "", CellType::boolean}, field, 1, m};
 }
@@ -85,6 +89,7 @@ const std::vector<ReportColumn>& report_columns() {
       real("rank_tflops_avg", FOB_SOURCE(rank_tflops_avg)),
       real("rank_tflops_max", FOB_SOURCE(rank_tflops_max)),
       integer("slowest_gemm_rank", FOB_SOURCE(slowest_gemm_rank)),
+      known_count("transfer_sms", FOB_SOURCE(transfer_sms)),
       text("doubts", FOB_SOURCE(doubts)),
   };
   return columns;
@@ -103,6 +108,7 @@ Cell report_cell(const ReportColumn& column, const Summary& s) {
           return Cell::of_real(value * column.scale);
         } else {
           // A rank of -1 (slowest_rank: nothing timed) is printed as the file holds it.
+          if (column.negative_unknown && value < 0) return Cell::none();
           if (column.column.type != CellType::boolean) return Cell::of_int(value);
           return value < 0 ? Cell::none() : Cell::of_bool(value != 0);
         }
