@@ -22,10 +22,6 @@ ReportColumn integer(const char* name, const char* field, int64_t Summary::*m) {
 ReportColumn integer(const char* name, const char* field, int32_t Summary::*m) {
   return {Column{name, "", CellType::integer}, field, 1, m};
 }
-// A count whose -1 means not known (transfer_sms).
-ReportColumn known_count(const char* name, const char* field, int32_t Summary::*m) {
-  return {Column{name, "", CellType::integer}, field, 1, m, true};
-}
 ReportColumn boolean(const char* name, const char* field, int32_t Summary::*m) {
   return {Column{name, "", CellType::boolean}, field, 1, m};
 }
@@ -89,7 +85,7 @@ const std::vector<ReportColumn>& report_columns() {
       real("rank_tflops_avg", FOB_SOURCE(rank_tflops_avg)),
       real("rank_tflops_max", FOB_SOURCE(rank_tflops_max)),
       integer("slowest_gemm_rank", FOB_SOURCE(slowest_gemm_rank)),
-      known_count("transfer_sms", FOB_SOURCE(transfer_sms)),
+      integer("transfer_sms", FOB_SOURCE(transfer_sms)),
       text("doubts", FOB_SOURCE(doubts)),
   };
   return columns;
@@ -107,8 +103,8 @@ Cell report_cell(const ReportColumn& column, const Summary& s) {
         } else if constexpr (std::is_same_v<T, double>) {
           return Cell::of_real(value * column.scale);
         } else {
-          // A rank of -1 (slowest_rank: nothing timed) is printed as the file holds it.
-          if (column.negative_unknown && value < 0) return Cell::none();
+          // A rank of -1 (slowest_rank: nothing timed) and a count of -1 (transfer_sms: not
+          // known) are printed as the file holds them, so that the file's readers agree.
           if (column.column.type != CellType::boolean) return Cell::of_int(value);
           return value < 0 ? Cell::none() : Cell::of_bool(value != 0);
         }

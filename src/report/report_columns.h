@@ -21,13 +21,12 @@ struct ReportColumn {
   const char* field;  // the Summary member, which is also /summary's field of that name
   double scale = 1;   // the report's value is the field's times this (seconds to ms: 1e3)
   Member member;
-  bool negative_unknown = false;  // a negative integer means not known: the cell is absent
 };
 
 const std::vector<ReportColumn>& report_columns();
 
 // The column's cell of a case's row: the member times `scale`; a boolean from an int32 member
-// that is negative (not checked) is absent, as is a negative count that means not known.
+// that is negative (not checked) is absent.
 Cell report_cell(const ReportColumn& column, const Summary& s);
 
 }  // namespace fob
