@@ -122,6 +122,13 @@ class Backend {
   // nothing to say (the CPU backend).
   virtual std::vector<std::string> case_facts(const Plan& /*plan*/) { return {}; }
   virtual std::vector<std::string> run_facts() { return {}; }
+
+  // The device's copy engines (the cuda backend's cudaDevAttrAsyncEngineCount), for /system
+  // copy_engines; -1 where not known or not a GPU.
+  virtual int copy_engines() const { return -1; }
+  // The SMs a prepared plan's transfers may take (0 where copy engines or a host thread move
+  // the data), for the case's transfer_sms; -1 where not known.
+  virtual int transfer_sms(const Plan& /*plan*/) { return -1; }
 };
 
 std::unique_ptr<Backend> make_cpu_backend(const BackendOptions& options);

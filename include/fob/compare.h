@@ -143,19 +143,24 @@ double student_t_975(double df);
 
 // A setting that differs between the two files, so that a change measures more than the code.
 struct SettingDifference {
-  std::string setting;      // "link emulation", "timer"
+  std::string setting;      // "link emulation", "timer", "transport"
   std::string base, next;   // the two files' values
   std::string consequence;  // what the difference means for the comparison
 };
 
-// The differences `fobench compare` warns about, link emulation first; empty when none. A file
-// that predates the timer attribute differs from every file that names its timer: which clock
-// took its times is unknown.
+// The differences `fobench compare` warns about, transport and link emulation first; empty when
+// none. A file that predates the timer attribute differs from every file that names its timer:
+// which clock took its times is unknown.
 std::vector<SettingDifference> setting_differences(const SystemInfo& base, const SystemInfo& next);
 
 // Why the two files' times cannot be compared at all (one measured on the cuda model, whose
 // times are the CPU's, the other not), or empty.
 std::string incomparable_machines(const SystemInfo& base, const SystemInfo& next);
+
+// Why two measured files' times measure different mechanisms: they moved their data with
+// different transports (/system transport: nccl, ce, mpi), or empty. Simulated files are left
+// to the rules for predictions (is_prediction_pair) and simulations.
+std::string incomparable_transports(const SystemInfo& base, const SystemInfo& next);
 
 struct GateResult {
   GateVerdict verdict = GateVerdict::pass;

@@ -41,6 +41,8 @@ struct Summary : CaseKey {
   int32_t slowest_rank = -1;
   double rank_tflops_min = 0, rank_tflops_avg = 0, rank_tflops_max = 0;
   int32_t slowest_gemm_rank = -1;
+  // The SMs the case's transfers took (CaseResult::transfer_sms); -1 where not known.
+  int32_t transfer_sms = -1;
   // Why figures of this row cannot be trusted, "; "-separated; empty when they can
   // (trust.h: assess_trust, which also blanks the figures outside their meaningful range).
   std::string doubts;

@@ -31,6 +31,10 @@ inline constexpr const char* kTimerUnknown = "unknown (file predates the timer a
 // launch (IterationTimes::gate_early): its step may hold launch time.
 inline constexpr const char* kGateOpenedEarly = " (device started before the last launch)";
 
+// Bounds on /system copy_engines and a case's transfer_sms beyond any real device's counts: a
+// value past them is damage or a crafted file, refused by the readers.
+inline constexpr int32_t kMaxDeviceUnits = 1 << 16;
+
 // A task's label as the file stores it: a fixed-length string of up to kLabelChars characters,
 // so that a TaskRecord is itself the row of the `tasks` compound dataset.
 struct TaskLabel {
@@ -106,6 +110,10 @@ struct CaseResult : CaseKey {
   // case_facts): communicator and its channels, transports, registration, clocks. Empty where
   // nothing was said.
   std::vector<std::string> facts;
+  // The SMs the case's transfers took on rank 0 (Backend::transfer_sms): 0 where copy engines
+  // or a host thread moved the data; -1 where not known (the CPU backend, simulated cases, files
+  // from before).
+  int32_t transfer_sms = -1;
 
   // The case's timer in words: its one timer, or "mixed: A in 37 of 40 rank-iterations, B in
   // 3"; empty where not recorded.
@@ -154,6 +162,8 @@ struct CaseResult : CaseKey {
 struct SystemInfo {
   std::string backend, transport;
   int32_t world_size = 0;
+  // The device's copy engines (Backend::copy_engines); -1 where not known or not a GPU.
+  int32_t copy_engines = -1;
   std::string hostnames;  // comma separated, one per rank
   std::string devices;    // comma separated, one per rank
   std::string mpi_version, nccl_version, cuda_version, blas;
@@ -270,6 +280,13 @@ void append_round(CaseResult& result, const RoundTimes& round);
 
 // The peer a task record names: the send peer, else the receive peer, for transfers; else -1.
 int32_t recorded_peer(const Task& task);
+
+// The most SMs any of the cases' transfers took (CaseResult::transfer_sms); -1 where none says.
+int32_t files_transfer_sms(const std::vector<CaseResult>& cases);
+// The file's transport with what its transfers ran on, as the reports print it:
+// "ce (copy engines: 3; transfers take 0 SMs)", "nccl (copy engines: 3; transfers take up to 16
+// SMs)"; the bare name where neither is known (the CPU backend).
+std::string transport_text(const ResultFile& file);
 
 // Why this run may not add its cases to `existing` (an interrupted file): the first of backend,
 // transport, world size, link emulation, timer and every config setting (the seed, dtype,

@@ -149,6 +149,9 @@ CLI::App* add_compare(CLI::App& app, fob::CompareArgs& compare) {
                   "what decides: auto (what both files' configs say; default), all (every "
                   "case's --metric) or interconnect (comm_only busbw decides; exposed_comm and T "
                   "shown beside)");
+  cmd->add_flag("--across-transports", compare.across_transports,
+                "compare measured files whose transports differ (nccl, ce, mpi) instead of "
+                "refusing them; the difference is listed as a setting difference");
   cmd->add_option("--inconclusive-as", compare.inconclusive_as,
                   "what an INCONCLUSIVE gate exits with: inconclusive (5, default), pass (0) or "
                   "fail (1)");

@@ -61,6 +61,9 @@ struct CompareArgs {
   std::string format = "md";                     // parse_table_format
   std::string inconclusive_as = "inconclusive";  // parse_inconclusive_as
   std::string gate = "auto";                     // auto | parse_gate_mode
+  // --across-transports: compare measured files whose transports differ (listed as a setting
+  // difference) rather than refuse them.
+  bool across_transports = false;
 };
 
 // The gate's exit status (gate_result): 0 PASS, 1 FAIL, 5 INCONCLUSIVE (or as

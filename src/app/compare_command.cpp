@@ -225,6 +225,10 @@ int compare_command(const CompareArgs& args) {
     if (const std::string why = incomparable_machines(base.system, next.system); !why.empty()) {
       throw InputError(why);
     }
+    if (const std::string why = incomparable_transports(base.system, next.system);
+        !why.empty() && !args.across_transports) {
+      throw InputError(why + "; pass --across-transports to compare them anyway");
+    }
     if (is_prediction_pair(base, next)) {
       if (output.junit) {
         throw InputError(

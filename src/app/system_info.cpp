@@ -18,6 +18,7 @@ SystemInfo describe_system(MPI_Comm comm, int rank, int world, Backend& backend,
   system.backend = backend.name();
   system.transport = backend.transport();
   system.world_size = world;
+  system.copy_engines = backend.copy_engines();
   system.mpi_version = mpi_library_version();
   system.nccl_version = "n/a";
   system.cuda_version = "n/a";

@@ -97,7 +97,33 @@ CaseResult described(const CaseResult& c) {
   d.timers = c.timers;
   d.iteration_timer = c.iteration_timer;
   d.facts = c.facts;
+  d.transfer_sms = c.transfer_sms;
   return d;
+}
+
+int32_t files_transfer_sms(const std::vector<CaseResult>& cases) {
+  int32_t most = -1;
+  for (const CaseResult& c : cases) most = std::max(most, c.transfer_sms);
+  return most;
+}
+
+std::string transport_text(const ResultFile& file) {
+  std::vector<std::string> parts;
+  if (file.system.copy_engines >= 0) {
+    parts.push_back("copy engines: " + std::to_string(file.system.copy_engines));
+  }
+  // The transports' counts are what their transfers may take (NCCL's CTA limit, the blocks of
+  // the copy engines' partial sums), not what they were seen to occupy.
+  if (const int32_t sms = files_transfer_sms(file.cases); sms == 0) {
+    parts.emplace_back("transfers take 0 SMs");
+  } else if (sms > 0) {
+    parts.push_back("transfers take up to " + std::to_string(sms) + " SMs");
+  }
+  std::string text = file.system.transport;
+  if (parts.empty()) return text;
+  text += " (" + parts.front();
+  for (size_t i = 1; i < parts.size(); ++i) text += "; " + parts[i];
+  return text + ")";
 }
 
 int32_t recorded_peer(const Task& task) {

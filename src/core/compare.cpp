@@ -512,8 +512,28 @@ std::string incomparable_machines(const SystemInfo& base, const SystemInfo& next
          "); compare two files from the model, or two from real machines";
 }
 
+namespace {
+
+// Both files measured (neither predicted) and their transports differ.
+bool transports_differ(const SystemInfo& base, const SystemInfo& next) {
+  return base.simulated.empty() && next.simulated.empty() && base.transport != next.transport;
+}
+
+}  // namespace
+
+std::string incomparable_transports(const SystemInfo& base, const SystemInfo& next) {
+  if (!transports_differ(base, next)) return "";
+  return "BASE moved its data with transport " + base.transport + " and NEW with " +
+         next.transport + ": their times measure different mechanisms";
+}
+
 std::vector<SettingDifference> setting_differences(const SystemInfo& base, const SystemInfo& next) {
   std::vector<SettingDifference> out;
+  if (transports_differ(base, next)) {
+    out.push_back({"transport", base.transport, next.transport,
+                   "the changes below measure another way of moving the data as well as the "
+                   "code (--across-transports)"});
+  }
   if (base.link_emulation != next.link_emulation) {
     out.push_back({"link emulation", base.link_emulation, next.link_emulation,
                    "the changes below measure the link as well as the code"});

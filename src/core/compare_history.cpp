@@ -24,6 +24,7 @@ void require_same_setting(const SystemInfo& first, const SystemInfo& other,
                           const std::string& first_path, const std::string& path) {
   const std::pair<const char*, std::pair<std::string, std::string>> settings[] = {
       {"backend", {first.backend, other.backend}},
+      {"transport", {first.transport, other.transport}},
       {"link emulation", {first.link_emulation, other.link_emulation}},
       {"timer", {first.requested_timer(), other.requested_timer()}},
       {"world size", {std::to_string(first.world_size), std::to_string(other.world_size)}}};

@@ -265,7 +265,12 @@ std::vector<CaseResult> Executor::run_cases(const std::vector<const Plan*>& plan
                                       std::to_string(round + 1) + " of " + std::to_string(rounds));
       try {
         if (!resident) backend_.setup(plan);
-        if (round == 0) verify_case(plan, options, "before timing", results[c]);
+        if (round == 0) {
+          verify_case(plan, options, "before timing", results[c]);
+          // Rank 0's, as its facts are; fixed once the plan is prepared, and recorded with the
+          // case's first round.
+          results[c].transfer_sms = backend_.transfer_sms(plan);
+        }
         // Timed on data like a trained layer's; verified (before and after) on integers.
         backend_.fill_timing_data(plan);
         time_slot(plan, options, warmup, iters, samples[c]);

@@ -432,6 +432,7 @@ std::vector<Summary> summarize(const std::vector<CaseResult>& cases,
     s.case_id = c.id;
     s.iters = c.iters;
     s.verified = c.verified;
+    s.transfer_sms = c.transfer_sms;
     s.t_median = st.t_median;
     s.t_min = st.t_min;
     s.t_p90 = st.t_p90;

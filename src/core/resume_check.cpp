@@ -61,6 +61,11 @@ std::string resume_mismatch(const ResultFile& existing, const RunInfo& run,
   if (was.requested_timer() != system.requested_timer()) {
     return differs("timer", was.requested_timer(), system.requested_timer());
   }
+  // Another kind of device: its transfers may run on another number of copy engines.
+  if (was.copy_engines != system.copy_engines) {
+    return differs("copy engines (cudaDevAttrAsyncEngineCount)", std::to_string(was.copy_engines),
+                   std::to_string(system.copy_engines));
+  }
   const auto then = settings(existing.run.config_yaml), now = settings(run.config_yaml);
   if (then.empty()) return "the file holds no readable config to compare this run's with";
   for (const auto& [key, value] : then) {

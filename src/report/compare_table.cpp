@@ -203,8 +203,8 @@ std::string side_line(const CompareSide& side) {
   const SystemInfo& s = side.file.system;
   return "- " + side.name + ": `" + side.path + "` - machine " + hosts_of(s) + " (" +
          std::to_string(s.world_size) + " ranks), backend " + s.backend + ", transport " +
-         s.transport + ", link " + s.link_emulation + ", timer " + s.timer + ", git " +
-         side.file.run.git_commit + ", created " + side.file.run.created_utc;
+         transport_text(side.file) + ", link " + s.link_emulation + ", timer " + s.timer +
+         ", git " + side.file.run.git_commit + ", created " + side.file.run.created_utc;
 }
 
 // Markdown and LaTeX: the compared cases, rounded.
@@ -343,6 +343,10 @@ void add_side_facts(std::vector<Fact>& facts, const char* prefix, const CompareS
     facts.push_back({p + key, Cell::of(value)});
   }
   facts.push_back({p + "world_size", Cell::of_int(s.world_size)});
+  if (s.copy_engines >= 0) facts.push_back({p + "copy_engines", Cell::of_int(s.copy_engines)});
+  if (const int32_t sms = files_transfer_sms(side.file.cases); sms >= 0) {
+    facts.push_back({p + "transfer_sms", Cell::of_int(sms)});
+  }
 }
 
 std::vector<Fact> facts(const std::vector<Comparison>& parts, const CompareSide& base,
@@ -357,6 +361,7 @@ std::vector<Fact> facts(const std::vector<Comparison>& parts, const CompareSide&
   add_side_facts(out, "base_", base);
   add_side_facts(out, "new_", next);
   const SystemInfo &b = base.file.system, &n = next.file.system;
+  out.push_back({"transport_differs", Cell::of_bool(b.transport != n.transport)});
   out.push_back({"link_emulation_differs", Cell::of_bool(b.link_emulation != n.link_emulation)});
   out.push_back({"timer_differs", Cell::of_bool(b.timer != n.timer)});
   out.push_back({"host_speed_ratio", Cell::of_real(c.host_speed_ratio())});

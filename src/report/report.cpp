@@ -115,25 +115,30 @@ std::string link_detail(const SystemInfo& sys) {
 std::vector<std::pair<std::string, std::string>> header_pairs(const ResultFile& file) {
   const SystemInfo& s = file.system;
   const RunInfo& r = file.run;
-  return {{"git_commit", r.git_commit},
-          {"created_utc", r.created_utc},
-          {"command_line", r.command_line},
-          {"backend", s.backend},
-          {"transport", s.transport},
-          {"world_size", std::to_string(s.world_size)},
-          {"hostnames", join_list(split_unique(s.hostnames), ",")},
-          {"devices", s.devices},
-          {"mpi_version", s.mpi_version},
-          {"nccl_version", s.nccl_version},
-          {"cuda_version", s.cuda_version},
-          {"blas", s.blas},
-          {"link_emulation", s.link_emulation.empty() ? "none" : s.link_emulation},
-          {"timer", s.timer},
-          {"notes", s.notes},
-          {"simulated", s.simulated},
-          {"overlap_pct", kOverlapNote},
-          {"concurrency", kConcurrencyNote},
-          {"t", kStepNote}};
+  std::vector<std::pair<std::string, std::string>> pairs = {
+      {"git_commit", r.git_commit},     {"created_utc", r.created_utc},
+      {"command_line", r.command_line}, {"backend", s.backend},
+      {"transport", s.transport},       {"world_size", std::to_string(s.world_size)}};
+  // Only where known: the CPU backend's files say nothing of copy engines and SMs.
+  if (s.copy_engines >= 0) pairs.emplace_back("copy_engines", std::to_string(s.copy_engines));
+  if (const int32_t sms = files_transfer_sms(file.cases); sms >= 0) {
+    pairs.emplace_back("transfer_sms", std::to_string(sms));
+  }
+  pairs.insert(pairs.end(),
+               {{"hostnames", join_list(split_unique(s.hostnames), ",")},
+                {"devices", s.devices},
+                {"mpi_version", s.mpi_version},
+                {"nccl_version", s.nccl_version},
+                {"cuda_version", s.cuda_version},
+                {"blas", s.blas},
+                {"link_emulation", s.link_emulation.empty() ? "none" : s.link_emulation},
+                {"timer", s.timer},
+                {"notes", s.notes},
+                {"simulated", s.simulated},
+                {"overlap_pct", kOverlapNote},
+                {"concurrency", kConcurrencyNote},
+                {"t", kStepNote}});
+  return pairs;
 }
 
 // ---- the table for scripts (CSV and JSON): every case, every column --------------------------
@@ -151,12 +156,17 @@ std::vector<Cell> script_row(const Summary& s) {
   return cells;
 }
 
+// The header facts that are counts, typed as integers in JSON.
+bool integer_fact(const std::string& key) {
+  return key == "world_size" || key == "copy_engines" || key == "transfer_sms";
+}
+
 TableDocument script_document(const ResultFile& file, const std::vector<Summary>& rows) {
   TableDocument doc;
   doc.title = "fobench report";
   for (const auto& [key, value] : header_pairs(file)) {
     doc.facts.push_back(
-        {key, key == "world_size" ? Cell::of_int(file.system.world_size) : Cell::of(value)});
+        {key, integer_fact(key) ? Cell::of_int(std::stoll(value)) : Cell::of(value)});
   }
   // Long texts: in JSON for scripts that need them, not in CSV's comment lines.
   doc.facts.push_back({"env", Cell::of(file.system.env), false});
@@ -266,7 +276,8 @@ std::vector<std::string> md_prose(const ResultFile& file, bool empty) {
     lines.emplace_back();
   }
   lines.push_back("- machine: " + or_dash(join_list(split_unique(s.hostnames), ", ")));
-  lines.push_back("- backend: " + or_dash(s.backend) + ", transport: " + or_dash(s.transport) +
+  lines.push_back("- backend: " + or_dash(s.backend) + ", transport: " +
+                  (s.transport.empty() ? "-" : one_line_text(transport_text(file))) +
                   ", world size: " + std::to_string(s.world_size));
   if (!s.devices.empty())
     lines.push_back("- devices: " + or_dash(join_list(split_unique(s.devices), ", ")));
@@ -405,12 +416,13 @@ Table md_table(const Group& group) {
 }
 
 // The paper's Table 1 form: a change against baseline beside each time.
-Table latex_table(const Group& group, const SystemInfo& s) {
+Table latex_table(const Group& group, const ResultFile& file) {
+  const SystemInfo& s = file.system;
   const std::string link =
       s.link_emulated() ? "EMULATED link: " + link_detail(s) : "link not emulated";
   Table table{(s.simulated.empty() ? "" : "SIMULATED. ") + group.title + ". " +
                   join_list(split_unique(s.hostnames), ", ") + ", backend " + s.backend +
-                  ", transport " + s.transport + ", " + link + ", timer " + s.timer +
+                  ", transport " + transport_text(file) + ", " + link + ", timer " + s.timer +
                   ". Median step time; comm. overhead is T - T_comp; changes against baseline.",
               label_columns(group),
               {},
@@ -457,7 +469,7 @@ TableDocument people_document(const ResultFile& file, const std::vector<Group>& 
   if (const std::string nvlink = nvlink_verdict(file); !nvlink.empty()) {
     doc.prose.push_back("NVLink: " + nvlink);
   }
-  for (const Group& g : groups) doc.tables.push_back(latex_table(g, s));
+  for (const Group& g : groups) doc.tables.push_back(latex_table(g, file));
   return doc;
 }
 

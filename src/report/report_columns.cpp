@@ -85,6 +85,7 @@ const std::vector<ReportColumn>& report_columns() {
       real("rank_tflops_avg", FOB_SOURCE(rank_tflops_avg)),
       real("rank_tflops_max", FOB_SOURCE(rank_tflops_max)),
       integer("slowest_gemm_rank", FOB_SOURCE(slowest_gemm_rank)),
+      integer("transfer_sms", FOB_SOURCE(transfer_sms)),
       text("doubts", FOB_SOURCE(doubts)),
   };
   return columns;
@@ -102,7 +103,8 @@ Cell report_cell(const ReportColumn& column, const Summary& s) {
         } else if constexpr (std::is_same_v<T, double>) {
           return Cell::of_real(value * column.scale);
         } else {
-          // A rank of -1 (slowest_rank: nothing timed) is printed as the file holds it.
+          // A rank of -1 (slowest_rank: nothing timed) and a count of -1 (transfer_sms: not
+          // known) are printed as the file holds them, so that the file's readers agree.
           if (column.column.type != CellType::boolean) return Cell::of_int(value);
           return value < 0 ? Cell::none() : Cell::of_bool(value != 0);
         }

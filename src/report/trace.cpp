@@ -94,6 +94,8 @@ class TraceWriter {
         {"generator", "fobench"},
         {"backend", s.backend},
         {"transport", s.transport},
+        // The transport with its copy engines and transfer SMs where known, else the name.
+        {"transport_detail", transport_text(file_)},
         {"world_size", std::to_string(s.world_size)},
         {"hostnames", s.hostnames},
         {"devices", s.devices},

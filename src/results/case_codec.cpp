@@ -115,12 +115,18 @@ auto system_texts(Sys& s) {
 
 void put_system(Encoder& e, const SystemInfo& sys) {
   e.i32(sys.world_size);
+  e.i32(sys.copy_engines);
   for (const std::string* s : system_texts(sys)) e.str(*s);
 }
 
 SystemInfo get_system(Decoder& d) {
   SystemInfo sys;
   sys.world_size = d.i32();
+  sys.copy_engines = d.i32();
+  if (sys.copy_engines < -1 || sys.copy_engines > kMaxDeviceUnits) {
+    d.fail("copy_engines " + std::to_string(sys.copy_engines) + ", outside -1.." +
+           std::to_string(kMaxDeviceUnits));
+  }
   for (std::string* s : system_texts(sys)) {
     const bool long_text =
         s == &sys.env || s == &sys.notes || s == &sys.simulated || s == &sys.hardware;
@@ -181,7 +187,9 @@ TaskRecord get_task(Decoder& d) {
 void put_case(Encoder& e, const CaseResult& c) {
   put_key(e, c.key());
   e.str(c.id);
-  for (int32_t v : {c.iters, c.warmup, c.verified, c.stored, c.max_tasks}) e.i32(v);
+  for (int32_t v : {c.iters, c.warmup, c.verified, c.stored, c.max_tasks, c.transfer_sms}) {
+    e.i32(v);
+  }
   e.f64(c.max_abs_err);
   e.str(c.auto_slices);
   e.array(c.round_iters);
@@ -205,7 +213,9 @@ CaseResult get_case(Decoder& d) {
   CaseResult c;
   get_key(d, c);
   c.id = d.text(h5io::Text::line);
-  for (int32_t* v : {&c.iters, &c.warmup, &c.verified, &c.stored, &c.max_tasks}) *v = d.i32();
+  for (int32_t* v : {&c.iters, &c.warmup, &c.verified, &c.stored, &c.max_tasks, &c.transfer_sms}) {
+    *v = d.i32();
+  }
   c.max_abs_err = d.f64();
   c.auto_slices = d.text(h5io::Text::lines);
   c.round_iters = d.array<int32_t>("round_iters");
@@ -273,6 +283,7 @@ void check_counts(const CaseResult& c, const Decoder& d, const std::string& name
   within("max_tasks", c.max_tasks, kMaxTasks);
   within("stored_ranks", c.stored, kMaxWorld);
   if (!c.stored_fits()) d.fail(name + " has stored_ranks that do not divide its world");
+  if (c.transfer_sms != -1) within("transfer_sms", c.transfer_sms, kMaxDeviceUnits);
 }
 
 void check_probes(const CaseResult& c, const Decoder& d, const std::string& name) {

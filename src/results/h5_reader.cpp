@@ -54,6 +54,11 @@ void read_case_attrs(hid_t group, CaseResult& c, const Where& w) {
   c.world = read_i32(group, "world", 0, w);
   c.iters = read_i32(group, "iters", 0, w);
   c.warmup = read_i32(group, "warmup", 0, w);
+  // -1: not known, or a file from before the attribute.
+  c.transfer_sms =
+      has_attr(group, "transfer_sms")
+          ? static_cast<int32_t>(read_attr_int(group, "transfer_sms", -1, kMaxDeviceUnits, w))
+          : -1;
   c.verified = static_cast<int32_t>(read_attr_int(group, "verified", -1, 1, w));
   c.max_abs_err = read_attr_f64(group, "max_abs_err", w);
   if (has_attr(group, "auto_slices")) {
@@ -172,6 +177,10 @@ void read_system(hid_t file, SystemInfo& s, const Where& root) {
   s.backend = opt_str(sys, "backend", Text::line, w);
   s.transport = opt_str(sys, "transport", Text::line, w);
   s.world_size = has_attr(sys, "world_size") ? read_i32(sys, "world_size", 0, w) : 0;
+  s.copy_engines =
+      has_attr(sys, "copy_engines")
+          ? static_cast<int32_t>(read_attr_int(sys, "copy_engines", -1, kMaxDeviceUnits, w))
+          : -1;
   s.hostnames = opt_str(sys, "hostnames", Text::list, w);
   s.devices = opt_str(sys, "devices", Text::list, w);
   // MPICH's version text has several lines; Open MPI's one.

@@ -93,6 +93,7 @@ struct SummaryRow {
   int32_t slowest_rank;
   double rank_tflops_min, rank_tflops_avg, rank_tflops_max;
   int32_t slowest_gemm_rank;
+  int32_t transfer_sms;
 };
 
 H5Id summary_mem_type(const Where& w) {
@@ -154,6 +155,7 @@ H5Id summary_mem_type(const Where& w) {
   FOB_FIELD(rank_tflops_avg, H5T_NATIVE_DOUBLE);
   FOB_FIELD(rank_tflops_max, H5T_NATIVE_DOUBLE);
   FOB_FIELD(slowest_gemm_rank, H5T_NATIVE_INT32);
+  FOB_FIELD(transfer_sms, H5T_NATIVE_INT32);
 #undef FOB_FIELD
   return type;
 }
@@ -215,6 +217,7 @@ SummaryRow to_row(const Summary& s) {
   row.rank_tflops_avg = s.rank_tflops_avg;
   row.rank_tflops_max = s.rank_tflops_max;
   row.slowest_gemm_rank = s.slowest_gemm_rank;
+  row.transfer_sms = s.transfer_sms;
   row.doubts = s.doubts.c_str();  // valid while `s` is
   return row;
 }
@@ -309,6 +312,7 @@ void write_system(hid_t file, const SystemInfo& sys, const std::string& path) {
   write_attr_str(group, "backend", sys.backend, w);
   write_attr_str(group, "transport", sys.transport, w);
   write_attr_i32(group, "world_size", sys.world_size, w);
+  write_attr_i32(group, "copy_engines", sys.copy_engines, w);
   write_attr_str(group, "hostnames", sys.hostnames, w);
   write_attr_str(group, "devices", sys.devices, w);
   write_attr_str(group, "mpi_version", sys.mpi_version, w);
@@ -376,6 +380,7 @@ void write_case(hid_t cases_group, const CaseResult& c, const std::string& path)
   write_attr_str(group, "dtype", c.dtype, w);
   write_attr_i32(group, "world", c.world, w);
   write_attr_i32(group, "warmup", c.warmup, w);
+  write_attr_i32(group, "transfer_sms", c.transfer_sms, w);
   // Only a case that holds fewer ranks than its world says so, and makes the file version 2
   // (kSchemaVersion).
   if (c.stored > 0) {

@@ -29,8 +29,9 @@
 
 namespace fob {
 
-// 4: every record carries its run's id and opens with a mark.
-inline constexpr uint32_t kJournalVersion = 4;
+// 4: every record carries its run's id and opens with a mark. 5: the header carries /system
+// copy_engines and each case its transfer_sms.
+inline constexpr uint32_t kJournalVersion = 5;
 
 // Whether `head` (a file's first bytes) starts like a journal.
 bool is_journal(std::string_view head);

@@ -207,6 +207,26 @@ TEST(HostileH5, AttributesOfAnotherClassAreRefused) {
   expect_refused(path, {"attribute 'strategy'", "is not a string"});
 }
 
+// /system copy_engines and a case's transfer_sms: integers from -1 (not known) to
+// kMaxDeviceUnits, as the neighbouring counts are checked.
+TEST(HostileH5, DeviceCountsOfAnotherClassOrPastTheirBoundAreRefused) {
+  TempDir dir;
+  std::string path = good_file(dir, "string_engines.h5");
+  Craft(path).str_attr("/system", "copy_engines", "3");
+  expect_refused(path, {"attribute 'copy_engines'", "is not an integer"});
+
+  for (const int64_t sms : {int64_t{-2}, int64_t{kMaxDeviceUnits} + 1, int64_t{1} << 40}) {
+    SCOPED_TRACE(sms);
+    path = good_file(dir, "sms" + std::to_string(sms & 0xffff) + ".h5");
+    Craft(path).attr(kCase, "transfer_sms", H5T_NATIVE_INT64, 0, &sms);
+    expect_refused(path, {"attribute 'transfer_sms'", "outside -1 to"});
+  }
+  path = good_file(dir, "engines.h5");
+  const int64_t engines = -5;
+  Craft(path).attr("/system", "copy_engines", H5T_NATIVE_INT64, 0, &engines);
+  expect_refused(path, {"attribute 'copy_engines'", "is -5, outside -1 to"});
+}
+
 // Only the schema this fobench writes, at a version from 1 to its own.
 TEST(HostileH5, AnotherSchemaOrAVersionOutOfRangeIsRefused) {
   TempDir dir;

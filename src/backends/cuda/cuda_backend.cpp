@@ -432,6 +432,16 @@ std::vector<std::string> CudaBackend::run_facts() {
   return facts;
 }
 
+int CudaBackend::transfer_sms(const Plan& plan) {
+  // A plan without transfers (compute_only) takes no SMs for them, whatever its communicator.
+  if (std::none_of(plan.tasks.begin(), plan.tasks.end(),
+                   [](const Task& t) { return t.is_transfer(); })) {
+    return 0;
+  }
+  const int sms = transport_->transfer_sms(prepared(plan));
+  return sms >= 0 ? sms : -1;
+}
+
 Prepared& CudaBackend::prepared(const Plan& plan) {
   auto it = prepared_.find(&plan);
   if (it == prepared_.end()) throw std::logic_error("plan used before setup()");

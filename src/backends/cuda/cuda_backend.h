@@ -74,6 +74,8 @@ class CudaBackend : public Backend {
   IterationTimes finish(double timeout_s) override;
   std::vector<std::string> case_facts(const Plan& plan) override;
   std::vector<std::string> run_facts() override;
+  int copy_engines() const override { return copy_engines_; }
+  int transfer_sms(const Plan& plan) override;
 
  private:
   // cuda_backend.cpp
@@ -124,6 +126,7 @@ class CudaBackend : public Backend {
   // labelled as the CPU's.
   bool on_model_ = false;
   int sm_count_ = 0;
+  int copy_engines_ = -1;  // cudaDevAttrAsyncEngineCount, whatever the transport
   // SMs the GEMMs of overlapping plans leave to NCCL (--comm-sms, resolved), and the cuBLAS
   // SM target in force (0: every SM).
   int comm_sms_ = 0;

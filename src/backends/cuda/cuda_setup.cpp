@@ -32,6 +32,8 @@ void CudaBackend::select_and_check_device(bool one_gpu_per_rank) {
     on_model_ = device_name_ == kCudaModelDevice;
     sm_count_ = prop.multiProcessorCount;
     mem_pitch_ = prop.memPitch;
+    check_.cuda(cudaDeviceGetAttribute(&copy_engines_, cudaDevAttrAsyncEngineCount, device_),
+                "cudaDeviceGetAttribute(cudaDevAttrAsyncEngineCount)");
   } catch (const std::exception& e) {
     error = "rank " + std::to_string(rank_) + ": " + e.what();
   }

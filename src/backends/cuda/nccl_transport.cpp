@@ -58,6 +58,7 @@ NcclTransport::NcclTransport(MPI_Comm comm, int rank, int world, int comm_sms, b
     capped_.facts = parse_nccl_init(log.take());
     capped_.cap = "maxCTAs " + std::to_string(comm_sms) + " (--comm-sms)";
     split_ = true;
+    comm_sms_ = comm_sms;
   }
 }
 
@@ -160,6 +161,11 @@ std::vector<std::string> NcclTransport::case_facts(const Prepared& p) const {
       "nccl_registered=" + std::to_string(p.registered.size()) + " buffers, " +
           std::to_string(p.registered_bytes) + " bytes (ncclMemAlloc, ncclCommRegister)"};
   return facts;
+}
+
+int NcclTransport::transfer_sms(const Prepared& p) const {
+  if (&communicator(p) == &capped_ && split_) return comm_sms_;
+  return std::max(reference_.facts.coll_channels, reference_.facts.p2p_channels);
 }
 
 std::vector<std::string> NcclTransport::run_facts() const {

@@ -43,6 +43,9 @@ class NcclTransport : public Transport {
   void iteration_done() override;
   std::vector<std::string> case_facts(const Prepared& p) const override;
   std::vector<std::string> run_facts() const override;
+  // The capped communicator's cap for an overlapping plan; else the reference communicator's
+  // channels (each runs one CTA), the more of collective and p2p; -1 where NCCL did not say.
+  int transfer_sms(const Prepared& p) const override;
   std::optional<AsyncError> async_error() override;
   void abort() override;
 
@@ -72,6 +75,7 @@ class NcclTransport : public Transport {
   size_t mem_pitch_ = 0;
   Communicator reference_, capped_;
   bool split_ = false;  // capped_ is a communicator of its own
+  int comm_sms_ = 0;    // capped_'s maxCTAs where split_
   Communicator* current_ = &reference_;
   ncclComm_t nccl_ = nullptr;      // the current plan's communicator
   bool connections_read_ = false;  // this plan's first iteration's connection lines are read

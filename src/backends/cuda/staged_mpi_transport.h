@@ -48,6 +48,8 @@ class StagedMpiTransport : public Transport {
   void enqueue(const Task& t, cudaStream_t stream) override;
 
   bool runs_on_host(const Task& t) const override { return t.stream == StreamId::comm; }
+  // Its copies are cudaMemcpy on the copy engines and MPI on a host thread: no SMs.
+  int transfer_sms(const Prepared& /*p*/) const override { return 0; }
   void launch_on_host(const Task& t, const std::vector<int>& wait_for) override;
   bool wait_for_host(int task, double timeout_s) override;
   double host_start(int task) const override { return host_start_[task]; }
