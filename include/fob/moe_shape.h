@@ -18,7 +18,13 @@ struct MoeShape {
   static constexpr int64_t kDefaultExperts = 8;
   static constexpr int64_t kDefaultTopK = 2;
   static constexpr int64_t kDefaultSeed = 1;
-  bool operator==(const MoeShape&) const = default;
+  // Spelled out rather than defaulted: the cuda kernels include this header (through types.h)
+  // and nvcc compiles them as C++17.
+  bool operator==(const MoeShape& o) const {
+    return experts == o.experts && top_k == o.top_k && expert_ffn == o.expert_ffn &&
+           skew == o.skew && capacity_factor == o.capacity_factor && seed == o.seed;
+  }
+  bool operator!=(const MoeShape& o) const { return !(*this == o); }
 };
 
 }  // namespace fob

@@ -5,6 +5,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "fob/moe_shape.h"
+
 namespace fob {
 
 // Exit codes are part of the contract (docs/cli.md#exit-codes).
@@ -73,8 +75,22 @@ struct Shape {
   int64_t hidden = 1;
   int64_t ffn = 4;
   int64_t heads = 0;  // attention heads; 0 means hidden / kDefaultHeadDim
+  // The mixture-of-experts layer (workload moe); every field 0 is its default. Last, so that a
+  // shape written as {batch, seq, hidden, ffn, heads} leaves it at its defaults.
+  MoeShape moe = {};
   int64_t tokens() const { return batch * seq; }
   int64_t head_count() const { return heads > 0 ? heads : hidden / kDefaultHeadDim; }
+  int64_t experts() const { return moe.experts > 0 ? moe.experts : MoeShape::kDefaultExperts; }
+  // The default k never exceeds the experts, so that `--experts 1` alone is a valid layer.
+  int64_t top_k() const {
+    if (moe.top_k > 0) return moe.top_k;
+    return experts() < MoeShape::kDefaultTopK ? experts() : MoeShape::kDefaultTopK;
+  }
+  int64_t expert_ffn() const {
+    if (moe.expert_ffn > 0) return moe.expert_ffn;
+    return ffn > 0 ? ffn : 4 * hidden;
+  }
+  int64_t moe_seed() const { return moe.seed > 0 ? moe.seed : MoeShape::kDefaultSeed; }
   // Llama, GPT-3 and Megatron's defaults all use 128-wide heads.
   static constexpr int64_t kDefaultHeadDim = 128;
 };

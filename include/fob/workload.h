@@ -52,6 +52,10 @@ Geometry geometry(Workload workload, const Shape& shape);
 // Whether the workload a results file names has attention heads (false for a name this
 // version does not know).
 bool has_heads(const std::string& workload);
+// The same for the MoE keys (WorkloadDef::has_experts).
+bool has_experts(const std::string& workload);
+// The workloads the MoE keys apply to, comma separated; empty when none is registered.
+std::string expert_workloads();
 
 // The collective patterns a workload's plan asks strategies for (strategy.h's halves), as bits:
 // a strategy applies to a workload when it has every pattern the workload uses.
@@ -79,6 +83,9 @@ struct WorkloadDef {
   // (Strategy::query_split) can interleave it with the reduce-scatter.
   bool computed_h = false;
   bool has_heads = false;  // the config key `heads` applies; reports name it
+  // The MoE keys (experts, top_k, expert_ffn, moe_skew, capacity_factor, moe_seed) apply, and
+  // its cases' keys record the shape's resolved MoE fields; any other workload's record zeros.
+  bool has_experts = false;
   // Checks beyond the shared ones (world, sizes, the split extents dividing by the world):
   // throw InputError naming the key, the value and what would be valid. nullptr: none.
   void (*validate)(const CaseSpec& spec, const Geometry& g) = nullptr;

@@ -11,9 +11,12 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <vector>
 
 #include "fob/config_keys.h"
+#include "fob/moe_keys.h"
 #include "fob/strategy.h"
+#include "fob/workload.h"
 #include "yaml_size.h"
 
 namespace fob {
@@ -378,7 +381,9 @@ void check_range(const char* key, double value, double low, double high, const c
 // machine), is refused here, so that no later product can wrap around.
 constexpr int64_t kMaxDimension = std::numeric_limits<int32_t>::max();
 
-void check_shape_size(const Shape& s) {
+// `experts`: the workload has experts, whose weights and routed tokens are tensors of the shape
+// too.
+void check_shape_size(const Shape& s, bool experts) {
   for (auto [key, value] : {std::pair<const char*, int64_t>{"batch", s.batch},
                             {"seq", s.seq},
                             {"hidden", s.hidden},
@@ -391,11 +396,17 @@ void check_shape_size(const Shape& s) {
   }
   const long double tokens = static_cast<long double>(s.batch) * s.seq;
   const long double ffn = s.ffn > 0 ? s.ffn : 4.0L * s.hidden;
-  const std::pair<const char*, long double> tensors[] = {
+  std::vector<std::pair<const char*, long double>> tensors = {
       {"batch x seq x hidden", tokens * s.hidden},
       {"batch x seq x ffn", tokens * ffn},
       {"hidden x ffn", s.hidden * ffn},
   };
+  if (experts) {
+    const long double expert_ffn = s.expert_ffn();
+    tensors.emplace_back("experts x hidden x expert_ffn",
+                         static_cast<long double>(s.experts()) * s.hidden * expert_ffn);
+    tensors.emplace_back("batch x seq x top_k x expert_ffn", tokens * s.top_k() * expert_ffn);
+  }
   for (const auto& [what, elements] : tensors) {
     if (elements > kMaxTensorElements) {
       char text[200];
@@ -465,7 +476,9 @@ void validate_config(const Config& c) {
   }
   if (s.ffn < 0) throw InputError("ffn: " + std::to_string(s.ffn) + " must be positive");
   if (s.heads < 0) throw InputError("heads: " + std::to_string(s.heads) + " must be at least 1");
-  check_shape_size(s);
+  // The MoE keys' own ranges first: the tensors below are sized by them.
+  validate_moe_keys(c);
+  check_shape_size(s, c.workload->has_experts);
 }
 
 std::string Config::to_yaml() const {
@@ -473,8 +486,9 @@ std::string Config::to_yaml() const {
   out << YAML::BeginMap;
   for (const ConfigKey& key : config_keys()) {
     const ConfigValue v = key.get(*this);
-    if (key.omitted_at_default && ((key.kind == ConfigKind::number && v.number == 0) ||
-                                   (key.kind == ConfigKind::text && v.text.empty()))) {
+    if (key.omitted_at_default &&
+        ((key.kind == ConfigKind::number && v.number == 0) ||
+         (key.kind != ConfigKind::number && key.kind != ConfigKind::flag && v.text.empty()))) {
       continue;
     }
     out << YAML::Key << key.name << YAML::Value;

@@ -3,6 +3,7 @@
 
 #include <utility>
 
+#include "fob/moe_keys.h"
 #include "fob/strategy.h"
 #include "fob/types.h"
 
@@ -25,6 +26,12 @@ ConfigValue flag(bool b) {
   ConfigValue v;
   v.flag = b;
   return v;
+}
+
+// A count the config leaves at 0 for its default: empty then, so that to_yaml leaves the key
+// out (omitted_at_default) and configs from before the key keep their text.
+ConfigValue count(int64_t n) {
+  return text(n == 0 ? "" : std::to_string(n));
 }
 
 std::string backend_choices() {
@@ -81,6 +88,59 @@ std::vector<ConfigKey> case_keys() {
          for (const std::string& s : c.strategies) parse_strategy(s);
        },
        [](const Config& c) { return text(join_list(c.strategies, ", ")); }},
+  };
+}
+
+// The MoE keys: each a field of the shape's MoeShape, left out of to_yaml while at its default.
+template <int64_t MoeShape::*field>
+ConfigKey moe_count_key(const char* name, const char* flags, const char* help) {
+  return {
+      name,
+      flags,
+      help,
+      ConfigKind::integer,
+      "an integer",
+      "as for run",
+      true,
+      nullptr,
+      [](Config& c, const ConfigValue& v) { c.shape.moe.*field = parse_moe_count(field, v.text); },
+      [](const Config& c) { return count(c.shape.moe.*field); },
+      true};
+}
+
+template <double MoeShape::*field>
+ConfigKey moe_number_key(const char* name, const char* flags, const char* help) {
+  return {name,
+          flags,
+          help,
+          ConfigKind::number,
+          "a number",
+          "as for run",
+          true,
+          nullptr,
+          [](Config& c, const ConfigValue& v) { c.shape.moe.*field = v.number; },
+          [](const Config& c) { return number(c.shape.moe.*field); },
+          true};
+}
+
+// The mixture-of-experts layer's shape (fob/moe_shape.h), for a workload with experts only.
+std::vector<ConfigKey> moe_keys() {
+  return {
+      moe_count_key<&MoeShape::experts>("experts", "--experts",
+                                        "moe: experts E over all ranks, 1 to 2^20 (default 8)"),
+      moe_count_key<&MoeShape::top_k>(
+          "top_k", "--top-k", "moe: experts k each token is routed to, 1 to experts (default 2)"),
+      moe_count_key<&MoeShape::expert_ffn>(
+          "expert_ffn", "--expert-ffn", "moe: each expert's FFN width (default the shape's ffn)"),
+      moe_number_key<&MoeShape::skew>(
+          "moe_skew", "--moe-skew",
+          "moe: Zipf exponent of the experts' popularity, 0 to 4 (default 0: uniform routing)"),
+      moe_number_key<&MoeShape::capacity_factor>(
+          "capacity_factor", "--capacity-factor",
+          "moe: an expert takes at most ceil(factor * tokens_per_rank * top_k / experts) tokens "
+          "from each rank and drops the rest; 0.1 to 64, or 0 (default) for no limit"),
+      moe_count_key<&MoeShape::seed>("moe_seed", "--moe-seed",
+                                     "moe: the router's seed, apart from the inputs' (default 1)"),
   };
 }
 
@@ -187,7 +247,7 @@ std::vector<ConfigKey> run_keys() {
 const std::vector<ConfigKey>& config_keys() {
   static const std::vector<ConfigKey> keys = [] {
     std::vector<ConfigKey> all;
-    for (auto part : {case_keys, iteration_keys, run_keys}) {
+    for (auto part : {case_keys, moe_keys, iteration_keys, run_keys}) {
       for (ConfigKey& key : part()) all.push_back(std::move(key));
     }
     return all;
