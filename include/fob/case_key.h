@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <string>
 
+#include "fob/moe_shape.h"
+
 namespace fob {
 
 struct CaseSpec;
@@ -20,6 +22,12 @@ struct CaseKey {
   std::string strategy;  // the spec as written (a strategy name, with :P where it takes one)
   int64_t batch = 0, seq = 0, hidden = 0, ffn = 0;
   int64_t heads = 0;  // attention heads (every workload records the shape's count)
+  // The MoE layer's shape (moe_shape.h), resolved: a workload with experts records the values it
+  // ran with (defaults filled in, so that spelling a default or leaving it out is one case),
+  // every other workload zeros.
+  int64_t experts = 0, top_k = 0, expert_ffn = 0;
+  double moe_skew = 0, capacity_factor = 0;
+  int64_t moe_seed = 0;
   std::string dtype;
   int32_t world = 0;
 
@@ -42,7 +50,10 @@ struct CaseKey {
   // The case this key names, to build its plans again. InputError when a name is not one this
   // version knows (a file from another version).
   CaseSpec spec() const;
-  std::string text() const;  // "mlp flash b2 s72 h33 f96 heads0 fp32 N=2"
+  // "mlp flash b2 s72 h33 f96 heads0 fp32 N=2"; a case with experts appends its MoE fields:
+  // "... fp32 N=2 E8 k2 F512 skew0 cap1.25 seed1".
+  std::string text() const;
+  MoeShape moe() const { return {experts, top_k, expert_ffn, moe_skew, capacity_factor, moe_seed}; }
 
   auto operator<=>(const CaseKey& other) const = default;
   bool operator==(const CaseKey& other) const = default;

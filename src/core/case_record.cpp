@@ -2,6 +2,7 @@
 // plans (the task table) or accumulate round by round (the timings).
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <stdexcept>
@@ -24,16 +25,39 @@ size_t TaskLabel::size() const {
   return std::strlen(text);
 }
 
+namespace {
+
+CaseKey key_of(Workload workload, const StrategySpec& strategy, const Shape& shape, DType dtype,
+               int world) {
+  CaseKey key;
+  key.workload = to_string(workload);
+  key.strategy = strategy.text;
+  key.batch = shape.batch;
+  key.seq = shape.seq;
+  key.hidden = shape.hidden;
+  key.ffn = shape.ffn;
+  key.heads = shape.head_count();
+  if (workload != nullptr && workload->has_experts) {
+    key.experts = shape.experts();
+    key.top_k = shape.top_k();
+    key.expert_ffn = shape.expert_ffn();
+    key.moe_skew = shape.moe.skew;
+    key.capacity_factor = shape.moe.capacity_factor;
+    key.moe_seed = shape.moe_seed();
+  }
+  key.dtype = to_string(dtype);
+  key.world = world;
+  return key;
+}
+
+}  // namespace
+
 CaseKey CaseKey::of(const CaseSpec& spec) {
-  return CaseKey{to_string(spec.workload), spec.strategy.text,    spec.shape.batch,
-                 spec.shape.seq,           spec.shape.hidden,     spec.shape.ffn,
-                 spec.shape.head_count(),  to_string(spec.dtype), spec.world};
+  return key_of(spec.workload, spec.strategy, spec.shape, spec.dtype, spec.world);
 }
 
 CaseKey CaseKey::of(const Plan& plan) {
-  return CaseKey{to_string(plan.workload), plan.strategy.text,    plan.shape.batch,
-                 plan.shape.seq,           plan.shape.hidden,     plan.shape.ffn,
-                 plan.shape.head_count(),  to_string(plan.dtype), plan.world};
+  return key_of(plan.workload, plan.strategy, plan.shape, plan.dtype, plan.world);
 }
 
 const Strategy* CaseKey::definition() const {
@@ -63,6 +87,7 @@ CaseSpec CaseKey::spec() const {
   spec.shape.hidden = hidden;
   spec.shape.ffn = ffn;
   spec.shape.heads = heads;
+  spec.shape.moe = moe();
   spec.dtype = parse_dtype(dtype);
   spec.world = world;
   spec.strategy = parse_strategy(strategy);
@@ -70,9 +95,19 @@ CaseSpec CaseKey::spec() const {
 }
 
 std::string CaseKey::text() const {
-  return workload + " " + strategy + " b" + std::to_string(batch) + " s" + std::to_string(seq) +
-         " h" + std::to_string(hidden) + " f" + std::to_string(ffn) + " heads" +
-         std::to_string(heads) + " " + dtype + " N=" + std::to_string(world);
+  std::string text = workload + " " + strategy + " b" + std::to_string(batch) + " s" +
+                     std::to_string(seq) + " h" + std::to_string(hidden) + " f" +
+                     std::to_string(ffn) + " heads" + std::to_string(heads) + " " + dtype +
+                     " N=" + std::to_string(world);
+  if (experts > 0) {
+    char moe_text[160];
+    std::snprintf(moe_text, sizeof moe_text, " E%lld k%lld F%lld skew%g cap%g seed%lld",
+                  static_cast<long long>(experts), static_cast<long long>(top_k),
+                  static_cast<long long>(expert_ffn), moe_skew, capacity_factor,
+                  static_cast<long long>(moe_seed));
+    text.append(moe_text);
+  }
+  return text;
 }
 
 CaseResult case_from_plan(const Plan& plan, int world, const std::string& id) {

@@ -18,6 +18,9 @@ struct CaseHeader {
   std::string strategy = "baseline";
   int64_t batch = 2, seq = 8, hidden = 4, ffn = 16;
   int64_t heads = 0;
+  int64_t experts = 0, top_k = 0, expert_ffn = 0;
+  double moe_skew = 0, capacity_factor = 0;
+  int64_t moe_seed = 0;
   std::string dtype = "fp32";
   int32_t world = 1;
   int32_t iters = 0;
@@ -29,7 +32,9 @@ inline CaseResult case_result(const CaseHeader& h) {
   CaseResult c;
   // Every field of the key by position: one added to CaseKey fails to compile (-Wextra) here.
   static_cast<CaseKey&>(c) =
-      CaseKey{h.workload, h.strategy, h.batch, h.seq, h.hidden, h.ffn, h.heads, h.dtype, h.world};
+      CaseKey{h.workload, h.strategy,        h.batch,    h.seq,   h.hidden,
+              h.ffn,      h.heads,           h.experts,  h.top_k, h.expert_ffn,
+              h.moe_skew, h.capacity_factor, h.moe_seed, h.dtype, h.world};
   c.id = h.id;
   c.iters = h.iters;
   c.warmup = h.warmup;

@@ -1,7 +1,7 @@
 // The MoE keys against the workload table: a toy workload with experts, registered by this
 // program alone (so that no other test's table holds it), is the one the keys are accepted for
 // and the one a refusal names; a sweep over it and a workload without experts runs the keys on
-// its points only.
+// its points only; its case keys regenerate their specs with the shape they recorded.
 #include <gtest/gtest.h>
 
 #include <string>
@@ -9,6 +9,7 @@
 
 #include "../common/expert_workload.h"
 #include "../common/input_error.h"
+#include "fob/case_key.h"
 #include "fob/cases.h"
 #include "fob/config.h"
 #include "fob/workload.h"
@@ -59,6 +60,25 @@ TEST(MoeKeysToy, ASweepRunsTheKeysOnTheWorkloadWithExpertsOnly) {
   const std::string msg = input_error(
       [] { sweep_points(parsed("workload: [mlp, toy_moe]\nexperts: [16, 2]\ntop_k: 3\n")); });
   EXPECT_TRUE(contains(msg, "top_k: 3 is more than the 2 experts")) << msg;
+}
+
+TEST(MoeKeysToy, ARecordedKeyRegeneratesItsSpec) {
+  CaseSpec spec;
+  spec.workload = &kToyMoe;
+  spec.shape = Shape{2, 8, 16, 64, 0};
+  spec.shape.moe = {16, 4, 96, 1.25, 1.5, 7};
+  spec.world = 2;
+  spec.strategy = parse_strategy("baseline");
+  const CaseKey key = CaseKey::of(spec);
+  const CaseSpec again = key.spec();
+  EXPECT_EQ(again.workload, &kToyMoe);
+  EXPECT_EQ(again.shape.moe, spec.shape.moe);
+  EXPECT_EQ(CaseKey::of(again), key);
+  // Defaults left out regenerate as the values they resolved to: the same case.
+  spec.shape.moe = {};
+  const CaseKey defaults = CaseKey::of(spec);
+  EXPECT_EQ(defaults.spec().shape.moe, (MoeShape{8, 2, 64, 0, 0, 1}));
+  EXPECT_EQ(CaseKey::of(defaults.spec()), defaults);
 }
 
 }  // namespace

@@ -1,13 +1,17 @@
-// The MoE layer's shape as config keys: bad values name the key, the value and the range (on
-// the command line: test_bad_input.cpp's MoE cases), and so does a key set for a config without
-// a workload with experts; the shape's accessors resolve the defaults. The keys against a
+// The MoE layer's shape as config keys and as part of a case's identity. Bad values name the
+// key, the value and the range (on the command line: test_bad_input.cpp's MoE cases), and so
+// does a key set for a config without a workload with experts. A workload with experts records
+// the resolved shape in its case key (so that spelling a default or leaving it out is one case),
+// every other workload zeros (so that their key texts stay as they were). The keys against a
 // workload registered with experts: e2e/moe_keys_toy_test.cpp.
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "../common/expert_workload.h"
 #include "../common/input_error.h"
+#include "fob/case_key.h"
 #include "fob/config.h"
 #include "fob/moe_keys.h"
 #include "fob/workload.h"
@@ -112,6 +116,66 @@ TEST(MoeShape, ShapeOptionsNameTheKeysSet) {
   EXPECT_EQ(shape_options(s),
             "--batch 2 --seq 8 --hidden 16 --ffn 64 --experts 16 --top-k 4 --expert-ffn 96 "
             "--moe-seed 7 --moe-skew 1.25 --capacity-factor 1.5");
+}
+
+// ---- the case key ----------------------------------------------------------------------------
+
+CaseSpec spec_of(Workload workload, const MoeShape& moe) {
+  CaseSpec spec;
+  spec.workload = workload;
+  spec.shape = Shape{2, 8, 16, 64, 0};
+  spec.shape.moe = moe;
+  spec.world = 2;
+  spec.strategy = parse_strategy("baseline");
+  return spec;
+}
+
+TEST(MoeCaseKey, RecordsTheResolvedShapeForAWorkloadWithExperts) {
+  const CaseKey key = CaseKey::of(spec_of(&kUnlistedMoe, {}));
+  EXPECT_EQ(key.experts, 8);
+  EXPECT_EQ(key.top_k, 2);
+  EXPECT_EQ(key.expert_ffn, 64);  // the shape's ffn
+  EXPECT_EQ(key.moe_skew, 0.0);
+  EXPECT_EQ(key.capacity_factor, 0.0);
+  EXPECT_EQ(key.moe_seed, 1);
+  EXPECT_EQ(key.text(),
+            "unlisted_moe baseline b2 s8 h16 f64 heads0 fp32 N=2 E8 k2 F64 skew0 cap0 seed1");
+  EXPECT_EQ(CaseKey::of(spec_of(&kUnlistedMoe, kAllSet)).text(),
+            "unlisted_moe baseline b2 s8 h16 f64 heads0 fp32 N=2 E16 k4 F96 skew1.25 cap1.5 seed7");
+}
+
+TEST(MoeCaseKey, SpellingTheDefaultsIsTheSameCase) {
+  const CaseKey left_out = CaseKey::of(spec_of(&kUnlistedMoe, {}));
+  const CaseKey spelled = CaseKey::of(spec_of(&kUnlistedMoe, {8, 2, 64, 0, 0, 1}));
+  EXPECT_EQ(left_out, spelled);
+  EXPECT_EQ(left_out.text(), spelled.text());
+  EXPECT_FALSE(left_out < spelled || spelled < left_out);
+}
+
+TEST(MoeCaseKey, EachFieldTellsCasesApart) {
+  const CaseKey base = CaseKey::of(spec_of(&kUnlistedMoe, kAllSet));
+  for (auto change :
+       {+[](MoeShape& m) { m.experts = 32; }, +[](MoeShape& m) { m.top_k = 2; },
+        +[](MoeShape& m) { m.expert_ffn = 128; }, +[](MoeShape& m) { m.skew = 1.5; },
+        +[](MoeShape& m) { m.capacity_factor = 0; }, +[](MoeShape& m) { m.seed = 8; }}) {
+    MoeShape moe = kAllSet;
+    change(moe);
+    const CaseKey other = CaseKey::of(spec_of(&kUnlistedMoe, moe));
+    EXPECT_NE(other, base) << other.text();
+    EXPECT_NE(other.text(), base.text());
+    EXPECT_TRUE((other < base) != (base < other)) << other.text() << " unordered";
+  }
+}
+
+TEST(MoeCaseKey, OtherWorkloadsRecordZerosAndKeepTheirText) {
+  for (Workload w : all_workloads()) {
+    if (w->has_experts) continue;
+    const CaseKey key = CaseKey::of(spec_of(w, kAllSet));
+    EXPECT_EQ(key.moe(), MoeShape{}) << w->name;
+    EXPECT_EQ(key.text(), std::string(w->name) + " baseline b2 s8 h16 f64 heads" +
+                              std::to_string(key.heads) + " fp32 N=2");
+    EXPECT_EQ(key, CaseKey::of(spec_of(w, {}))) << w->name;
+  }
 }
 
 }  // namespace
