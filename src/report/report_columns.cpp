@@ -86,6 +86,12 @@ const std::vector<ReportColumn>& report_columns() {
       real("rank_tflops_max", FOB_SOURCE(rank_tflops_max)),
       integer("slowest_gemm_rank", FOB_SOURCE(slowest_gemm_rank)),
       integer("transfer_sms", FOB_SOURCE(transfer_sms)),
+      integer("experts", FOB_SOURCE(experts)),
+      integer("top_k", FOB_SOURCE(top_k)),
+      integer("expert_ffn", FOB_SOURCE(expert_ffn)),
+      real("moe_skew", FOB_SOURCE(moe_skew)),
+      real("capacity_factor", FOB_SOURCE(capacity_factor)),
+      integer("moe_seed", FOB_SOURCE(moe_seed)),
       text("doubts", FOB_SOURCE(doubts)),
   };
   return columns;

@@ -6,6 +6,7 @@
 #include <cstring>
 #include <string>
 
+#include "fob/moe_keys.h"
 #include "fob/plan.h"
 #include "fob/types.h"
 
@@ -141,7 +142,12 @@ namespace {
 void put_key(Encoder& e, const CaseKey& k) {
   e.str(k.workload);
   e.str(k.strategy);
-  for (int64_t v : {k.batch, k.seq, k.hidden, k.ffn, k.heads}) e.i64(v);
+  for (int64_t v : {k.batch, k.seq, k.hidden, k.ffn, k.heads, k.experts, k.top_k, k.expert_ffn}) {
+    e.i64(v);
+  }
+  e.f64(k.moe_skew);
+  e.f64(k.capacity_factor);
+  e.i64(k.moe_seed);
   e.str(k.dtype);
   e.i32(k.world);
 }
@@ -149,7 +155,16 @@ void put_key(Encoder& e, const CaseKey& k) {
 void get_key(Decoder& d, CaseKey& k) {
   k.workload = d.text(h5io::Text::line);
   k.strategy = d.text(h5io::Text::line);
-  for (int64_t* v : {&k.batch, &k.seq, &k.hidden, &k.ffn, &k.heads}) *v = d.i64();
+  for (int64_t* v :
+       {&k.batch, &k.seq, &k.hidden, &k.ffn, &k.heads, &k.experts, &k.top_k, &k.expert_ffn}) {
+    *v = d.i64();
+  }
+  k.moe_skew = d.f64();
+  k.capacity_factor = d.f64();
+  k.moe_seed = d.i64();
+  if (const std::string problem = recorded_moe_problem(k.moe()); !problem.empty()) {
+    d.fail("a case of " + problem);
+  }
   k.dtype = d.text(h5io::Text::line);
   k.world = d.i32();
 }

@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "fob/moe_keys.h"
 #include "fob/plan.h"
 #include "fob/results.h"
 #include "fob/types.h"
@@ -36,6 +37,26 @@ int32_t read_i32(hid_t obj, const char* name, int64_t low, const Where& w) {
   return static_cast<int32_t>(read_attr_int(obj, name, low, kMaxInt32, w));
 }
 
+// The MoE fields of a case with experts; files from before them, and cases of other workloads,
+// hold none and read as zeros. Refused outside the keys' ranges, before anything is sized by them.
+void read_moe_attrs(hid_t group, CaseResult& c, const Where& w) {
+  for (const auto& [name, field] : {std::pair<const char*, int64_t*>{"experts", &c.experts},
+                                    {"top_k", &c.top_k},
+                                    {"expert_ffn", &c.expert_ffn},
+                                    {"moe_seed", &c.moe_seed}}) {
+    *field = has_attr(group, name)
+                 ? read_attr_int(group, name, 0, std::numeric_limits<int64_t>::max(), w)
+                 : 0;
+  }
+  for (const auto& [name, field] : {std::pair<const char*, double*>{"moe_skew", &c.moe_skew},
+                                    {"capacity_factor", &c.capacity_factor}}) {
+    *field = has_attr(group, name) ? read_attr_f64(group, name, w) : 0;
+  }
+  if (const std::string problem = recorded_moe_problem(c.moe()); !problem.empty()) {
+    throw InputError("'" + w.file + "': " + w.what + " has " + problem);
+  }
+}
+
 // The attributes of /cases/<id>: what the case is, and how it was taken.
 void read_case_attrs(hid_t group, CaseResult& c, const Where& w) {
   c.workload = read_attr_str(group, "workload", Text::line, w);
@@ -50,6 +71,7 @@ void read_case_attrs(hid_t group, CaseResult& c, const Where& w) {
   // records now (the default, which only attention depends on), so that the case keys agree.
   c.heads = has_attr(group, "heads") ? read_attr_int(group, "heads", 0, kMaxInt32, w)
                                      : Shape{.hidden = c.hidden}.head_count();
+  read_moe_attrs(group, c, w);
   c.dtype = read_attr_str(group, "dtype", Text::line, w);
   c.world = read_i32(group, "world", 0, w);
   c.iters = read_i32(group, "iters", 0, w);

@@ -7,6 +7,7 @@
 
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "fob/metrics.h"
@@ -76,6 +77,9 @@ struct SummaryRow {
   char strategy[kLongStrLen];
   char dtype[kShortStrLen];
   int64_t batch, seq, hidden, ffn, heads;
+  int64_t experts, top_k, expert_ffn;
+  double moe_skew, capacity_factor;
+  int64_t moe_seed;
   int32_t world, iters, verified;
   double t_median, t_min, t_p90, t_p99, t_cv;
   double t_comp, t_comm, t_lb;
@@ -115,6 +119,12 @@ H5Id summary_mem_type(const Where& w) {
   FOB_FIELD(hidden, H5T_NATIVE_INT64);
   FOB_FIELD(ffn, H5T_NATIVE_INT64);
   FOB_FIELD(heads, H5T_NATIVE_INT64);
+  FOB_FIELD(experts, H5T_NATIVE_INT64);
+  FOB_FIELD(top_k, H5T_NATIVE_INT64);
+  FOB_FIELD(expert_ffn, H5T_NATIVE_INT64);
+  FOB_FIELD(moe_skew, H5T_NATIVE_DOUBLE);
+  FOB_FIELD(capacity_factor, H5T_NATIVE_DOUBLE);
+  FOB_FIELD(moe_seed, H5T_NATIVE_INT64);
   FOB_FIELD(world, H5T_NATIVE_INT32);
   FOB_FIELD(iters, H5T_NATIVE_INT32);
   FOB_FIELD(verified, H5T_NATIVE_INT32);
@@ -178,6 +188,12 @@ SummaryRow to_row(const Summary& s) {
   row.hidden = s.hidden;
   row.ffn = s.ffn;
   row.heads = s.heads;
+  row.experts = s.experts;
+  row.top_k = s.top_k;
+  row.expert_ffn = s.expert_ffn;
+  row.moe_skew = s.moe_skew;
+  row.capacity_factor = s.capacity_factor;
+  row.moe_seed = s.moe_seed;
   row.world = s.world;
   row.iters = s.iters;
   row.verified = s.verified;
@@ -377,6 +393,17 @@ void write_case(hid_t cases_group, const CaseResult& c, const std::string& path)
   write_attr_i64(group, "hidden", c.hidden, w);
   write_attr_i64(group, "ffn", c.ffn, w);
   write_attr_i64(group, "heads", c.heads, w);
+  // Only a case with experts records the MoE fields; a reader takes their absence as zeros.
+  if (c.experts > 0) {
+    for (const auto& [name, value] : {std::pair<const char*, int64_t>{"experts", c.experts},
+                                      {"top_k", c.top_k},
+                                      {"expert_ffn", c.expert_ffn},
+                                      {"moe_seed", c.moe_seed}}) {
+      write_attr_i64(group, name, value, w);
+    }
+    write_attr_f64(group, "moe_skew", c.moe_skew, w);
+    write_attr_f64(group, "capacity_factor", c.capacity_factor, w);
+  }
   write_attr_str(group, "dtype", c.dtype, w);
   write_attr_i32(group, "world", c.world, w);
   write_attr_i32(group, "warmup", c.warmup, w);

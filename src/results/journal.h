@@ -30,8 +30,8 @@
 namespace fob {
 
 // 4: every record carries its run's id and opens with a mark. 5: the header carries /system
-// copy_engines and each case its transfer_sms.
-inline constexpr uint32_t kJournalVersion = 5;
+// copy_engines and each case its transfer_sms. 6: each case's key carries the MoE fields.
+inline constexpr uint32_t kJournalVersion = 6;
 
 // Whether `head` (a file's first bytes) starts like a journal.
 bool is_journal(std::string_view head);

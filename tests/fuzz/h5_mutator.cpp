@@ -58,7 +58,8 @@ const std::vector<std::string>& attr_names() {
       "env",         "workload", "strategy",    "batch",           "seq",         "hidden",
       "ffn",         "heads",    "dtype",       "world",           "warmup",      "stored_ranks",
       "iters",       "verified", "max_abs_err", "auto_slices",     "timers",      "facts",
-      "hardware"};
+      "hardware",    "experts",  "top_k",       "expert_ffn",      "moe_skew",    "capacity_factor",
+      "moe_seed"};
   return names;
 }
 

@@ -2,19 +2,33 @@
 // key, the value and the range (on the command line: test_bad_input.cpp's MoE cases), and so
 // does a key set for a config without a workload with experts. A workload with experts records
 // the resolved shape in its case key (so that spelling a default or leaving it out is one case),
-// every other workload zeros (so that their key texts stay as they were). The keys against a
+// every other workload zeros (so that their key texts stay as they were). The journal and the
+// results file carry the six fields and refuse values no run records. The keys against a
 // workload registered with experts: e2e/moe_keys_toy_test.cpp.
 #include <gtest/gtest.h>
+#include <hdf5.h>
 
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <limits>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "../common/expert_workload.h"
 #include "../common/input_error.h"
+#include "../common/small_case.h"
+#include "../common/temp_dir.h"
 #include "fob/case_key.h"
 #include "fob/config.h"
 #include "fob/moe_keys.h"
+#include "fob/result_files.h"
+#include "fob/results.h"
 #include "fob/workload.h"
+#include "results/case_codec.h"
+#include "results/journal.h"
 
 namespace fob {
 namespace {
@@ -176,6 +190,150 @@ TEST(MoeCaseKey, OtherWorkloadsRecordZerosAndKeepTheirText) {
                               std::to_string(key.heads) + " fp32 N=2");
     EXPECT_EQ(key, CaseKey::of(spec_of(w, {}))) << w->name;
   }
+}
+
+// ---- the journal and the results file ---------------------------------------------------------
+
+CaseResult moe_case(const std::string& id, const MoeShape& moe) {
+  CaseResult c = small_case(id, 1);
+  c.workload = "moe";
+  std::tie(c.experts, c.top_k, c.expert_ffn, c.moe_skew, c.capacity_factor, c.moe_seed) =
+      std::tie(moe.experts, moe.top_k, moe.expert_ffn, moe.skew, moe.capacity_factor, moe.seed);
+  return c;
+}
+
+CaseKey through_codec(const CaseResult& c) {
+  codec::Encoder e;
+  codec::put_case(e, c);
+  codec::Decoder d(e.bytes(), "test");
+  return codec::get_case(d).key();
+}
+
+TEST(MoeJournal, TheCodecCarriesAllSixFields) {
+  const CaseResult c = moe_case("0000", kAllSet);
+  EXPECT_EQ(through_codec(c), c.key());
+  EXPECT_EQ(through_codec(c).moe(), kAllSet);
+  const CaseResult plain = small_case("0001", 2);
+  EXPECT_EQ(through_codec(plain), plain.key());
+}
+
+TEST(MoeJournal, TheCodecRefusesFieldsNoRunRecords) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  for (const MoeShape& moe :
+       {MoeShape{kMaxExperts + 1, 2, 64, 0, 0, 1}, MoeShape{4, 5, 64, 0, 0, 1},
+        MoeShape{8, 2, 64, nan, 0, 1}, MoeShape{8, 2, 64, -1, 0, 1}, MoeShape{8, 2, 64, 0, 0.01, 1},
+        MoeShape{8, 2, -64, 0, 0, 1}, MoeShape{0, 2, 0, 0, 0, 0}}) {
+    const std::string msg = input_error([&] { through_codec(moe_case("0000", moe)); });
+    EXPECT_TRUE(contains(msg, "test: a case of ")) << msg;
+  }
+}
+
+std::string file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+TEST(MoeJournal, AJournalOfTheFormatBeforeIsRefusedClearly) {
+  TempDir dir;
+  const std::string path = dir.file("run.h5");
+  ResultWriter writer(path, false, RunInfo{}, small_system("cpu", "mpi", 1, "host steady_clock"));
+  writer.add_case(moe_case("0000", kAllSet));
+  std::string bytes = file_bytes(writer.partial_path());
+  EXPECT_EQ(read_journal(bytes, "current").cases.at(0).moe(), kAllSet);
+  const uint32_t before = kJournalVersion - 1;
+  std::memcpy(bytes.data() + 8, &before, sizeof before);  // after the 8-byte magic
+  const std::string msg = input_error([&] { read_journal(bytes, "old.h5.partial"); });
+  EXPECT_TRUE(contains(msg, "'old.h5.partial': journal format " + std::to_string(before) +
+                                ", this fobench reads format " + std::to_string(kJournalVersion) +
+                                " only"))
+      << msg;
+}
+
+std::string written(const TempDir& dir, const std::vector<CaseResult>& cases) {
+  const std::string path = dir.file("moe.h5");
+  ResultWriter writer(path, false, RunInfo{}, small_system("cpu", "mpi", 1, "host steady_clock"));
+  for (const CaseResult& c : cases) writer.add_case(c);
+  writer.finish();
+  return path;
+}
+
+bool case_has_attr(const std::string& path, const char* group, const char* name) {
+  const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  const bool has = H5Aexists_by_name(f, group, name, H5P_DEFAULT) > 0;
+  H5Fclose(f);
+  return has;
+}
+
+TEST(MoeResultsFile, RoundTripsAndOtherCasesHoldNoMoeAttributes) {
+  TempDir dir;
+  const std::string path = written(dir, {moe_case("0000", kAllSet), small_case("0001", 1)});
+  const ResultFile back = read_results(path);
+  ASSERT_EQ(back.cases.size(), 2u);
+  EXPECT_EQ(back.cases[0].moe(), kAllSet);
+  EXPECT_EQ(back.cases[1].moe(), MoeShape{});
+  EXPECT_TRUE(case_has_attr(path, "cases/0000", "moe_skew"));
+  EXPECT_FALSE(case_has_attr(path, "cases/0001", "experts"));
+  // /summary has the six columns, floats as float64.
+  const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDONLY, H5P_DEFAULT);
+  const hid_t summary = H5Dopen2(f, "summary", H5P_DEFAULT);
+  const hid_t type = H5Dget_type(summary);
+  for (const char* field :
+       {"experts", "top_k", "expert_ffn", "moe_skew", "capacity_factor", "moe_seed"}) {
+    const int member = H5Tget_member_index(type, field);
+    ASSERT_GE(member, 0) << field;
+    const hid_t member_type = H5Tget_member_type(type, static_cast<unsigned>(member));
+    const bool real =
+        std::strcmp(field, "moe_skew") == 0 || std::strcmp(field, "capacity_factor") == 0;
+    EXPECT_EQ(H5Tget_class(member_type), real ? H5T_FLOAT : H5T_INTEGER) << field;
+    EXPECT_EQ(H5Tget_size(member_type), 8u) << field;
+    H5Tclose(member_type);
+  }
+  H5Tclose(type);
+  H5Dclose(summary);
+  H5Fclose(f);
+}
+
+void set_attr(const std::string& path, const char* name, hid_t type, const void* value) {
+  const hid_t f = H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT);
+  const hid_t group = H5Gopen2(f, "cases/0000", H5P_DEFAULT);
+  if (H5Aexists(group, name) > 0) H5Adelete(group, name);
+  const hid_t space = H5Screate(H5S_SCALAR);
+  const hid_t attr = H5Acreate2(group, name, type, space, H5P_DEFAULT, H5P_DEFAULT);
+  H5Awrite(attr, type, value);
+  H5Aclose(attr);
+  H5Sclose(space);
+  H5Gclose(group);
+  H5Fclose(f);
+}
+
+TEST(MoeResultsFile, HostileFieldsAreRefusedNamingThem) {
+  const int64_t too_many = kMaxExperts + 1, negative = -4, past_experts = 17;
+  const double nan = std::numeric_limits<double>::quiet_NaN(), negative_skew = -2;
+  struct Attack {
+    const char* name;
+    hid_t type;
+    const void* value;
+    const char* says;
+  };
+  for (const Attack& a : {Attack{"experts", H5T_NATIVE_INT64, &too_many, "experts: 1048577"},
+                          Attack{"top_k", H5T_NATIVE_INT64, &negative, "top_k"},
+                          Attack{"top_k", H5T_NATIVE_INT64, &past_experts, "top_k: 17"},
+                          Attack{"moe_skew", H5T_NATIVE_DOUBLE, &nan, "moe_skew: nan"},
+                          Attack{"moe_skew", H5T_NATIVE_DOUBLE, &negative_skew, "moe_skew: -2"},
+                          Attack{"capacity_factor", H5T_NATIVE_DOUBLE, &nan, "capacity_factor"}}) {
+    TempDir dir;
+    const std::string path = written(dir, {moe_case("0000", kAllSet)});
+    set_attr(path, a.name, a.type, a.value);
+    const std::string msg = input_error([&] { read_results(path); });
+    EXPECT_TRUE(contains(msg, a.says)) << a.name << ": " << msg;
+  }
+  // A case without experts that claims MoE fields.
+  TempDir dir;
+  const std::string path = written(dir, {small_case("0000", 1)});
+  const int64_t k = 2;
+  set_attr(path, "top_k", H5T_NATIVE_INT64, &k);
+  const std::string msg = input_error([&] { read_results(path); });
+  EXPECT_TRUE(contains(msg, "top_k: 2 recorded for a case without experts")) << msg;
 }
 
 }  // namespace
