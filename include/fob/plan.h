@@ -138,6 +138,42 @@ inline View shifted(View v, int64_t rows) {
   return v;
 }
 
+// Rows [row, row + rows) of a buffer, whole rows.
+struct RowSpan {
+  int64_t row = 0;
+  int64_t rows = 0;
+};
+
+// The rows a list of spans covers.
+inline int64_t span_rows(const std::vector<RowSpan>& spans) {
+  int64_t rows = 0;
+  for (const RowSpan& span : spans) rows += span.rows;
+  return rows;
+}
+
+// Whether the spans are of one size, `step` rows apart from one to the next (one strided copy
+// or datatype moves them); a single span is, with step 0.
+inline bool evenly_spaced(const std::vector<RowSpan>& spans, int64_t* step) {
+  *step = spans.size() > 1 ? spans[1].row - spans[0].row : 0;
+  for (size_t i = 1; i < spans.size(); ++i) {
+    if (spans[i].rows != spans[0].rows ||
+        spans[i].row != spans[0].row + static_cast<int64_t>(i) * *step) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// An all-to-all whose blocks differ by peer (all-to-all-v), per peer j: `send[j]` the spans of
+// the source buffer that go to rank j, `recv[j]` the spans of the destination buffer that rank
+// j's spans for this rank land in. Span i of send[j] on rank r is span i of recv[r] on rank j,
+// of the same rows, so that both sides list the messages between them in one order (as NCCL
+// matches a peer's sends and receives). A peer's list may be empty; entry [rank] pairs with
+// itself and is copied locally. Every span has at least one row.
+struct PeerSpans {
+  std::vector<std::vector<RowSpan>> send, recv;  // [world][spans]
+};
+
 // How far a batched GEMM's operand moves from one batch entry to the next.
 struct Step {
   int64_t rows = 0;
@@ -231,6 +267,9 @@ struct Task {
   CollectiveOp op = CollectiveOp::none;
   int64_t src_stride_rows = 0;
   int64_t dst_stride_rows = 0;
+  // all_to_all with uneven blocks: the index of its PeerSpans in Plan::peer_spans, which then
+  // replace the strides, batch and steps (a and c name the buffers); -1 for the even form.
+  int spans = -1;
 
   int64_t bytes = 0;  // bytes this rank sends
   double flops = 0;   // floating-point operations this rank performs
@@ -271,6 +310,7 @@ struct Plan {
   std::vector<InputRegion> inputs;
   std::vector<OutputCheck> checks;
   std::vector<Task> tasks;
+  std::vector<PeerSpans> peer_spans;  // the uneven all-to-alls' blocks (Task::spans)
 
   int buffer_id(const std::string& name) const;  // -1 when absent
   int64_t buffer_bytes() const;                  // all buffers, at this plan's dtype

@@ -94,6 +94,10 @@ class PlanBuilder {
     int batch = 1;
   };
   int all_to_all(const AllToAll& args, std::string label);
+  // All-to-all with uneven blocks (all-to-all-v): `spans.send[j]` of `src` go to rank j and
+  // rank j's spans for this rank land in `spans.recv[j]` of `dst` (PeerSpans). Every rank must
+  // list the same spans for each pair (the n-th span r sends j is j's n-th from r, of its rows).
+  int all_to_all_v(int src, int dst, PeerSpans spans, std::string label);
 
   // An extra ordering edge that the data does not imply (e.g. decompose's lock-step).
   void depend(int task, int on);

@@ -140,6 +140,19 @@ std::string view_text(const Plan& plan, const View& v) {
   return text + "]";
 }
 
+// An uneven all-to-all's rows to and from each rank, in rank order: "out 12/0/7 in 5/9/0".
+void print_peer_rows(std::ostream& out, const Plan& plan, const Task& t) {
+  const PeerSpans& spans = plan.peer_spans.at(static_cast<size_t>(t.spans));
+  auto rows = [&out](const std::vector<std::vector<RowSpan>>& lists) {
+    for (size_t j = 0; j < lists.size(); ++j) out << (j == 0 ? "" : "/") << span_rows(lists[j]);
+  };
+  out << "  " << plan.buffers.at(static_cast<size_t>(t.a.buffer)).name << " -> "
+      << plan.buffers.at(static_cast<size_t>(t.c.buffer)).name << ", rows per rank: out ";
+  rows(spans.send);
+  out << " in ";
+  rows(spans.recv);
+}
+
 // What a task computes or moves, after its label.
 void print_task_operands(std::ostream& out, const Plan& plan, const Task& t) {
   if (t.kind == TaskKind::gemm) {
@@ -167,6 +180,7 @@ void print_task_operands(std::ostream& out, const Plan& plan, const Task& t) {
   if (t.kind == TaskKind::exchange || t.kind == TaskKind::recv) {
     out << "  recv " << view_text(plan, t.c) << " <- " << t.recv_peer;
   }
+  if (t.kind == TaskKind::collective && t.spans >= 0) print_peer_rows(out, plan, t);
 }
 
 }  // namespace
