@@ -38,6 +38,8 @@ struct MoeRouting {
   std::vector<int> weight;
   std::vector<int64_t> dropped;  // [rank]: choices of the rank's tokens the capacity dropped
   std::vector<int64_t> kept;     // [rank * experts + e]: choices of the rank's tokens e takes
+  // [e]: the chance that a draw from all experts picks e, p(e) as the router quantised it.
+  std::vector<double> popularity;
   // The expert the seeded popularity order puts first (largest share when skew > 0).
   int64_t hot_expert = 0;
 

@@ -17,16 +17,11 @@ namespace {
 // the weights drawn do not correlate.
 constexpr uint64_t kOrderStream = 0x6f72646572ULL;
 constexpr uint64_t kChoiceStream = 0x63686f696365ULL;
-constexpr uint64_t kExactStream = 0x6578616374ULL;
 constexpr uint64_t kWeightStream = 0x776569676874ULL;
 
 // The hot expert's integer popularity. Integers make the draw exact integer arithmetic, the
 // same under every compiler and library; only the per-expert pow() runs in floating point.
 constexpr double kHotWeight = 4294967296.0;  // 2^32
-// Redraws from the whole distribution before the exact walk over the remaining experts: a
-// redraw that avoids the token's earlier picks is a draw from the remaining experts with the
-// right odds, and usually the first one is.
-constexpr int kRedraws = 8;
 
 uint64_t stream_hash(uint64_t seed, uint64_t stream) {
   return input_mix(input_mix(seed) ^ stream);
@@ -84,24 +79,26 @@ class ExpertSampler {
   }
 
   int64_t hot() const { return hot_; }
-
-  // A draw from all experts: the expert whose weight interval holds h mod the total. The
-  // modulo's bias is below total / 2^64 (at most E * 2^-32).
-  int64_t pick(uint64_t h) const {
-    const uint64_t point = h % end_.back();
-    return std::upper_bound(end_.begin(), end_.end(), point) - end_.begin();
+  uint64_t weight(int64_t expert) const { return weight_[expert]; }
+  std::vector<double> shares() const {
+    std::vector<double> share(weight_.size());
+    for (size_t e = 0; e < weight_.size(); ++e) {
+      share[e] = static_cast<double>(weight_[e]) / static_cast<double>(end_.back());
+    }
+    return share;
   }
 
-  // A draw from the experts not in taken[0, count).
-  int64_t pick_excluding(uint64_t h, const int64_t* taken, int64_t count) const {
-    uint64_t remaining = end_.back();
-    for (int64_t q = 0; q < count; ++q) remaining -= weight_[taken[q]];
-    uint64_t point = h % remaining;
-    for (int64_t e = 0;; ++e) {
-      if (std::find(taken, taken + count, e) != taken + count) continue;
-      if (point < weight_[e]) return e;
-      point -= weight_[e];
+  // A draw from the experts not in `taken` (ascending), whose weights sum to taken_weight: the
+  // point h mod the remaining weight, carried past each taken expert's interval that starts at
+  // or before it, falls in the interval of the expert drawn. The modulo's bias is below
+  // total / 2^64, at most E * 2^-32.
+  int64_t pick(uint64_t h, const std::vector<int64_t>& taken, uint64_t taken_weight) const {
+    uint64_t point = h % (end_.back() - taken_weight);
+    for (int64_t e : taken) {
+      if (end_[e] - weight_[e] > point) break;
+      point += weight_[e];
     }
+    return std::upper_bound(end_.begin(), end_.end(), point) - end_.begin();
   }
 
  private:
@@ -109,22 +106,19 @@ class ExpertSampler {
   int64_t hot_ = 0;
 };
 
-// Token `token`'s top_k distinct experts, drawn in order without replacement, into out.
+// Token `token`'s top_k distinct experts, drawn in order without replacement, into out;
+// `taken` is scratch space.
 void choose_experts(const ExpertSampler& sampler, uint64_t choice_hash, int64_t token,
-                    int64_t top_k, int64_t* out) {
+                    int64_t top_k, int64_t* out, std::vector<int64_t>& taken) {
   const uint64_t token_hash = input_mix(choice_hash ^ static_cast<uint64_t>(token));
+  taken.clear();
+  uint64_t taken_weight = 0;
   for (int64_t q = 0; q < top_k; ++q) {
-    int64_t chosen = -1;
-    for (int attempt = 0; attempt < kRedraws && chosen < 0; ++attempt) {
-      const auto draw = static_cast<uint64_t>(q * kRedraws + attempt);
-      const int64_t e = sampler.pick(input_mix(token_hash ^ draw));
-      if (std::find(out, out + q, e) == out + q) chosen = e;
-    }
-    if (chosen < 0) {
-      chosen = sampler.pick_excluding(
-          input_mix(token_hash ^ kExactStream ^ static_cast<uint64_t>(q)), out, q);
-    }
-    out[q] = chosen;
+    const int64_t e =
+        sampler.pick(input_mix(token_hash ^ static_cast<uint64_t>(q)), taken, taken_weight);
+    out[q] = e;
+    taken.insert(std::upper_bound(taken.begin(), taken.end(), e), e);
+    taken_weight += sampler.weight(e);
   }
 }
 
@@ -172,11 +166,15 @@ MoeRouting route_tokens(const MoeRouter& router) {
                      .weight = std::vector<int>(choices),
                      .dropped = std::vector<int64_t>(router.world, 0),
                      .kept = std::vector<int64_t>(router.world * router.experts, 0),
+                     .popularity = sampler.shares(),
                      .hot_expert = sampler.hot()};
   const uint64_t choice_hash = stream_hash(router.seed, kChoiceStream);
   const uint64_t weight_hash = stream_hash(router.seed, kWeightStream);
+  std::vector<int64_t> taken;
+  taken.reserve(router.top_k);
   for (int64_t t = 0; t < router.tokens; ++t) {
-    choose_experts(sampler, choice_hash, t, router.top_k, &routing.expert[routing.choice(t, 0)]);
+    choose_experts(sampler, choice_hash, t, router.top_k, &routing.expert[routing.choice(t, 0)],
+                   taken);
   }
   static_assert(kMoeMaxWeight == 3, "weights are 1 + a hash mod 3");
   for (int64_t i = 0; i < choices; ++i) {

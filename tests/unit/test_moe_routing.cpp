@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <numeric>
 #include <set>
 #include <string>
 #include <vector>
@@ -68,9 +70,9 @@ TEST(MoeRouting, SameSeedSameRoutingOtherSeedAnother) {
 // The routing is a function of the seed and the settings, never of the standard library: these
 // choices are pinned, so a change in the hash or the draw shows here.
 TEST(MoeRouting, PinnedChoices) {
-  const MoeRouting routing = route_tokens(router(8, 2, 4, 2, 7));
-  EXPECT_EQ(routing.expert, (std::vector<int64_t>{2, 1, 2, 1, 3, 1, 3, 0, 2, 1, 1, 3, 0, 1, 0, 2}));
-  EXPECT_EQ(routing.weight, (std::vector<int>{1, 2, 1, 3, 2, 3, 1, 2, 1, 1, 1, 1, 1, 3, 1, 2}));
+  const MoeRouting routing = route_tokens(router(8, 2, 4, 2, 1));
+  EXPECT_EQ(routing.expert, (std::vector<int64_t>{1, 2, 0, 2, 2, 3, 0, 1, 0, 2, 0, 1, 2, 0, 1, 0}));
+  EXPECT_EQ(routing.weight, (std::vector<int>{2, 3, 2, 3, 2, 1, 1, 1, 2, 1, 2, 2, 3, 3, 3, 2}));
 }
 
 TEST(MoeRouting, DistinctExpertsAndWeightsInRange) {
@@ -155,6 +157,37 @@ TEST(MoeRouting, UniformSpreadsEvenly) {
   }
 }
 
+// The draws follow the popularity: a first choice is e with chance p(e), a second choice with
+// chance sum over f != e of p(f) p(e) / (1 - p(f)) (sampling without replacement). 60000
+// tokens put every count within 6 binomial deviations of that for any seed. At skew 4 the hot
+// expert, usually the first choice, holds 92% of the weight, so the second choices check the
+// draw's skipping of taken experts.
+TEST(MoeRouting, DrawsFollowThePopularity) {
+  constexpr int64_t kTokens = 60000;
+  for (double skew : {0.0, 1.0, 4.0}) {
+    MoeRouter r = router(kTokens, 1, 4, 2, 5);
+    r.skew = skew;
+    const MoeRouting routing = route_tokens(r);
+    const std::vector<double>& p = routing.popularity;
+    EXPECT_NEAR(std::accumulate(p.begin(), p.end(), 0.0), 1.0, 1e-12);
+    EXPECT_EQ(std::max_element(p.begin(), p.end()) - p.begin(), routing.hot_expert);
+    for (int64_t e = 0; e < r.experts; ++e) {
+      double second = 0;
+      for (int64_t f = 0; f < r.experts; ++f) {
+        if (f != e) second += p[f] * p[e] / (1 - p[f]);
+      }
+      for (int64_t q = 0; q < 2; ++q) {
+        const double chance = q == 0 ? p[e] : second;
+        int64_t count = 0;
+        for (int64_t t = 0; t < kTokens; ++t) count += routing.expert[routing.choice(t, q)] == e;
+        const double spread = std::sqrt(kTokens * chance * (1 - chance));
+        EXPECT_NEAR(count, kTokens * chance, 6 * spread + 1)
+            << "skew " << skew << " expert " << e << " choice " << q;
+      }
+    }
+  }
+}
+
 // Strong skew piles tokens on the hot expert, which the seed picks: it is not always expert 0,
 // and over seeds it lands on both ranks.
 TEST(MoeRouting, SkewFavoursTheSeededHotExpert) {
@@ -185,25 +218,25 @@ TEST(MoeRouting, StrongSkewLeavesAnExpertEmpty) {
   for (int64_t total : expert_totals(route_tokens(r))) EXPECT_GT(total, 0);
 }
 
-// Seed 7, 8 tokens on 2 ranks, 4 experts, top 2 (choices pinned above), capacity factor 0.5:
-// cap = ceil(0.5 * 4 * 2 / 4) = 1. Rank 0 (tokens 0-3) picks 2 1 | 2 1 | 3 1 | 3 0: its first
-// choices in token order keep t0->2 and t2->3 and drop t1->2 and t3->3; then its second choices
-// keep t0->1 and t3->0 and drop t1->1 and t2->1 (1 is full). Rank 1 (tokens 4-7) picks
-// 2 1 | 1 3 | 0 1 | 0 2: first choices keep t4->2, t5->1, t6->0 and drop t7->0; second choices
-// drop t4->1 and t6->1 (1 is full), keep t5->3 and drop t7->2. Tokens 1 and 7 lose both choices
-// and output zero. Token order alone would have kept t4->1 and dropped t5->1: under GShard's
-// priority t5's first choice goes before t4's second.
+// Seed 1, 8 tokens on 2 ranks, 4 experts, top 2 (choices pinned above), capacity factor 0.5:
+// cap = ceil(0.5 * 4 * 2 / 4) = 1. Rank 0 (tokens 0-3) picks 1 2 | 0 2 | 2 3 | 0 1: its first
+// choices in token order keep t0->1, t1->0, t2->2 and drop t3->0; then its second choices drop
+// t0->2 and t1->2 (2 is full), keep t2->3 and drop t3->1. Rank 1 (tokens 4-7) picks
+// 0 2 | 0 1 | 2 0 | 1 0: first choices keep t4->0, drop t5->0, keep t6->2 and t7->1; every
+// second choice finds its expert full. Tokens 3 and 5 lose both choices and output zero.
+// Token order alone would have kept t0->2 and dropped t2->2: under GShard's priority t2's first
+// choice goes before t0's second.
 TEST(MoeRouting, CapacityDropsInGShardPriority) {
-  MoeRouter r = router(8, 2, 4, 2, 7);
+  MoeRouter r = router(8, 2, 4, 2, 1);
   r.capacity_factor = 0.5;
   const MoeRouting routing = route_tokens(r);
   EXPECT_EQ(routing.capacity, 1);
   EXPECT_EQ(routing.expert,
-            (std::vector<int64_t>{2, 1, -1, -1, 3, -1, -1, 0, 2, -1, 1, 3, 0, -1, -1, -1}));
-  EXPECT_EQ(routing.dropped, (std::vector<int64_t>{4, 4}));
-  EXPECT_EQ(routing.kept, (std::vector<int64_t>{1, 1, 1, 1, 1, 1, 1, 1}));
+            (std::vector<int64_t>{1, -1, 0, -1, 2, 3, -1, -1, 0, -1, -1, -1, 2, -1, 1, -1}));
+  EXPECT_EQ(routing.dropped, (std::vector<int64_t>{4, 5}));
+  EXPECT_EQ(routing.kept, (std::vector<int64_t>{1, 1, 1, 1, 1, 1, 1, 0}));
   // A dropped choice keeps its drawn weight: the others are not renormalised.
-  EXPECT_EQ(routing.weight, route_tokens(router(8, 2, 4, 2, 7)).weight);
+  EXPECT_EQ(routing.weight, route_tokens(router(8, 2, 4, 2, 1)).weight);
 }
 
 // For any settings: each (rank, expert) keeps min(cap, demand) choices, and every dropped choice
