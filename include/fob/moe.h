@@ -48,8 +48,8 @@ struct MoeRouting {
 };
 
 // The routing of every token. InputError (naming the key) when the settings cannot route:
-// experts < 1, top_k outside [1, experts], skew or capacity_factor negative or not finite,
-// tokens not a positive multiple of world.
+// experts outside [1, 2^20], top_k outside [1, experts], skew or capacity_factor negative or not
+// finite, tokens not a positive multiple of world.
 MoeRouting route_tokens(const MoeRouter& router);
 
 // The experts living on `rank`: ceil((E - rank) / N), 0 for a rank at or past E.

@@ -22,6 +22,8 @@ constexpr uint64_t kWeightStream = 0x776569676874ULL;
 // The hot expert's integer popularity. Integers make the draw exact integer arithmetic, the
 // same under every compiler and library; only the per-expert pow() runs in floating point.
 constexpr double kHotWeight = 4294967296.0;  // 2^32
+// So that E popularities of at most 2^32 sum below 2^64 with room to spare.
+constexpr int64_t kMaxExperts = int64_t{1} << 20;
 
 uint64_t stream_hash(uint64_t seed, uint64_t stream) {
   return input_mix(input_mix(seed) ^ stream);
@@ -35,10 +37,12 @@ std::string number(double value) {
 
 void check_router(const MoeRouter& r) {
   auto fail = [](const std::string& text) { throw InputError(text); };
-  if (r.world < 1)
+  if (r.world < 1) {
     fail("world size " + std::to_string(r.world) + " cannot route; choose 1 or more");
-  if (r.experts < 1) {
-    fail("experts: " + std::to_string(r.experts) + " is no expert count; choose 1 or more");
+  }
+  if (r.experts < 1 || r.experts > kMaxExperts) {
+    fail("experts: " + std::to_string(r.experts) + " is not an expert count the router takes; " +
+         "choose 1 to " + std::to_string(kMaxExperts));
   }
   if (r.top_k < 1 || r.top_k > r.experts) {
     fail("top_k: " + std::to_string(r.top_k) + " is not between 1 and the experts (" +
@@ -122,13 +126,15 @@ void choose_experts(const ExpertSampler& sampler, uint64_t choice_hash, int64_t 
   }
 }
 
-// ceil(capacity_factor * T * top_k / E), the even share of a rank's choices per expert scaled;
-// 0 (no cap) for a factor of 0.
+// ceil(capacity_factor * T * top_k / E): the factor times each expert's even share of a rank's
+// choices; 0 (no cap) for a factor of 0.
 int64_t capacity_of(const MoeRouter& r) {
   if (r.capacity_factor == 0) return 0;
-  const double even_share =
-      static_cast<double>(r.tokens / r.world * r.top_k) / static_cast<double>(r.experts);
-  return static_cast<int64_t>(std::ceil(r.capacity_factor * even_share));
+  // The factor times the whole count first: for a factor with few mantissa bits (1, 1.25, 2)
+  // that product is exact, so a quotient that is a whole number is not rounded up past it.
+  const auto choices = static_cast<double>(r.tokens / r.world * r.top_k);
+  return static_cast<int64_t>(
+      std::ceil(r.capacity_factor * choices / static_cast<double>(r.experts)));
 }
 
 // GShard's order: a rank's first choices in token order, then its second choices, ...; a choice

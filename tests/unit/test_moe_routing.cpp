@@ -272,6 +272,22 @@ TEST(MoeRouting, CapacityKeepsTheEarliestChoices) {
   }
 }
 
+// cap = ceil(capacity_factor * T * top_k / E), a whole quotient kept whole.
+TEST(MoeRouting, CapacityIsTheCeilingOfTheScaledShare) {
+  struct Case {
+    int64_t tokens, world, experts, top_k;
+    double factor;
+    int64_t capacity;
+  };
+  for (const Case& c :
+       {Case{20, 2, 5, 2, 1.0, 4}, Case{20, 2, 8, 2, 1.0, 3}, Case{12, 2, 3, 2, 1.25, 5},
+        Case{8, 2, 4, 2, 1.5, 3}, Case{8, 2, 4, 2, 0.01, 1}, Case{8, 2, 4, 2, 0, 0}}) {
+    MoeRouter r = router(c.tokens, c.world, c.experts, c.top_k);
+    r.capacity_factor = c.factor;
+    EXPECT_EQ(route_tokens(r).capacity, c.capacity) << c.factor << " T*k/E " << c.tokens;
+  }
+}
+
 TEST(MoeRouting, LocalExpertsAndChunks) {
   EXPECT_EQ(moe_local_experts(5, 2, 0), 3);
   EXPECT_EQ(moe_local_experts(5, 2, 1), 2);
@@ -297,6 +313,7 @@ TEST(MoeRouting, BadSettingsNameTheKey) {
   };
   const std::vector<Bad> bad = {
       {with([](MoeRouter& r) { r.experts = 0; }), "experts: 0"},
+      {with([](MoeRouter& r) { r.experts = (1 << 20) + 1; }), "experts: 1048577"},
       {with([](MoeRouter& r) { r.top_k = 9; }), "top_k: 9"},
       {with([](MoeRouter& r) { r.top_k = 0; }), "top_k: 0"},
       {with([](MoeRouter& r) { r.skew = -1; }), "moe_skew: -1"},
