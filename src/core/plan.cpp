@@ -20,6 +20,11 @@ double memory_elements(const Task& t) {
       return 3 * mn;
     case TaskKind::online_softmax:
       return 2 * mn + (t.accumulate ? 2 * static_cast<double>(t.m) * static_cast<double>(t.k) : 0);
+    case TaskKind::gather:
+      // The map's source index and weight count as an element each.
+      return (t.accumulate ? 3 : 2) * mn + 2 * static_cast<double>(t.m);
+    case TaskKind::glu:
+      return 3 * mn;
     case TaskKind::copy:
     case TaskKind::softmax:
     case TaskKind::softmax_finish:
@@ -153,6 +158,13 @@ void print_peer_rows(std::ostream& out, const Plan& plan, const Task& t) {
   rows(spans.recv);
 }
 
+// "X[0:12] -> Xs[0:20] (+=, weighted)": the source view, the rows written and how.
+void print_gather(std::ostream& out, const Plan& plan, const Task& t) {
+  const RowMap& map = plan.row_maps.at(static_cast<size_t>(t.row_map));
+  out << "  " << view_text(plan, t.a) << " -> " << view_text(plan, t.c) << " ("
+      << (t.accumulate ? "+=" : "=") << (map.weight.empty() ? "" : ", weighted") << ")";
+}
+
 // What a task computes or moves, after its label.
 void print_task_operands(std::ostream& out, const Plan& plan, const Task& t) {
   if (t.kind == TaskKind::gemm) {
@@ -181,6 +193,10 @@ void print_task_operands(std::ostream& out, const Plan& plan, const Task& t) {
     out << "  recv " << view_text(plan, t.c) << " <- " << t.recv_peer;
   }
   if (t.kind == TaskKind::collective && t.spans >= 0) print_peer_rows(out, plan, t);
+  if (t.kind == TaskKind::gather) print_gather(out, plan, t);
+  if (t.kind == TaskKind::glu) {
+    out << "  " << view_text(plan, t.c) << " = glu(" << view_text(plan, t.a) << ")";
+  }
 }
 
 }  // namespace

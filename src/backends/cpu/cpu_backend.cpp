@@ -365,6 +365,14 @@ class CpuBackend : public Backend {
       case TaskKind::copy:
         std::memcpy(at<T>(t.c), at<T>(t.a), t.m * t.n * sizeof(T));
         break;
+      case TaskKind::gather: {
+        const RowMap& map = plan_->row_maps[static_cast<size_t>(t.row_map)];
+        cpu::gather_rows<T>(at<T>(t.c), at<T>(t.a), map.src, map.weight, t.n, t.accumulate);
+        break;
+      }
+      case TaskKind::glu:
+        cpu::glu_rows<T>(at<T>(t.c), at<T>(t.a), t.m, t.n);
+        break;
       case TaskKind::send:
       case TaskKind::recv:
       case TaskKind::exchange:
