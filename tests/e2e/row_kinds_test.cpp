@@ -2,9 +2,11 @@
 // every output compared exactly with values worked out from the backend's own inputs: a
 // dispatch gather from a view that starts past its buffer's first row, with repeated and
 // missing sources; glu; a weighted combine that accumulates; a weighted gather that zeroes
-// its rows without a source (over poisoned memory). The CPU backend always; with --cuda also
-// the cuda backend (the cuda model tier runs it so: tests/cuda_model/module), which must give
-// the CPU backend's bytes in fp32 and fp64 and the same exact values in bf16. One rank.
+// its rows without a source (over poisoned memory). The CPU backend always; with
+// --cuda=TRANSPORT also the cuda backend over that transport, whose allocator holds the row
+// maps (the cuda model tier runs it so over nccl, mpi and ce: tests/cuda_model/module), which
+// must give the CPU backend's bytes in fp32 and fp64 and the same exact values in bf16. One
+// rank.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -22,7 +24,7 @@
 namespace fob {
 namespace {
 
-bool g_cuda = false;  // --cuda: the cuda backend must load and run too
+std::string g_cuda_transport;  // --cuda=TRANSPORT: the cuda backend must load and run too
 
 constexpr int64_t kWidth = 4;
 const RowMap kDispatch{{4, 0, 0, -1, 3, 2, 4}, {}};                // X rows 1..5 -> Xs
@@ -137,9 +139,11 @@ TEST(RowKinds, CpuBackendGathersAndGatesExactly) {
 }
 
 TEST(RowKinds, CudaBackendGivesTheCpuBackendsBytes) {
-  if (!g_cuda) GTEST_SKIP() << "with --cuda only (the cuda model tier)";
+  if (g_cuda_transport.empty()) GTEST_SKIP() << "with --cuda=TRANSPORT only (the cuda model tier)";
   auto cpu = make_cpu_backend({});
-  auto cuda = make_cuda_backend({});
+  BackendOptions options;
+  options.transport = g_cuda_transport;
+  auto cuda = make_cuda_backend(options);
   for (DType dtype : {DType::fp32, DType::fp64}) {
     const Plan plan = moe_plan(dtype);
     const Buffers on_cpu = run(*cpu, plan);
@@ -159,6 +163,10 @@ TEST(RowKinds, CudaBackendGivesTheCpuBackendsBytes) {
 }  // namespace fob
 
 int main(int argc, char** argv) {
-  for (int i = 1; i < argc; ++i) fob::g_cuda = fob::g_cuda || std::strcmp(argv[i], "--cuda") == 0;
+  const char* flag = "--cuda=";
+  for (int i = 1; i < argc; ++i) {
+    if (std::strncmp(argv[i], flag, std::strlen(flag)) == 0)
+      fob::g_cuda_transport = argv[i] + std::strlen(flag);
+  }
   return fob::mpi_gtest_main(argc, argv);
 }
