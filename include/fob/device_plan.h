@@ -20,13 +20,25 @@ int select_device(int local_rank, int device_count, const char* override_text);
 // Given each rank's "host/PCI bus id", the first two ranks that share a device, or {-1, -1}.
 std::pair<int, int> ranks_sharing_a_device(const std::vector<std::string>& host_bus_ids);
 
-// Device bytes a plan needs: its buffers plus the cuBLAS workspace.
 // Where ranks run on several nodes (`node_of_rank`: per rank, any id its node's ranks share),
 // which ranks are where, in words ("ranks 0-1 are on one node and 2-3 on another"); "" when
 // they all share one.
 std::string ranks_across_nodes(const std::vector<int>& node_of_rank);
 
+// Device bytes a plan needs: its buffers, its row maps (row_map_image) and the cuBLAS
+// workspace.
 int64_t device_bytes_needed(const Plan& plan, int64_t workspace_bytes);
+
+// A plan's row maps (Plan::row_maps) as the cuda backend uploads them, once per plan, into one
+// allocation: every map's source rows (int64), then every weighted map's weights (double).
+// src[m] and weight[m]: where map m's lie in `bytes`, an offset in bytes (weight -1: none, every
+// weight 1). Empty where the plan has no row map.
+struct RowMapImage {
+  std::vector<unsigned char> bytes;
+  std::vector<int64_t> src, weight;
+};
+RowMapImage row_map_image(const Plan& plan);
+int64_t row_map_bytes(const Plan& plan);
 
 // Device elements of scratch the plan's collectives need on NCCL (one buffer, shared): a
 // reduce-scatter whose blocks lie a stride apart where NCCL wants them back to back, and a

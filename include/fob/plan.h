@@ -17,6 +17,8 @@ const char* to_string(StreamId stream);
 
 // online_softmax and softmax_finish are the streamed attention's (FlashAttention's online
 // softmax): a block of keys at a time, the running maximum and sum kept per query row and head.
+// gather and glu are the mixture-of-experts layer's: its token permutations and weighted
+// combine, and its experts' gated activation.
 enum class TaskKind : uint8_t {
   gemm,
   send,
@@ -27,10 +29,12 @@ enum class TaskKind : uint8_t {
   copy,
   softmax,
   online_softmax,
-  softmax_finish
+  softmax_finish,
+  gather,
+  glu
 };
 // A new kind goes last (results files store kinds by number) and becomes the last here.
-inline constexpr int kNumTaskKinds = static_cast<int>(TaskKind::softmax_finish) + 1;
+inline constexpr int kNumTaskKinds = static_cast<int>(TaskKind::glu) + 1;
 
 // Everything the rest of fobench asks of a task kind, in one place. A new kind fills its row in
 // task_kind_info; the backends' and the simulator's switches over TaskKind have no default, so
@@ -70,6 +74,10 @@ constexpr TaskKindInfo task_kind_info(TaskKind kind) {
       return {"online_softmax", false, false, false, true, "#2f6f4f"};
     case TaskKind::softmax_finish:
       return {"softmax_finish", false, false, false, true, "#a0cbe8"};
+    case TaskKind::gather:
+      return {"gather", false, false, false, true, "#86bcb6"};
+    case TaskKind::glu:
+      return {"glu", false, false, false, true, "#499894"};
   }
   return {};
 }
@@ -137,6 +145,51 @@ inline View shifted(View v, int64_t rows) {
   v.row += rows;
   return v;
 }
+
+// Rows [row, row + rows) of a buffer, whole rows.
+struct RowSpan {
+  int64_t row = 0;
+  int64_t rows = 0;
+};
+
+// The rows a list of spans covers.
+inline int64_t span_rows(const std::vector<RowSpan>& spans) {
+  int64_t rows = 0;
+  for (const RowSpan& span : spans) rows += span.rows;
+  return rows;
+}
+
+// Whether the spans are of one size, `step` rows apart from one to the next (one strided copy
+// or datatype moves them); a single span is, with step 0.
+inline bool evenly_spaced(const std::vector<RowSpan>& spans, int64_t* step) {
+  *step = spans.size() > 1 ? spans[1].row - spans[0].row : 0;
+  for (size_t i = 1; i < spans.size(); ++i) {
+    if (spans[i].rows != spans[0].rows ||
+        spans[i].row != spans[0].row + static_cast<int64_t>(i) * *step) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// An all-to-all whose blocks differ by peer (all-to-all-v), per peer j: `send[j]` the spans of
+// the source buffer that go to rank j, `recv[j]` the spans of the destination buffer that rank
+// j's spans for this rank land in. Span i of send[j] on rank r is span i of recv[r] on rank j,
+// of the same rows, so that both sides list the messages between them in one order (as NCCL
+// matches a peer's sends and receives). A peer's list may be empty; entry [rank] pairs with
+// itself and is copied locally. Every span has at least one row.
+struct PeerSpans {
+  std::vector<std::vector<RowSpan>> send, recv;  // [world][spans]
+};
+
+// A gather's rows (TaskKind::gather): destination row i takes weight[i] times source row
+// src[i], counted from the source view's first row; src[i] = -1: no source (the row becomes
+// zero, or is left as it is when the gather accumulates). weight empty: every weight 1. The
+// mixture-of-experts layer's tokens in dispatch order, and its combine's routing weights.
+struct RowMap {
+  std::vector<int64_t> src;
+  std::vector<double> weight;
+};
 
 // How far a batched GEMM's operand moves from one batch entry to the next.
 struct Step {
@@ -206,6 +259,10 @@ struct Task {
   // exp(old maximum - new maximum). accumulate false: the first block, which sets the state
   // and leaves b alone (the GEMM after it writes O rather than adding to it).
   // softmax_finish: c's m rows of batch heads of k columns each divide by the state a's sums.
+  // gather: c's m rows of n columns (=|+=) rows of a, as Plan::row_maps[row_map] says (RowMap).
+  // glu: c[i, j] = max(a[i, j], 0) * a[i, n + j] for the m rows and n columns of c: a holds the
+  // gate and then the up projection, 2n columns (ReGLU; SwiGLU's memory traffic, and exact on
+  // integers).
   View a, b, c;
   int64_t m = 0, n = 0, k = 0;
   int batch = 1;
@@ -231,6 +288,12 @@ struct Task {
   CollectiveOp op = CollectiveOp::none;
   int64_t src_stride_rows = 0;
   int64_t dst_stride_rows = 0;
+  // all_to_all with uneven blocks: the index of its PeerSpans in Plan::peer_spans, which then
+  // replace the strides, batch and steps (a and c name the buffers); -1 for the even form.
+  int spans = -1;
+
+  // gather: the index of its RowMap in Plan::row_maps.
+  int row_map = -1;
 
   int64_t bytes = 0;  // bytes this rank sends
   double flops = 0;   // floating-point operations this rank performs
@@ -271,6 +334,8 @@ struct Plan {
   std::vector<InputRegion> inputs;
   std::vector<OutputCheck> checks;
   std::vector<Task> tasks;
+  std::vector<PeerSpans> peer_spans;  // the uneven all-to-alls' blocks (Task::spans)
+  std::vector<RowMap> row_maps;       // the gathers' rows (Task::row_map)
 
   int buffer_id(const std::string& name) const;  // -1 when absent
   int64_t buffer_bytes() const;                  // all buffers, at this plan's dtype
@@ -279,6 +344,8 @@ struct Plan {
 // The elements an element-wise task reads and writes, which its time is priced by: add reads
 // two operands and writes one, copy and softmax read one and write one, online_softmax rewrites
 // its scores and (after the first block) the output rows it rescales, softmax_finish its rows.
+// gather reads its m source rows (not the whole source view) and two numbers of the map per row
+// and writes m rows, reading them too when it accumulates; glu reads 2n and writes n per row.
 double memory_elements(const Task& t);
 
 // A view's column count, resolving cols 0 to "the rest of the row".

@@ -66,6 +66,13 @@ class PlanBuilder {
   // out's rows (heads * head_width columns) divide by state's sums.
   int softmax_finish(const View& out, const View& state, int heads, int64_t head_width,
                      std::string label);
+  // Row i of dst (=|+=) map.weight[i] * row map.src[i] of src, over whole rows of equal width
+  // (RowMap: -1 no source; src rows counted from the view's first). The whole of src counts as
+  // read.
+  int gather(View dst, View src, RowMap map, bool accumulate, std::string label);
+  // dst[i, j] = max(src[i, j], 0) * src[i, F + j], F = dst's width: src holds the gate and the
+  // up projection side by side, as one GEMM writes them.
+  int glu(View dst, View src, std::string label);
   int add(const View& dst, const View& src, std::string label);  // dst += src
   int copy(const View& dst, const View& src, std::string label);
   int exchange(const View& send, int send_peer, const View& recv, int recv_peer, int tag,
@@ -94,6 +101,10 @@ class PlanBuilder {
     int batch = 1;
   };
   int all_to_all(const AllToAll& args, std::string label);
+  // All-to-all with uneven blocks (all-to-all-v): `spans.send[j]` of `src` go to rank j and
+  // rank j's spans for this rank land in `spans.recv[j]` of `dst` (PeerSpans). Every rank must
+  // list the same spans for each pair (the n-th span r sends j is j's n-th from r, of its rows).
+  int all_to_all_v(int src, int dst, PeerSpans spans, std::string label);
 
   // An extra ordering edge that the data does not imply (e.g. decompose's lock-step).
   void depend(int task, int on);

@@ -32,6 +32,15 @@ struct Message {
 // chunk. Empty for a task that is not a transfer. Every view is whole rows of its buffer.
 std::vector<Message> transfer_messages(const Plan& plan, const Task& t);
 
+// An all-to-all's blocks in one form whichever form the task has: per peer, the spans this rank
+// sends it and the spans its block lands in (PeerSpans). The even form's block for peer j is its
+// `batch` chunks, a step apart. Every transport, the simulator and calibrate read an all-to-all
+// through this, so none keeps the even form's stride arithmetic.
+PeerSpans all_to_all_blocks(const Plan& plan, const Task& t);
+
+// The bytes rank `rank` sends to each peer (its own entry 0) in an all-to-all of that plan.
+std::vector<int64_t> all_to_all_sent_bytes(const Plan& plan, const Task& t);
+
 // The bytes a message moves: its view's rows of whole buffer rows.
 int64_t message_bytes(const Plan& plan, const Message& m);
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
 #include <map>
 #include <string>
 #include <utility>
@@ -68,7 +69,36 @@ std::string ranks_across_nodes(const std::vector<int>& node_of_rank) {
 }
 
 int64_t device_bytes_needed(const Plan& plan, int64_t workspace_bytes) {
-  return plan.buffer_bytes() + workspace_bytes;
+  return plan.buffer_bytes() + row_map_bytes(plan) + workspace_bytes;
+}
+
+int64_t row_map_bytes(const Plan& plan) {
+  int64_t entries = 0;
+  for (const RowMap& map : plan.row_maps) {
+    entries += static_cast<int64_t>(map.src.size() + map.weight.size());
+  }
+  return entries * 8;
+}
+
+RowMapImage row_map_image(const Plan& plan) {
+  static_assert(sizeof(int64_t) == 8 && sizeof(double) == 8, "8-byte entries, as row_map_bytes");
+  RowMapImage image;
+  image.bytes.resize(static_cast<size_t>(row_map_bytes(plan)));
+  size_t at = 0;
+  auto put = [&](const auto& values) {
+    const size_t bytes = values.size() * 8;
+    if (bytes > 0) std::memcpy(image.bytes.data() + at, values.data(), bytes);
+    at += bytes;
+  };
+  for (const RowMap& map : plan.row_maps) {
+    image.src.push_back(static_cast<int64_t>(at));
+    put(map.src);
+  }
+  for (const RowMap& map : plan.row_maps) {
+    image.weight.push_back(map.weight.empty() ? -1 : static_cast<int64_t>(at));
+    put(map.weight);
+  }
+  return image;
 }
 
 int64_t stage_elements(const Plan& plan) {

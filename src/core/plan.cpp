@@ -20,6 +20,11 @@ double memory_elements(const Task& t) {
       return 3 * mn;
     case TaskKind::online_softmax:
       return 2 * mn + (t.accumulate ? 2 * static_cast<double>(t.m) * static_cast<double>(t.k) : 0);
+    case TaskKind::gather:
+      // The map's source index and weight count as an element each.
+      return (t.accumulate ? 3 : 2) * mn + 2 * static_cast<double>(t.m);
+    case TaskKind::glu:
+      return 3 * mn;
     case TaskKind::copy:
     case TaskKind::softmax:
     case TaskKind::softmax_finish:
@@ -140,6 +145,26 @@ std::string view_text(const Plan& plan, const View& v) {
   return text + "]";
 }
 
+// An uneven all-to-all's rows to and from each rank, in rank order: "out 12/0/7 in 5/9/0".
+void print_peer_rows(std::ostream& out, const Plan& plan, const Task& t) {
+  const PeerSpans& spans = plan.peer_spans.at(static_cast<size_t>(t.spans));
+  auto rows = [&out](const std::vector<std::vector<RowSpan>>& lists) {
+    for (size_t j = 0; j < lists.size(); ++j) out << (j == 0 ? "" : "/") << span_rows(lists[j]);
+  };
+  out << "  " << plan.buffers.at(static_cast<size_t>(t.a.buffer)).name << " -> "
+      << plan.buffers.at(static_cast<size_t>(t.c.buffer)).name << ", rows per rank: out ";
+  rows(spans.send);
+  out << " in ";
+  rows(spans.recv);
+}
+
+// "X[0:12] -> Xs[0:20] (+=, weighted)": the source view, the rows written and how.
+void print_gather(std::ostream& out, const Plan& plan, const Task& t) {
+  const RowMap& map = plan.row_maps.at(static_cast<size_t>(t.row_map));
+  out << "  " << view_text(plan, t.a) << " -> " << view_text(plan, t.c) << " ("
+      << (t.accumulate ? "+=" : "=") << (map.weight.empty() ? "" : ", weighted") << ")";
+}
+
 // What a task computes or moves, after its label.
 void print_task_operands(std::ostream& out, const Plan& plan, const Task& t) {
   if (t.kind == TaskKind::gemm) {
@@ -166,6 +191,11 @@ void print_task_operands(std::ostream& out, const Plan& plan, const Task& t) {
   }
   if (t.kind == TaskKind::exchange || t.kind == TaskKind::recv) {
     out << "  recv " << view_text(plan, t.c) << " <- " << t.recv_peer;
+  }
+  if (t.kind == TaskKind::collective && t.spans >= 0) print_peer_rows(out, plan, t);
+  if (t.kind == TaskKind::gather) print_gather(out, plan, t);
+  if (t.kind == TaskKind::glu) {
+    out << "  " << view_text(plan, t.c) << " = glu(" << view_text(plan, t.a) << ")";
   }
 }
 

@@ -398,6 +398,44 @@ int PlanBuilder::all_to_all(const AllToAll& args, std::string label) {
   return add_task(std::move(t), access);
 }
 
+int PlanBuilder::all_to_all_v(int src, int dst, PeerSpans spans, std::string label) {
+  if (cols(src) != cols(dst)) throw std::logic_error(label + ": all-to-all between widths");
+  const size_t world = static_cast<size_t>(this->world());
+  if (spans.send.size() != world || spans.recv.size() != world) {
+    throw std::logic_error(label + ": all-to-all-v needs one span list per rank");
+  }
+  const size_t own = static_cast<size_t>(rank());
+  if (spans.send[own].size() != spans.recv[own].size()) {
+    throw std::logic_error(label + ": this rank's own spans do not pair");
+  }
+  Task t = collective_task(CollectiveOp::all_to_all, std::move(label));
+  t.a = View{src, 0, rows(src)};
+  t.c = View{dst, 0, rows(dst)};
+  Access& access = fresh_access();
+  auto list = [&](int buffer, const RowSpan& span, std::vector<Region>& regions) {
+    if (span.rows <= 0 || span.row < 0 || span.row + span.rows > rows(buffer)) {
+      throw std::logic_error(t.label + ": span of rows " + std::to_string(span.row) + "+" +
+                             std::to_string(span.rows) + " outside its buffer");
+    }
+    regions.push_back({buffer, span.row, span.row + span.rows});
+  };
+  for (size_t j = 0; j < world; ++j) {
+    for (const RowSpan& span : spans.send[j]) {
+      list(src, span, access.reads);
+      if (j != own) t.bytes += span.rows * cols(src) * elem_bytes();
+    }
+    for (const RowSpan& span : spans.recv[j]) list(dst, span, access.writes);
+  }
+  for (size_t i = 0; i < spans.send[own].size(); ++i) {
+    if (spans.send[own][i].rows != spans.recv[own][i].rows) {
+      throw std::logic_error(t.label + ": this rank's own spans differ in rows");
+    }
+  }
+  t.spans = static_cast<int>(plan_.peer_spans.size());
+  plan_.peer_spans.push_back(std::move(spans));
+  return add_task(std::move(t), access);
+}
+
 void PlanBuilder::depend(int task, int on) {
   std::vector<int>& deps = plan_.tasks.at(task).deps;
   if (on >= task) throw std::logic_error("dependency must point to an earlier task");

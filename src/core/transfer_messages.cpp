@@ -39,23 +39,22 @@ void reduce_scatter(const Plan& plan, const Task& t, std::vector<Message>& out) 
 
 void all_to_all(const Plan& plan, const Task& t, std::vector<Message>& out) {
   const int rank = plan.rank, world = plan.world;
-  auto chunk_in = [&](const View& v, int64_t stride, const Step& step, int j, int i) {
-    return shifted(v, j * stride + i * step.rows);
+  const PeerSpans blocks = all_to_all_blocks(plan, t);
+  auto view = [](const View& v, const RowSpan& span) {
+    return View{v.buffer, span.row, span.rows, v.col, v.cols};
   };
   for (int j = 0; j < world; ++j) {
     if (j == rank) continue;
-    for (int i = 0; i < t.batch; ++i) {
-      out.push_back({Role::receive, j, chunk_in(t.c, t.dst_stride_rows, t.c_step, j, i), {}});
-    }
+    for (const RowSpan& span : blocks.recv[j])
+      out.push_back({Role::receive, j, view(t.c, span), {}});
   }
-  for (int i = 0; i < t.batch; ++i) {
-    out.push_back({Role::local, -1, chunk_in(t.c, t.dst_stride_rows, t.c_step, rank, i),
-                   chunk_in(t.a, t.src_stride_rows, t.a_step, rank, i)});
+  const std::vector<RowSpan>& own_from = blocks.send[rank];
+  const std::vector<RowSpan>& own_to = blocks.recv[rank];
+  for (size_t i = 0; i < own_to.size() && i < own_from.size(); ++i) {
+    out.push_back({Role::local, -1, view(t.c, own_to[i]), view(t.a, own_from[i])});
   }
   for (int j : peers_from(rank, world)) {
-    for (int i = 0; i < t.batch; ++i) {
-      out.push_back({Role::send, j, chunk_in(t.a, t.src_stride_rows, t.a_step, j, i), {}});
-    }
+    for (const RowSpan& span : blocks.send[j]) out.push_back({Role::send, j, view(t.a, span), {}});
   }
 }
 
@@ -83,6 +82,32 @@ std::vector<Message> transfer_messages(const Plan& plan, const Task& t) {
       break;
   }
   return out;
+}
+
+PeerSpans all_to_all_blocks(const Plan& plan, const Task& t) {
+  if (t.spans >= 0) return plan.peer_spans.at(static_cast<size_t>(t.spans));
+  PeerSpans blocks;
+  blocks.send.resize(static_cast<size_t>(plan.world));
+  blocks.recv.resize(static_cast<size_t>(plan.world));
+  for (int j = 0; j < plan.world; ++j) {
+    for (int i = 0; i < t.batch; ++i) {
+      blocks.send[j].push_back({t.a.row + j * t.src_stride_rows + i * t.a_step.rows, t.a.rows});
+      blocks.recv[j].push_back({t.c.row + j * t.dst_stride_rows + i * t.c_step.rows, t.c.rows});
+    }
+  }
+  return blocks;
+}
+
+std::vector<int64_t> all_to_all_sent_bytes(const Plan& plan, const Task& t) {
+  const PeerSpans blocks = all_to_all_blocks(plan, t);
+  const int64_t row_bytes =
+      plan.buffers.at(static_cast<size_t>(t.a.buffer)).cols * dtype_bytes(plan.dtype);
+  std::vector<int64_t> bytes(static_cast<size_t>(plan.world), 0);
+  for (int j = 0; j < plan.world; ++j) {
+    if (j == plan.rank) continue;
+    for (const RowSpan& span : blocks.send[j]) bytes[j] += span.rows * row_bytes;
+  }
+  return bytes;
 }
 
 int64_t message_bytes(const Plan& plan, const Message& m) {

@@ -213,7 +213,8 @@ class InterferenceCollector {
     sample.op = t.op;
     sample.world = v_.c->world;
     sample.steps = sim_detail::collective_step_count(t.op, v_.c->world);
-    int64_t block = 0;
+    std::vector<const Plan*> plans;
+    std::vector<const Task*> tasks;
     for (size_t q = 0; q < world_; ++q) {
       if (k >= colls_[q].size()) {  // no k-th collective there: no window to measure
         end = kNaN;
@@ -223,10 +224,11 @@ class InterferenceCollector {
       if (!std::isfinite(theirs.start) || !std::isfinite(theirs.end)) end = kNaN;
       start = std::max(start, theirs.start);
       end = std::min(end, theirs.end);
-      block = std::max(block, v_.task(static_cast<int>(q), colls_[q][k]).bytes / sample.steps);
+      plans.push_back(&v_.plans[q]);
+      tasks.push_back(&v_.task(static_cast<int>(q), colls_[q][k]));
       involved.push_back(q);
     }
-    sample.bytes = static_cast<double>(block);
+    sample.bytes = static_cast<double>(sim_detail::priced_block(plans, tasks, sample.steps));
     sample.window = {start, end};
   }
 
@@ -406,17 +408,16 @@ void collect_collectives(const CaseView& v, StrategyRole role, Collected& out) {
   for (size_t k = 0; k < colls[0].size(); ++k) {
     const CollectiveOp op = v.task(0, colls[0][k]).op;
     const int steps = sim_detail::collective_step_count(op, c.world);
-    int64_t block = 0;
-    bool same = true;
+    std::vector<const Plan*> plans;
+    std::vector<const Task*> tasks;
     for (int r = 0; r < c.world; ++r) {
       const auto& mine = colls[static_cast<size_t>(r)];
-      if (k >= mine.size()) {
-        same = false;
-        break;
-      }
-      block = std::max(block, v.task(r, mine[k]).bytes / steps);
+      if (k >= mine.size()) break;
+      plans.push_back(&v.plans[static_cast<size_t>(r)]);
+      tasks.push_back(&v.task(r, mine[k]));
     }
-    if (!same || block <= 0) continue;
+    const int64_t block = sim_detail::priced_block(plans, tasks, steps);
+    if (static_cast<int>(tasks.size()) < c.world || block <= 0) continue;
     std::vector<double> per_iter;
     for (int it = 0; it < iters; ++it) {
       double shortest = INFINITY;

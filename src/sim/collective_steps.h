@@ -15,9 +15,12 @@
 // small blocks.
 #pragma once
 
+#include <algorithm>
+#include <cstdint>
 #include <vector>
 
 #include "fob/plan.h"
+#include "fob/transfer_messages.h"
 
 namespace fob::sim_detail {
 
@@ -42,6 +45,29 @@ inline int collective_step_count(CollectiveOp op, int world) {
   int count = 0;
   for (const CollectiveStep& s : collective_schedule(op, world)) count += s.repeat;
   return count;
+}
+
+// The block every step of a collective is priced by, from each rank's plan and task of it: the
+// largest Task::bytes / steps, or, for an uneven all-to-all (Task::spans), the mean over the
+// steps of each step's largest block, since every step waits for its slowest link: what the
+// simulator's steps add up to, so that calibrate reads a measured collective the same way.
+inline int64_t priced_block(const std::vector<const Plan*>& plans,
+                            const std::vector<const Task*>& tasks, int steps) {
+  int64_t block = 0;
+  for (const Task* t : tasks) block = std::max(block, t->bytes / std::max(steps, 1));
+  if (tasks.empty() || tasks.front()->spans < 0 || plans.empty()) return block;
+  const int world = plans.front()->world;
+  std::vector<int64_t> largest(static_cast<size_t>(world), 0);  // per shift
+  for (size_t r = 0; r < tasks.size(); ++r) {
+    const std::vector<int64_t> sent = all_to_all_sent_bytes(*plans[r], *tasks[r]);
+    for (int s = 1; s < world; ++s) {
+      const int64_t to_peer = sent[static_cast<size_t>((plans[r]->rank + s) % world)];
+      largest[static_cast<size_t>(s)] = std::max(largest[static_cast<size_t>(s)], to_peer);
+    }
+  }
+  int64_t sum = 0;
+  for (int64_t b : largest) sum += b;
+  return sum / std::max(steps, 1);
 }
 
 }  // namespace fob::sim_detail

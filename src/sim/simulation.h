@@ -68,6 +68,7 @@ class Simulation {
   void start_message(TaskRef from, TaskRef to);
   void post_collective(TaskRef ref);
   std::vector<CollectiveLink> links_for(int shift, const Flow& f);
+  void add_uneven_blocks(int r, const Task& t, Flow& f);
   void next_step(int id);
   template <typename Fn>
   void for_each_port(int id, Fn&& fn);

@@ -117,6 +117,9 @@ struct Flow {
   std::vector<CollectiveStep> steps;  // collective: its schedule (collective_steps.h)
   size_t step = 0;                    // collective: the running entry of `steps`
   std::vector<double> blocks;         // collective: per rank, the bytes it sends per step
+  // An uneven all-to-all (Task::spans): per step, per rank, the bytes it sends that step, which
+  // `blocks` takes on as the steps go; empty where every step sends `blocks`.
+  std::vector<std::vector<double>> step_blocks;
   std::vector<CollectiveLink> links;  // collective: per rank, its link in the running entry
   int latencies = 1;                  // collective: latencies each step pays (its copies)
   double reduce_per_byte = 0;         // collective: the receiver's reduction, seconds per byte

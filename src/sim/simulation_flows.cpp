@@ -4,6 +4,7 @@
 #include <utility>
 #include <vector>
 
+#include "fob/transfer_messages.h"
 #include "simulation.h"
 
 namespace fob::sim_detail {
@@ -64,18 +65,36 @@ void Simulation::post_collective(TaskRef ref) {
   if (!f.steps.empty()) {
     const int64_t steps = collective_step_count(op, world_);
     f.blocks.resize(n);
+    int64_t sent = 0;
     for (size_t r = 0; r < n; ++r) {
       const Task& t = plans_[r].tasks[static_cast<size_t>(collectives_[r][static_cast<size_t>(k)])];
       // Task::bytes counts what this rank sends over all steps.
       f.blocks[r] = static_cast<double>(t.bytes / std::max<int64_t>(steps, 1));
+      sent += t.bytes;
+      if (t.spans >= 0) add_uneven_blocks(static_cast<int>(r), t, f);
     }
-    // nccl-tests' size: world blocks, of which a rank sends world - 1.
+    if (!f.step_blocks.empty()) f.blocks = f.step_blocks.front();
+    // nccl-tests' size: world blocks, of which a rank sends world - 1; uneven blocks at their
+    // mean.
     f.op = op;
-    f.size = static_cast<int64_t>(f.blocks[0]) * world_;
+    f.size = f.step_blocks.empty()
+                 ? static_cast<int64_t>(f.blocks[0]) * world_
+                 : sent / static_cast<int64_t>(n) / std::max<int64_t>(steps, 1) * world_;
     f.links = links_for(f.steps.front().shift, f);
   }
   flows_.push_back(std::move(f));
   begin_flow(id);
+}
+
+// Rank r's blocks of an uneven all-to-all, step by step: in step s it sends what its spans
+// give rank r + s (the pairwise schedule of collective_steps.h).
+void Simulation::add_uneven_blocks(int r, const Task& t, Flow& f) {
+  const std::vector<int64_t> bytes = all_to_all_sent_bytes(plans_[static_cast<size_t>(r)], t);
+  f.step_blocks.resize(f.steps.size(), std::vector<double>(plans_.size(), 0.0));
+  for (size_t i = 0; i < f.steps.size(); ++i) {
+    const int to = (r + f.steps[i].shift) % world_;
+    f.step_blocks[i][static_cast<size_t>(r)] = static_cast<double>(bytes[static_cast<size_t>(to)]);
+  }
 }
 
 // The links of a collective step in which every rank r sends to r + shift, each over the class
@@ -118,6 +137,7 @@ void Simulation::next_step(int id) {
     unlist(id);
   }
   ++f.step;
+  if (!f.step_blocks.empty()) f.blocks = f.step_blocks[f.step];
   f.links = std::move(next);
   f.remaining = 1;
   f.scheduled = false;
@@ -226,6 +246,8 @@ void Simulation::refresh(int id) {
     for (size_t r = 0; r < f.links.size(); ++r) {
       const CollectiveLink& l = f.links[r];
       const int from = static_cast<int>(r);
+      // A link with nothing to send this step (an uneven all-to-all's empty pair) is idle.
+      if (f.blocks[r] <= 0) continue;
       const size_t s = share(from, l.out_port, l.to, l.in_port);
       double seconds = f.blocks[r] * static_cast<double>(s) / l.bytes_per_second;
       if (computing(from) || computing(l.to)) seconds *= transfer_slowdown_;

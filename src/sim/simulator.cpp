@@ -194,6 +194,8 @@ void Simulation::post_now(TaskRef ref) {
     case TaskKind::softmax:
     case TaskKind::online_softmax:
     case TaskKind::softmax_finish:
+    case TaskKind::gather:
+    case TaskKind::glu:
       s.posted = true;
       // Priced once every transfer starting at this instant has started.
       starting_.push(ref);

@@ -2,6 +2,7 @@
 // memory sizing, collective scratch, graph-capture eligibility and which plans overlap.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -198,6 +199,32 @@ TEST(PlanOverlaps, AComputeTaskBetweenAncestorsAndDescendants) {
   EXPECT_TRUE(plan_overlaps(p));
   p.tasks[2].deps = {1};
   EXPECT_FALSE(plan_overlaps(p));
+}
+
+// Every row map in one allocation: the source rows first, then the weights of the maps that
+// have them, each map's offsets recorded; a plan without maps needs no bytes for them.
+TEST(RowMapImage, SourcesThenWeightsBackToBack) {
+  Plan plan;
+  plan.buffers.push_back({"X", 4, 2, {}});
+  EXPECT_EQ(row_map_bytes(plan), 0);
+  EXPECT_TRUE(row_map_image(plan).bytes.empty());
+  const int64_t buffers = plan.buffer_bytes();
+  plan.row_maps = {{{3, -1, 0}, {2, 0, 1}}, {{1, 1}, {}}};
+  EXPECT_EQ(row_map_bytes(plan), (3 + 3 + 2) * 8);
+  EXPECT_EQ(device_bytes_needed(plan, 100), buffers + (3 + 3 + 2) * 8 + 100);
+  const RowMapImage image = row_map_image(plan);
+  ASSERT_EQ(image.bytes.size(), 64u);
+  EXPECT_EQ(image.src, (std::vector<int64_t>{0, 24}));
+  EXPECT_EQ(image.weight, (std::vector<int64_t>{40, -1}));
+  auto at = [&](int64_t offset, auto value) {
+    std::memcpy(&value, image.bytes.data() + offset, sizeof value);
+    return value;
+  };
+  EXPECT_EQ(at(0, int64_t{}), 3);
+  EXPECT_EQ(at(8, int64_t{}), -1);
+  EXPECT_EQ(at(32, int64_t{}), 1);
+  EXPECT_EQ(at(40, double{}), 2.0);
+  EXPECT_EQ(at(56, double{}), 1.0);
 }
 
 }  // namespace

@@ -69,7 +69,19 @@ std::string serialize(const Plan& plan) {
     out << " acc " << t.accumulate << " ta " << t.transpose_a << " tb " << t.transpose_b
         << " scale " << t.scale << " peers " << t.send_peer << " " << t.recv_peer << " tag "
         << t.tag << " op " << to_string(t.op) << " strides " << t.src_stride_rows << " "
-        << t.dst_stride_rows << " bytes " << t.bytes << " flops " << t.flops << "\n";
+        << t.dst_stride_rows << " bytes " << t.bytes << " flops " << t.flops;
+    // Fields that only some kinds have enter only where a task has them, so that the plans
+    // recorded before those kinds existed keep their fingerprints.
+    if (t.row_map >= 0) out << " map " << t.row_map;
+    out << "\n";
+  }
+  for (const RowMap& map : plan.row_maps) {
+    out << "R";
+    for (size_t i = 0; i < map.src.size(); ++i) {
+      out << " " << map.src[i];
+      if (!map.weight.empty()) out << "*" << map.weight[i];
+    }
+    out << "\n";
   }
   return out.str();
 }

@@ -103,9 +103,19 @@ TEST_P(Messages, CollectivesWriteEveryBlockOnce) {
             ++written[m.view.row];
           }
         }
-        const int per_peer = t.op == CollectiveOp::all_to_all ? t.batch : 1;
-        EXPECT_EQ(sends, (world_ - 1) * per_peer) << "task " << t.id;
-        const size_t blocks = t.op == CollectiveOp::reduce_scatter ? 1 : world_ * per_peer;
+        // An all-to-all's chunks, or an uneven one's spans, are its messages.
+        int peer_sends = world_ - 1;
+        size_t blocks = t.op == CollectiveOp::reduce_scatter ? 1 : world_;
+        if (t.op == CollectiveOp::all_to_all) {
+          const PeerSpans spans = all_to_all_blocks(p, t);
+          peer_sends = 0;
+          blocks = 0;
+          for (int j = 0; j < world_; ++j) {
+            if (j != p.rank) peer_sends += static_cast<int>(spans.send[j].size());
+            blocks += spans.recv[j].size();
+          }
+        }
+        EXPECT_EQ(sends, peer_sends) << "task " << t.id;
         EXPECT_EQ(written.size(), blocks) << "task " << t.id;
         for (const auto& [row, count] : written) EXPECT_EQ(count, 1) << "row " << row;
       }

@@ -27,6 +27,7 @@
 #include "cpu_kernels.h"
 #include "fob/backend.h"
 #include "fob/inputs.h"
+#include "fob/transfer_messages.h"
 #include "host_memory.h"
 
 namespace fob {
@@ -364,6 +365,14 @@ class CpuBackend : public Backend {
       case TaskKind::copy:
         std::memcpy(at<T>(t.c), at<T>(t.a), t.m * t.n * sizeof(T));
         break;
+      case TaskKind::gather: {
+        const RowMap& map = plan_->row_maps[static_cast<size_t>(t.row_map)];
+        cpu::gather_rows<T>(at<T>(t.c), at<T>(t.a), map.src, map.weight, t.n, t.accumulate);
+        break;
+      }
+      case TaskKind::glu:
+        cpu::glu_rows<T>(at<T>(t.c), at<T>(t.a), t.m, t.n);
+        break;
       case TaskKind::send:
       case TaskKind::recv:
       case TaskKind::exchange:
@@ -392,7 +401,7 @@ class CpuBackend : public Backend {
     } else if (t.op == CollectiveOp::reduce_scatter) {
       ring_reduce_scatter<T>(t);
     } else if (t.op == CollectiveOp::all_to_all) {
-      all_to_all<T>(t);
+      all_to_all(t);
     } else {
       throw RuntimeFault("rank " + std::to_string(rank_) + ": task " + std::to_string(t.id) +
                          ": collective " + to_string(t.op) + " is not implemented on cpu");
@@ -456,14 +465,11 @@ class CpuBackend : public Backend {
         [](T x, T y) { return x + y; }, mpi_type(), current_->elem, abort_);
   }
 
-  template <typename T>
   void all_to_all(const Task& t) {
-    const int64_t width = cols(t.c.buffer);
-    const AllToAllChunks chunks{t.batch, t.c.rows * width, t.a_step.rows * width,
-                                t.c_step.rows * width};
-    auto send = [&](int j) { return static_cast<const T*>(at<T>(t.a, j * t.src_stride_rows)); };
-    auto recv = [&](int j) { return at<T>(t.c, j * t.dst_stride_rows); };
-    fob::pairwise_all_to_all(link_, plan_->rank, plan_->world, chunks, send, recv, mpi_type(),
+    // The spans are whole rows of the buffers, counted from their first row.
+    fob::pairwise_all_to_all(link_, plan_->rank, plan_->world, all_to_all_blocks(*plan_, t),
+                             current_->buffers[t.a.buffer]->data,
+                             current_->buffers[t.c.buffer]->data, cols(t.c.buffer), mpi_type(),
                              current_->elem, abort_);
   }
 

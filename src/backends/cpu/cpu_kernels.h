@@ -1,11 +1,13 @@
-// The cpu backend's element-wise kernels (plan.h's softmax, online_softmax, softmax_finish and
-// add), on host rows: the cuda backend's counterparts are in src/backends/cuda/kernels.cu. Each
-// works in T, as the GEMMs do, so that fp32 and fp64 runs verify against the oracle's bounds.
+// The cpu backend's element-wise kernels (plan.h's softmax, online_softmax, softmax_finish,
+// add, gather and glu), on host rows: the cuda backend's counterparts are in
+// src/backends/cuda/kernels.cu. Each works in T, as the GEMMs do, so that fp32 and fp64 runs verify
+// against the oracle's bounds.
 #pragma once
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <vector>
 
 namespace fob::cpu {
 
@@ -62,6 +64,36 @@ void softmax_finish_row(const T* state, T* out, int heads, int64_t k) {
 template <typename T>
 void add(T* dst, const T* src, int64_t count) {
   for (int64_t i = 0; i < count; ++i) dst[i] += src[i];
+}
+
+// TaskKind::gather over `rows` rows of `width` elements, rows contiguous: dst row i (=|+=)
+// weight[i] * src row src_row[i] (weight empty: 1); a source -1 zeroes the row, or leaves it
+// when accumulating.
+template <typename T>
+void gather_rows(T* dst, const T* src, const std::vector<int64_t>& src_row,
+                 const std::vector<double>& weight, int64_t width, bool accumulate) {
+  for (size_t i = 0; i < src_row.size(); ++i) {
+    T* out = dst + static_cast<int64_t>(i) * width;
+    if (src_row[i] < 0) {
+      if (!accumulate) std::fill(out, out + width, T(0));
+      continue;
+    }
+    const T* in = src + src_row[i] * width;
+    const T w = weight.empty() ? T(1) : static_cast<T>(weight[i]);
+    for (int64_t j = 0; j < width; ++j) out[j] = accumulate ? out[j] + w * in[j] : w * in[j];
+  }
+}
+
+// TaskKind::glu: each of `rows` rows of `width` outputs is max(gate, 0) * up, the row's gate
+// and up projection side by side in `src` (2 * width per row).
+template <typename T>
+void glu_rows(T* dst, const T* src, int64_t rows, int64_t width) {
+  for (int64_t i = 0; i < rows; ++i) {
+    const T* gate = src + i * 2 * width;
+    const T* up = gate + width;
+    T* out = dst + i * width;
+    for (int64_t j = 0; j < width; ++j) out[j] = std::max(gate[j], T(0)) * up[j];
+  }
 }
 
 }  // namespace fob::cpu

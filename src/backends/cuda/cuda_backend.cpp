@@ -155,11 +155,12 @@ std::string CudaBackend::blas() const {
 }
 
 int64_t CudaBackend::bytes_needed(const Plan& plan) const {
-  // ncclMemAlloc rounds every buffer up to the allocation granularity (2 MiB on current GPUs).
+  // ncclMemAlloc rounds every allocation (each buffer, the stage, the row maps) up to the
+  // allocation granularity (2 MiB on current GPUs).
   constexpr int64_t kGranularity = 2 << 20;
-  const int64_t rounding = options_.transport != "nccl"
-                               ? 0
-                               : kGranularity * static_cast<int64_t>(plan.buffers.size() + 1);
+  const size_t allocations = plan.buffers.size() + 1 + (plan.row_maps.empty() ? 0 : 1);
+  const int64_t rounding =
+      options_.transport != "nccl" ? 0 : kGranularity * static_cast<int64_t>(allocations);
   return device_bytes_needed(plan, 0) + stage_elements(plan) * dtype_bytes(plan.dtype) + rounding +
          transport_->extra_bytes(plan);
 }
@@ -185,6 +186,7 @@ void CudaBackend::setup(const Plan& plan) {
       .free = [](void* t, void* ptr) { static_cast<Transport*>(t)->free(ptr); },
       .ctx = transport_.get()};
   allocate_device_buffers(plan, p, allocator);
+  upload_row_maps(plan, p, check_);
   transport_->prepare(plan, p);
   const size_t n = plan.tasks.size();
   p.done.resize(n);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "fob/device_plan.h"
 #include "fob/inputs.h"
@@ -20,6 +21,21 @@ void allocate_device_buffers(const Plan& plan, Prepared& p, const DeviceAllocato
   if (const int64_t stage = stage_elements(plan); stage > 0) {
     p.stage = allocator.allocate(allocator.ctx, static_cast<size_t>(stage * elem));
   }
+  if (const int64_t bytes = row_map_bytes(plan); bytes > 0) {
+    p.row_maps = allocator.allocate(allocator.ctx, static_cast<size_t>(bytes));
+  }
+}
+
+void upload_row_maps(const Plan& plan, Prepared& p, const Checker& check) {
+  RowMapImage image = row_map_image(plan);
+  if (!image.bytes.empty()) {
+    // Synchronous: every later launch on any stream is ordered after it.
+    check.cuda(
+        cudaMemcpy(p.row_maps, image.bytes.data(), image.bytes.size(), cudaMemcpyHostToDevice),
+        "uploading the row maps");
+  }
+  p.row_map_src = std::move(image.src);
+  p.row_map_weight = std::move(image.weight);
 }
 
 namespace {
@@ -109,6 +125,7 @@ void release_prepared(Prepared& p) {
   if (p.free_device) {
     for (void* ptr : p.device) p.free_device(p.free_ctx, ptr);
     if (p.stage) p.free_device(p.free_ctx, p.stage);
+    if (p.row_maps) p.free_device(p.free_ctx, p.row_maps);
   }
   for (void* ptr : p.host) {
     if (ptr) cudaFreeHost(ptr);

@@ -18,7 +18,11 @@ namespace fob {
 // memory that hung kernels may still use to the exiting process.
 struct Prepared {
   std::vector<void*> device;
-  void* stage = nullptr;    // device scratch for collectives, stage_elements() (device_plan.h)
+  void* stage = nullptr;  // device scratch for collectives, stage_elements() (device_plan.h)
+  // The plan's row maps, uploaded once (row_map_image(), device_plan.h), and where each map's
+  // source rows and weights lie in it, in bytes (weight -1: none).
+  void* row_maps = nullptr;
+  std::vector<int64_t> row_map_src, row_map_weight;
   std::vector<void*> host;  // pinned mirrors, only for --transport mpi
   void* host_scratch[2] = {nullptr, nullptr};
   std::vector<cudaEvent_t> done, start, end;
@@ -55,8 +59,10 @@ struct DeviceAllocator {
   void* ctx = nullptr;
 };
 
-// The plan's device buffers and collective scratch (never managed memory).
+// The plan's device buffers, collective scratch and row maps (never managed memory).
 void allocate_device_buffers(const Plan& plan, Prepared& p, const DeviceAllocator& allocator);
+// The plan's row maps copied into Prepared::row_maps, where gather tasks read them.
+void upload_row_maps(const Plan& plan, Prepared& p, const Checker& check);
 // The plan's input regions, generated from `seed` on the device in its dtype (no host copy).
 void fill_inputs(const Plan& plan, uint64_t seed, Prepared& p, const Checker& check);
 // The plan's input regions overwritten with timing data (timing_element in input_hash.h), on

@@ -27,6 +27,27 @@ void CudaBackend::set_sm_target(int target) {
   sm_target_ = target;
 }
 
+namespace {
+
+// A gather task's kernel arguments, its map where upload_row_maps() put it.
+cuda::Gather gather_args(const PlanBuffers& at, const Task& t) {
+  const Prepared& p = at.prepared();
+  const auto map = static_cast<size_t>(t.row_map);
+  const char* maps = static_cast<const char*>(p.row_maps);
+  cuda::Gather args;
+  args.dst = at.device_at(t.c);
+  args.src = at.device_at(t.a);
+  args.src_row = reinterpret_cast<const int64_t*>(maps + p.row_map_src.at(map));
+  const int64_t weight = p.row_map_weight.at(map);
+  args.weight = weight < 0 ? nullptr : reinterpret_cast<const double*>(maps + weight);
+  args.rows = t.m;
+  args.width = t.n;
+  args.accumulate = t.accumulate;
+  return args;
+}
+
+}  // namespace
+
 void CudaBackend::enqueue(const Task& t, cudaStream_t stream) {
   const PlanBuffers at = buffers();
   switch (t.kind) {
@@ -75,6 +96,14 @@ void CudaBackend::enqueue(const Task& t, cudaStream_t stream) {
           cuda::softmax_finish(plan_->dtype, at.device_at(t.c), t.m, at.cols(t.c.buffer),
                                at.device_at(t.a), at.cols(t.a.buffer), t.batch, t.k, stream),
           "launching the softmax normalisation kernel");
+      break;
+    case TaskKind::gather:
+      check_.cuda(cuda::gather(plan_->dtype, gather_args(at, t), stream),
+                  "launching the gather kernel");
+      break;
+    case TaskKind::glu:
+      check_.cuda(cuda::glu(plan_->dtype, at.device_at(t.c), at.device_at(t.a), t.m, t.n, stream),
+                  "launching the glu kernel");
       break;
     case TaskKind::send:
     case TaskKind::recv:

@@ -1,6 +1,8 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <type_traits>
+
 #include "kernels.h"
 #include "launch.h"
 
@@ -32,6 +34,83 @@ cudaError_t launch_add(void* dst, const void* src, int64_t count, cudaStream_t s
   if (count <= 0) return cudaSuccess;
   FOB_LAUNCH(add_kernel<T>, add_blocks(count), kAddThreads, 0, stream)
   (static_cast<T*>(dst), static_cast<const T*>(src), count);
+  return cudaGetLastError();
+}
+
+// launch(T*) (a null pointer: only its type matters) for dtype's element type T.
+template <typename Launch>
+cudaError_t with_element_type(DType dtype, Launch launch) {
+  switch (dtype) {
+    case DType::fp32:
+      return launch(static_cast<float*>(nullptr));
+    case DType::fp64:
+      return launch(static_cast<double*>(nullptr));
+    case DType::bf16:
+      return launch(static_cast<__nv_bfloat16*>(nullptr));
+    case DType::fp16:
+      return launch(static_cast<__half*>(nullptr));
+  }
+  return cudaErrorInvalidValue;
+}
+
+// A grid-stride loop's start and step: this thread's place in the grid, and the grid's threads.
+__device__ inline int64_t grid_thread() {
+  return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+}
+__device__ inline int64_t grid_threads() {
+  return static_cast<int64_t>(blockDim.x) * gridDim.x;
+}
+
+// One thread per destination element, grid-stride; a row's map entry is read by each of its
+// threads (a few bytes beside the row's width of loads).
+template <typename T>
+__global__ void gather_kernel(T* dst, const T* src, const int64_t* src_row, const double* weight,
+                              int64_t rows, int64_t width, bool accumulate) {
+  using Acc = typename Accumulator<T>::type;
+  const int64_t count = rows * width;
+  for (int64_t e = grid_thread(); e < count; e += grid_threads()) {
+    const int64_t i = e / width, j = e % width;
+    const int64_t from = src_row[i];
+    if (from < 0) {
+      if (!accumulate) dst[e] = static_cast<T>(Acc(0));
+      continue;
+    }
+    const Acc w = weight ? static_cast<Acc>(weight[i]) : Acc(1);
+    const Acc value = w * static_cast<Acc>(src[from * width + j]);
+    dst[e] = static_cast<T>(accumulate ? static_cast<Acc>(dst[e]) + value : value);
+  }
+}
+
+template <typename T>
+cudaError_t launch_gather(const Gather& a, cudaStream_t stream) {
+  const int64_t count = a.rows * a.width;
+  if (count <= 0) return cudaSuccess;
+  if (a.src_row == nullptr) return cudaErrorInvalidValue;
+  FOB_LAUNCH(gather_kernel<T>, add_blocks(count), kAddThreads, 0, stream)
+  (static_cast<T*>(a.dst), static_cast<const T*>(a.src), a.src_row, a.weight, a.rows, a.width,
+   a.accumulate);
+  return cudaGetLastError();
+}
+
+template <typename T>
+__global__ void glu_kernel(T* dst, const T* src, int64_t rows, int64_t width) {
+  using Acc = typename Accumulator<T>::type;
+  const int64_t count = rows * width;
+  for (int64_t e = grid_thread(); e < count; e += grid_threads()) {
+    const int64_t i = e / width, j = e % width;
+    const Acc gate = static_cast<Acc>(src[i * 2 * width + j]);
+    const Acc up = static_cast<Acc>(src[i * 2 * width + width + j]);
+    dst[e] = static_cast<T>((gate > Acc(0) ? gate : Acc(0)) * up);
+  }
+}
+
+template <typename T>
+cudaError_t launch_glu(void* dst, const void* src, int64_t rows, int64_t width,
+                       cudaStream_t stream) {
+  const int64_t count = rows * width;
+  if (count <= 0) return cudaSuccess;
+  FOB_LAUNCH(glu_kernel<T>, add_blocks(count), kAddThreads, 0, stream)
+  (static_cast<T*>(dst), static_cast<const T*>(src), rows, width);
   return cudaGetLastError();
 }
 
@@ -307,6 +386,19 @@ cudaError_t add(DType dtype, void* dst, const void* src, int64_t count, cudaStre
       return launch_add<__half>(dst, src, count, stream);
   }
   return cudaErrorInvalidValue;
+}
+
+cudaError_t gather(DType dtype, const Gather& args, cudaStream_t stream) {
+  return with_element_type(dtype, [&](auto* type) {
+    return launch_gather<std::remove_pointer_t<decltype(type)>>(args, stream);
+  });
+}
+
+cudaError_t glu(DType dtype, void* dst, const void* src, int64_t rows, int64_t width,
+                cudaStream_t stream) {
+  return with_element_type(dtype, [&](auto* type) {
+    return launch_glu<std::remove_pointer_t<decltype(type)>>(dst, src, rows, width, stream);
+  });
 }
 
 cudaError_t softmax(DType dtype, void* data, int64_t rows, int64_t cols, int64_t ld, double scale,

@@ -1,6 +1,7 @@
 // The kernels the cuda backend needs besides cuBLAS: element-wise accumulation for the `add`
 // task, the row softmax for the `softmax` task, the streamed attention's online softmax and
-// its normalisation, and the input generator.
+// its normalisation, the mixture-of-experts layer's row gather and gated activation, and the
+// input generator.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -51,6 +52,24 @@ cudaError_t online_softmax(DType dtype, const OnlineSoftmax& args, cudaStream_t 
 // head, by the sums in `state` (TaskKind::softmax_finish).
 cudaError_t softmax_finish(DType dtype, void* out, int64_t rows, int64_t ld_out, const void* state,
                            int64_t ld_state, int heads, int64_t head_width, cudaStream_t stream);
+
+// TaskKind::gather: `rows` rows of `width` elements (rows contiguous at `dst` and `src`): dst
+// row i (=|+=) weight[i] * src row src_row[i]; src_row[i] = -1 zeroes the row, or leaves it when
+// `accumulate`. src_row and weight (nullptr: every weight 1) are device memory, `rows` long.
+struct Gather {
+  void* dst = nullptr;
+  const void* src = nullptr;
+  const int64_t* src_row = nullptr;
+  const double* weight = nullptr;
+  int64_t rows = 0, width = 0;
+  bool accumulate = false;
+};
+cudaError_t gather(DType dtype, const Gather& args, cudaStream_t stream);
+
+// TaskKind::glu: `rows` rows of `width` outputs at `dst`, each max(gate, 0) * up of the row's
+// gate and up projection side by side at `src` (2 * width per row); 16-bit types in fp32.
+cudaError_t glu(DType dtype, void* dst, const void* src, int64_t rows, int64_t width,
+                cudaStream_t stream);
 
 // Writes the input region `fill` (fill.rows x fill.cols elements of `elem_bytes` bytes, row-major)
 // at `dst` on `stream`: element (i, j) is input_element(fill, i, j) stored as its bits in

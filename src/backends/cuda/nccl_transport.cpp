@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "fob/transfer_messages.h"
 #include "kernels.h"
 
 namespace fob {
@@ -302,30 +303,36 @@ void NcclTransport::reduce_scatter(const Task& t, cudaStream_t stream) {
               "ncclReduceScatter");
 }
 
-// The block for rank j lies at a.row + j * src_stride_rows and rank j's block lands at
-// c.row + j * dst_stride_rows. Every block is whole rows, so contiguous: one send and one
-// receive per rank, this one included (NCCL copies those locally), in one group, so that NCCL
-// runs them together rather than rank after rank. ncclAlltoAll (NCCL 2.28) takes only blocks
-// back to back, which a chunk's are not; packing them around it would add two passes.
+// Every block is whole rows, so each span is contiguous: per peer one send per span this rank
+// sends it and one receive per span it sends this rank (this rank's own included: NCCL copies
+// those locally), all in one group, so that NCCL runs them together rather than rank after
+// rank and matches a peer's sends and receives in the order they were posted, which is the
+// spans' pairing (PeerSpans). ncclAlltoAll (NCCL 2.28) takes only equal blocks back to back,
+// which neither a batch's chunks nor an all-to-all-v's blocks are; packing them around it would
+// add two passes.
 //
-// Loopback: the N pairs all go to this process, where a group matches sends and receives to
-// one peer in the order they were posted, so block j arrives in block j's place. The inputs
+// Loopback: the N pairs all go to this process, where the group matches the sends and receives
+// to one peer in the order they were posted, so block j arrives in block j's place. The inputs
 // repeat (CaseSpec::loopback), so every block of a rank is alike and block j is what rank j
 // would have sent; sending each block from its own place keeps every offset exercised, as
 // the host path's pairwise all-to-all does.
 void NcclTransport::all_to_all(const Task& t, cudaStream_t stream) {
   const ncclDataType_t type = nccl_type(at_.plan().dtype);
-  const int world = at_.plan().world;
+  const int64_t width = at_.plan().buffers[t.c.buffer].cols;
+  const PeerSpans blocks = all_to_all_blocks(at_.plan(), t);
+  auto view = [](int buffer, const RowSpan& span) {
+    return View{buffer, span.row, span.rows, 0, 0};
+  };
   check_.nccl(ncclGroupStart(), "ncclGroupStart");
-  // A block of several chunks (one per sequence) is one send and one receive per chunk, all
-  // in the group: NCCL matches a peer's sends and receives in the order they were posted.
-  for (int j = 0; j < world; ++j) {
-    for (int i = 0; i < t.batch; ++i) {
-      check_.nccl(ncclSend(at_.device_at(t.a, j * t.src_stride_rows + i * t.a_step.rows),
-                           at_.count(t.a), type, nccl_peer(j), nccl_, stream),
+  for (int j = 0; j < at_.plan().world; ++j) {
+    for (const RowSpan& span : blocks.send[j]) {
+      check_.nccl(ncclSend(at_.device_at(view(t.a.buffer, span)), span.rows * width, type,
+                           nccl_peer(j), nccl_, stream),
                   "ncclSend");
-      check_.nccl(ncclRecv(at_.device_at(t.c, j * t.dst_stride_rows + i * t.c_step.rows),
-                           at_.count(t.c), type, nccl_peer(j), nccl_, stream),
+    }
+    for (const RowSpan& span : blocks.recv[j]) {
+      check_.nccl(ncclRecv(at_.device_at(view(t.c.buffer, span)), span.rows * width, type,
+                           nccl_peer(j), nccl_, stream),
                   "ncclRecv");
     }
   }

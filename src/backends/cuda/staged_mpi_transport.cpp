@@ -9,6 +9,7 @@
 
 #include "annotations.h"
 #include "backends/host/ring.h"
+#include "fob/transfer_messages.h"
 
 namespace fob {
 
@@ -189,16 +190,15 @@ void StagedMpiTransport::collective(const Task& t, MPI_Datatype type) {
     return;
   }
   if (t.op == CollectiveOp::all_to_all) {
-    stage_blocks(t.a, t.src_stride_rows, t.batch, t.a_step.rows, cudaMemcpyDeviceToHost);
-    auto send = [&](int j) -> const void* { return at_.host_at(t.a, j * t.src_stride_rows); };
-    auto recv = [&](int j) { return at_.host_at(t.c, j * t.dst_stride_rows); };
-    const int64_t width = at_.plan().buffers[t.c.buffer].cols;
-    const AllToAllChunks chunks{t.batch, block, t.a_step.rows * width, t.c_step.rows * width};
+    const PeerSpans blocks = all_to_all_blocks(plan, t);
+    stage_spans(t.a.buffer, blocks.send, cudaMemcpyDeviceToHost);
     // The plan's rank and world, as for the all-gather. The own block is copied on the host
     // with the others' (no device-to-device copy), so one copy back places every block.
-    pairwise_all_to_all(*link_, plan.rank, plan.world, chunks, send, recv, type, at_.elem(),
-                        abort_);
-    stage_blocks(t.c, t.dst_stride_rows, t.batch, t.c_step.rows, cudaMemcpyHostToDevice);
+    pairwise_all_to_all(*link_, plan.rank, plan.world, blocks,
+                        at_.host_at(View{t.a.buffer, 0, 0, 0, 0}),
+                        at_.host_at(View{t.c.buffer, 0, 0, 0, 0}), plan.buffers[t.c.buffer].cols,
+                        type, at_.elem(), abort_);
+    stage_spans(t.c.buffer, blocks.recv, cudaMemcpyHostToDevice);
     return;
   }
   if (t.op != CollectiveOp::reduce_scatter) {
@@ -270,6 +270,34 @@ void StagedMpiTransport::stage_blocks(const View& v, int64_t stride, int batch, 
                 {to_host ? host : device, pitch, to_host ? device : host, pitch, chunk,
                  static_cast<size_t>(batch)},
                 kind, copy_, what);
+  }
+  check_.cuda(cudaStreamSynchronize(copy_), what);
+}
+
+void StagedMpiTransport::stage_spans(int buffer, const std::vector<std::vector<RowSpan>>& lists,
+                                     cudaMemcpyKind kind) {
+  const bool to_host = kind == cudaMemcpyDeviceToHost;
+  const size_t row_bytes = static_cast<size_t>(at_.plan().buffers[buffer].cols * at_.elem());
+  const char* what = to_host ? "staging blocks to the host" : "staging blocks to the device";
+  auto copy = [&](const RowSpan& first, size_t pitch, size_t count) {
+    const View v{buffer, first.row, first.rows, 0, 0};
+    void* host = at_.host_at(v);
+    void* device = at_.device_at(v);
+    const size_t width = static_cast<size_t>(first.rows) * row_bytes;
+    copy_blocks(check_, mem_pitch_,
+                {to_host ? host : device, pitch, to_host ? device : host, pitch, width, count},
+                kind, copy_, what);
+  };
+  for (const std::vector<RowSpan>& spans : lists) {
+    if (spans.empty()) continue;
+    int64_t step = 0;
+    if (evenly_spaced(spans, &step)) {
+      const size_t pitch = step > 0 ? static_cast<size_t>(step) * row_bytes
+                                    : static_cast<size_t>(spans.front().rows) * row_bytes;
+      copy(spans.front(), pitch, spans.size());
+      continue;
+    }
+    for (const RowSpan& span : spans) copy(span, static_cast<size_t>(span.rows) * row_bytes, 1);
   }
   check_.cuda(cudaStreamSynchronize(copy_), what);
 }

@@ -71,6 +71,9 @@ class StagedMpiTransport : public Transport {
   // Every rank's block of `v`, `stride` rows apart, to or from the host mirror; a block is
   // `batch` chunks `step` rows apart.
   void stage_blocks(const View& v, int64_t stride, int batch, int64_t step, cudaMemcpyKind kind);
+  // The rows of `buffer` every list's spans cover (an all-to-all's blocks), to or from the host
+  // mirror: evenly spaced spans one pitched copy, others one copy each.
+  void stage_spans(int buffer, const std::vector<std::vector<RowSpan>>& lists, cudaMemcpyKind kind);
 
   Checker check_;
   size_t mem_pitch_ = 0;  // the largest pitch cudaMemcpy2DAsync takes

@@ -153,6 +153,7 @@ Link::~Link() {
   MPI_Finalized(&finalized);
   if (finalized) return;
   for (auto& entry : strided_types_) MPI_Type_free(&entry.second);
+  for (auto& entry : span_types_) MPI_Type_free(&entry.second);
 }
 
 MPI_Datatype Link::strided_type(int batch, int64_t count, int64_t step, MPI_Datatype element) {
@@ -163,6 +164,37 @@ MPI_Datatype Link::strided_type(int batch, int64_t count, int64_t step, MPI_Data
   MPI_Type_vector(batch, static_cast<int>(count), static_cast<int>(step), element, &type);
   MPI_Type_commit(&type);
   strided_types_.emplace(key, type);
+  return type;
+}
+
+MPI_Datatype Link::spans_type(const std::vector<RowSpan>& spans, int64_t width,
+                              MPI_Datatype element) {
+  int64_t step = 0;
+  if (evenly_spaced(spans, &step)) {
+    return strided_type(static_cast<int>(spans.size()), spans.front().rows * width, step * width,
+                        element);
+  }
+  std::vector<int64_t> key{width};
+  for (const RowSpan& span : spans) {
+    key.push_back(span.row - spans.front().row);
+    key.push_back(span.rows);
+  }
+  auto found = span_types_.find({key, element});
+  if (found != span_types_.end()) return found->second;
+  int elem_bytes = 0;
+  MPI_Type_size(element, &elem_bytes);
+  std::vector<int> lengths;
+  std::vector<MPI_Aint> displacements;
+  for (const RowSpan& span : spans) {
+    lengths.push_back(static_cast<int>(span.rows * width));
+    displacements.push_back(static_cast<MPI_Aint>((span.row - spans.front().row) * width) *
+                            elem_bytes);
+  }
+  MPI_Datatype type = MPI_DATATYPE_NULL;
+  MPI_Type_create_hindexed(static_cast<int>(spans.size()), lengths.data(), displacements.data(),
+                           element, &type);
+  MPI_Type_commit(&type);
+  span_types_.emplace(std::make_pair(std::move(key), element), type);
   return type;
 }
 

@@ -8,10 +8,13 @@
 #include <map>
 #include <string>
 #include <tuple>
+#include <utility>
+#include <vector>
 
 #include <mpi.h>
 
 #include "fob/backend.h"
+#include "fob/plan.h"
 
 namespace fob {
 
@@ -36,6 +39,10 @@ class Link {
   // A committed MPI datatype of `batch` blocks of `count` elements, `step` elements apart. Made
   // once per layout and kept until the link goes, so that committing it is not timed.
   MPI_Datatype strided_type(int batch, int64_t count, int64_t step, MPI_Datatype element);
+  // A committed MPI datatype over row spans of a buffer `width` elements wide, from the first
+  // span's start: one message however the spans lie. Evenly spaced spans are a strided_type;
+  // others (an all-to-all-v's blocks) an hindexed type, kept as strided_type keeps its own.
+  MPI_Datatype spans_type(const std::vector<RowSpan>& spans, int64_t width, MPI_Datatype element);
 
   ~Link();
   Link(const Link&) = delete;
@@ -78,6 +85,7 @@ class Link {
   std::atomic<bool> emulating_{false};
   Account account_;
   std::map<std::tuple<int, int64_t, int64_t, MPI_Datatype>, MPI_Datatype> strided_types_;
+  std::map<std::pair<std::vector<int64_t>, MPI_Datatype>, MPI_Datatype> span_types_;
 };
 
 }  // namespace fob

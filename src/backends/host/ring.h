@@ -5,10 +5,12 @@
 
 #include <mpi.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <cstring>
 
+#include "fob/plan.h"
 #include "link.h"
 
 namespace fob {
@@ -50,40 +52,36 @@ void ring_reduce_scatter(Link& link, int rank, int world, int64_t count, Local l
   }
 }
 
-// The layout of one all-to-all block: `batch` chunks of `count` elements, chunk i at
-// i * send_step elements from the block's start where it is sent from and i * recv_step where
-// it lands (one chunk per sequence of a batch-major buffer).
-struct AllToAllChunks {
-  int batch = 1;
-  int64_t count = 0;
-  int64_t send_step = 0, recv_step = 0;
-};
-
-// All-to-all: send(j) is where this rank's block for rank j starts and recv(j) where rank j's
-// block lands. The own block is copied; step s = 1..N-1 sends to r+s while receiving from r-s,
-// the pairwise exchange NCCL and MPI run, each step one message on one link.
-template <typename Send, typename Recv>
-void pairwise_all_to_all(Link& link, int rank, int world, const AllToAllChunks& chunks, Send send,
-                         Recv recv, MPI_Datatype type, int elem_bytes,
-                         const std::atomic<bool>& abort) {
-  const size_t chunk_bytes = static_cast<size_t>(chunks.count * elem_bytes);
-  for (int i = 0; i < chunks.batch; ++i) {
-    std::memcpy(
-        static_cast<char*>(static_cast<void*>(recv(rank))) + i * chunks.recv_step * elem_bytes,
-        static_cast<const char*>(static_cast<const void*>(send(rank))) +
-            i * chunks.send_step * elem_bytes,
-        chunk_bytes);
+// All-to-all over row spans (transfer_messages.h's all_to_all_blocks): `src` and `dst` are
+// the first rows of the source and destination buffers, `width` elements a row. This rank's own
+// spans are copied; step s = 1..N-1 sends its spans for r+s to r+s while receiving r-s's, the
+// pairwise exchange NCCL and MPI run, each way one message (a datatype over the spans, whether
+// even chunks or uneven blocks) on one link. A step with nothing either way is skipped, as
+// all-to-all-v implementations skip empty pairs; the emulated link prices a step by the larger
+// side, its two directions running at once.
+inline void pairwise_all_to_all(Link& link, int rank, int world, const PeerSpans& blocks,
+                                const void* src, void* dst, int64_t width, MPI_Datatype type,
+                                int elem_bytes, const std::atomic<bool>& abort) {
+  const int64_t row_bytes = width * elem_bytes;
+  auto send_at = [&](int64_t row) { return static_cast<const char*>(src) + row * row_bytes; };
+  auto recv_at = [&](int64_t row) { return static_cast<char*>(dst) + row * row_bytes; };
+  const std::vector<RowSpan>& own_from = blocks.send[rank];
+  const std::vector<RowSpan>& own_to = blocks.recv[rank];
+  for (size_t i = 0; i < own_to.size() && i < own_from.size(); ++i) {
+    std::memcpy(recv_at(own_to[i].row), send_at(own_from[i].row),
+                static_cast<size_t>(own_to[i].rows * row_bytes));
   }
-  // A block's chunks as one MPI datatype per side, so that a block is one message however it
-  // lies; the link keeps them, so only the warm-up makes them.
-  const MPI_Datatype send_type =
-      link.strided_type(chunks.batch, chunks.count, chunks.send_step, type);
-  const MPI_Datatype recv_type =
-      link.strided_type(chunks.batch, chunks.count, chunks.recv_step, type);
   for (int s = 1; s < world && !abort; ++s) {
-    link.transfer(send(ring_index(rank + s, world)), send_type, ring_index(rank + s, world),
-                  recv(ring_index(rank - s, world)), recv_type, ring_index(rank - s, world),
-                  kCollectiveTagBase + s, chunks.batch * chunks.count * elem_bytes);
+    const int to = ring_index(rank + s, world), from = ring_index(rank - s, world);
+    const std::vector<RowSpan>& out = blocks.send[to];
+    const std::vector<RowSpan>& in = blocks.recv[from];
+    if (out.empty() && in.empty()) continue;
+    const int64_t bytes = std::max(span_rows(out), span_rows(in)) * row_bytes;
+    link.transfer(out.empty() ? nullptr : send_at(out.front().row),
+                  out.empty() ? type : link.spans_type(out, width, type), out.empty() ? -1 : to,
+                  in.empty() ? nullptr : recv_at(in.front().row),
+                  in.empty() ? type : link.spans_type(in, width, type), in.empty() ? -1 : from,
+                  kCollectiveTagBase + s, bytes);
   }
 }
 
