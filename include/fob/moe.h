@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "fob/types.h"
+
 namespace fob {
 
 // The resolved router settings (MoeShape's zeros already replaced by their defaults).
@@ -22,6 +24,9 @@ struct MoeRouter {
   double capacity_factor = 0;  // > 0: each expert takes at most a capacity from each rank
   uint64_t seed = 0;
 };
+
+// A shape's router on `world` ranks: its MoE keys resolved (Shape::experts() and the rest).
+MoeRouter moe_router(const Shape& shape, int64_t world);
 
 // The largest routing weight; weights are the integers 1..kMoeMaxWeight.
 inline constexpr int kMoeMaxWeight = 3;
@@ -119,6 +124,14 @@ struct MoeLayout {
   std::vector<int64_t> send_count, send_first, recv_count, recv_first;
   std::vector<int64_t> slot_first;  // [j], N + 1 entries
 };
+
+// Where row `row` of rank `rank`'s exchanged buffers lies in the global input tensors that the
+// reference modes fill them with in place of what the layer would have computed (compute_only:
+// "XE" received, "YC" combined; comm_only: "XS" sent, "YE" expert outputs): no rank holds more
+// than tokens * top_k rows, so the ranks' rows never meet.
+inline int64_t moe_input_row(const MoeRouting& routing, int64_t rank, int64_t row) {
+  return rank * routing.tokens * routing.top_k + row;
+}
 
 // Rank `rank`'s layout for `chunks` chunks. std::logic_error when chunks is not in
 // [1, tokens_per_rank] or rank not in [0, world): the plan chooses both.

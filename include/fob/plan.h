@@ -234,6 +234,13 @@ enum class CheckKind : uint8_t {
   input_out,        // compute_only: the local rows of OA * WO (OA an integer input) [L, D]
   heads_scattered,  // comm_only: columns r of the input QKV, every row   [M, 3D/N]
   tokens_gathered,  // comm_only: the local rows of the input OA, peer major  [N*L, D/N]
+  // moe (include/fob/moe.h; "dispatch order" and "expert order" are its layouts).
+  moe_out,             // y: each local token's weighted sum of its experts' MLPs   [T, D]
+  moe_gathered,        // compute_only: the local tokens in dispatch order          [sent, D]
+  moe_expert_out,      // compute_only: each expert's MLP of the input XE rows      [received, D]
+  moe_input_combined,  // compute_only: y as the weighted sum of the input YC rows  [T, D]
+  moe_dispatched,      // comm_only: the input XS rows the peers sent, expert order [received, D]
+  moe_combined,        // comm_only: the input YE rows the experts returned        [sent, D]
 };
 const char* to_string(CheckKind kind);
 

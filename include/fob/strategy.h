@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "fob/moe.h"
 #include "fob/plan_builder.h"
 
 namespace fob {
@@ -76,6 +77,21 @@ struct A2aProblem {
   }
 };
 
+// A mixture-of-experts layer (workload moe, include/fob/moe.h): this rank's T tokens `x`
+// [T, D] go to their top-k experts' ranks (dispatch), each local expert l runs its MLP over the
+// rows it received — up = rows * W1_l [D, 2F] (gate and up projection side by side), a = glu(up),
+// out = a * W2_l [F, D] — and the results come back (combine) to be summed into `y` [T, D],
+// each weighted by its routing weight. Who sends what to whom is data, the same on every rank:
+// `routing`, laid out for a chunk count by moe_layout.
+struct MoeProblem {
+  int x = -1;   // [T, D] this rank's tokens
+  int w1 = -1;  // [local experts * D, 2F]: local expert l's rows from l * D
+  int w2 = -1;  // [local experts * F, D]: local expert l's rows from l * F
+  int y = -1;   // [T, D] output
+  int64_t tokens = 0, hidden = 0, expert_ffn = 0;
+  const MoeRouting* routing = nullptr;
+};
+
 // Tags of an all-reduce's all-gather half, apart from its reduce-scatter half's.
 inline constexpr int kAllGatherTag = 1 << 16;
 
@@ -110,6 +126,8 @@ struct Strategy {
   // All-gather of the blocks of `x` in place, no GEMM: the second half of an all-reduce
   // decomposed as reduce-scatter + all-gather (gemm_ar).
   void (*all_gather_blocks)(PlanBuilder& builder, const AgProblem& problem, int param) = nullptr;
+  // The mixture-of-experts layer: dispatch, the experts' MLPs and combine (moe).
+  void (*moe_layer)(PlanBuilder& builder, const MoeProblem& problem, int param) = nullptr;
   // How busbw prices the strategy's transfers, as nccl-tests prices a collective: the size S of
   // the collective from the bytes each rank sends (algbw = S / T), and busbw = algbw * factor.
   // nullptr: no busbw (only transfers timed alone measure the link).

@@ -34,6 +34,9 @@ struct Geometry {
   int64_t ag_f = 0;                 // the all-gather GEMM's output width over all ranks (0: f)
   const char* m_key = "batch*seq";  // the config keys behind m and f, for messages
   const char* f_key = "ffn";
+  // F is split across ranks, so it must divide by the world; moe's experts each keep theirs
+  // whole (the experts are what it splits).
+  bool f_split = true;
   const char* x = "X";    // the all-gathered input [m, d]
   const char* w1 = "W1";  // the all-gather GEMM's weight [d, f], rank r holding columns r
   const char* h = "H";    // the reduce-scatter GEMM's input [m, f], rank r holding columns r
@@ -65,6 +68,7 @@ enum Pattern : unsigned {
   kAllGatherBlocks = 1u << 2,    // Strategy::all_gather_blocks
   kGemmAllToAll = 1u << 3,       // Strategy::gemm_all_to_all
   kAllToAllGemm = 1u << 4,       // Strategy::all_to_all_gemm
+  kMoeLayer = 1u << 5,           // Strategy::moe_layer
 };
 
 // A workload: one entry of the workload table (src/workloads/registry.cpp), defined in a file
@@ -91,6 +95,9 @@ struct WorkloadDef {
   void (*validate)(const CaseSpec& spec, const Geometry& g) = nullptr;
   // A further extent every loopback input period must divide (attention: the sequence), 0: none.
   int64_t (*loopback_extent)(const Geometry& g, int world) = nullptr;
+  // Why one process cannot run a larger world's plans (CaseSpec::loopback) for this workload,
+  // for the message that refuses it; nullptr: it can.
+  const char* no_loopback = nullptr;
   // plan_rotation_period's answer; nullptr: 1 (every rank's plan a rotation of rank 0's).
   int (*rotation_period)(const CaseSpec& spec, const Geometry& g) = nullptr;
   // A check's expected values; nullptr: the shared oracle (oracle.h), which knows every

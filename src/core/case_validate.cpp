@@ -19,6 +19,7 @@ void validate_sizes(const CaseSpec& spec, const Geometry& g) {
                                            : std::to_string(value);
   };
   for (auto [key, value] : {std::pair<const char*, int64_t>{g.m_key, g.m}, {g.f_key, g.f}}) {
+    if (key == g.f_key && !g.f_split) continue;
     if (value % spec.world != 0) {
       throw InputError(std::string(key) + ": " + value_text(key, value) +
                        " does not divide by the world size " + world + " (" +
@@ -59,6 +60,11 @@ void validate_case(const CaseSpec& spec) {
     if (value < 1) {
       throw InputError(std::string(key) + ": " + std::to_string(value) + " must be at least 1");
     }
+  }
+  if (spec.loopback && spec.workload->no_loopback) {
+    throw InputError(std::string("loopback: workload ") + spec.workload->name +
+                     " cannot run in loopback: " + spec.workload->no_loopback +
+                     "; run it with one process per rank");
   }
   const Geometry g = geometry(spec.workload, s);
   validate_sizes(spec, g);

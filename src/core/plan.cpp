@@ -5,6 +5,7 @@
 #include "fob/workload.h"
 
 #include <iomanip>
+#include <iterator>
 #include <ostream>
 
 namespace fob {
@@ -53,43 +54,33 @@ const char* to_string(CollectiveOp op) {
 }
 
 const char* to_string(CheckKind kind) {
-  switch (kind) {
-    case CheckKind::gathered:
-      return "gathered X";
-    case CheckKind::ag_out:
-      return "X*W1";
-    case CheckKind::rs_out:
-      return "reduce-scatter of H*W2";
-    case CheckKind::local_product:
-      return "H*W2";
-    case CheckKind::reduced_input:
-      return "reduce-scatter of P";
-    case CheckKind::ar_out:
-      return "all-reduce of H*W2";
-    case CheckKind::allreduced_input:
-      return "all-reduce of P";
-    case CheckKind::gathered_forward:
-      return "gathered forward X";
-    case CheckKind::grad_w2:
-      return "Y^T * dZ";
-    case CheckKind::grad_w1:
-      return "X^T * dY";
-    case CheckKind::attn_out:
-      return "attention O";
-    case CheckKind::ulysses_out:
-      return "local rows of O*WO";
-    case CheckKind::qkv_projected:
-      return "X_r*WQKV";
-    case CheckKind::input_attn_out:
-      return "attention of input QKV";
-    case CheckKind::input_out:
-      return "local rows of OA*WO";
-    case CheckKind::heads_scattered:
-      return "all-to-all of QKV";
-    case CheckKind::tokens_gathered:
-      return "all-to-all of OA";
-  }
-  return "?";
+  // In CheckKind's order.
+  static constexpr const char* kNames[] = {"gathered X",
+                                           "X*W1",
+                                           "reduce-scatter of H*W2",
+                                           "H*W2",
+                                           "reduce-scatter of P",
+                                           "all-reduce of H*W2",
+                                           "all-reduce of P",
+                                           "gathered forward X",
+                                           "Y^T * dZ",
+                                           "X^T * dY",
+                                           "attention O",
+                                           "local rows of O*WO",
+                                           "X_r*WQKV",
+                                           "attention of input QKV",
+                                           "local rows of OA*WO",
+                                           "all-to-all of QKV",
+                                           "all-to-all of OA",
+                                           "weighted sum of the experts' MLPs",
+                                           "tokens in dispatch order",
+                                           "experts' MLPs of XE",
+                                           "weighted sum of YC",
+                                           "dispatch all-to-all of XS",
+                                           "combine all-to-all of YE"};
+  static_assert(std::size(kNames) == static_cast<size_t>(CheckKind::moe_combined) + 1);
+  const auto i = static_cast<size_t>(kind);
+  return i < std::size(kNames) ? kNames[i] : "?";
 }
 
 int Plan::buffer_id(const std::string& name) const {

@@ -1,6 +1,7 @@
 // The paper's "vanilla": one blocking collective and one full GEMM; nothing overlaps.
 #include "a2a_pieces.h"
 #include "fob/strategy.h"
+#include "moe_pieces.h"
 #include "pattern_set.h"
 
 namespace fob {
@@ -40,6 +41,12 @@ void all_to_all_gemm(PlanBuilder& b, const A2aProblem& p, int /*param*/) {
   }
 }
 
+// The mixture-of-experts layer as frameworks run it: gather, one all-to-all, every expert, one
+// all-to-all back, the weighted sum.
+void moe_layer(PlanBuilder& b, const MoeProblem& p, int /*param*/) {
+  moe_in_chunks(b, p, 1);
+}
+
 }  // namespace
 
 extern constinit const Strategy kBaseline = with_patterns(
@@ -48,6 +55,7 @@ extern constinit const Strategy kBaseline = with_patterns(
         .summary = "one blocking collective, one full GEMM",
         .role = StrategyRole::serial_baseline,
     },
-    {all_gather_gemm, gemm_reduce_scatter, gemm_all_to_all, all_to_all_gemm, all_gather_blocks});
+    {all_gather_gemm, gemm_reduce_scatter, gemm_all_to_all, all_to_all_gemm, all_gather_blocks,
+     moe_layer});
 
 }  // namespace fob

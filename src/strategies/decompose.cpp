@@ -117,6 +117,8 @@ extern constinit const Strategy kDecompose = with_patterns(
         .summary = "lock-stepped ring (Wang et al., ASPLOS'23)",
         .role = StrategyRole::overlapping,
     },
-    {all_gather_gemm, gemm_reduce_scatter, gemm_all_to_all, all_to_all_gemm, all_gather_blocks});
+    // Lock-stepped decomposition has no form for the mixture-of-experts layer's uneven blocks.
+    {all_gather_gemm, gemm_reduce_scatter, gemm_all_to_all, all_to_all_gemm, all_gather_blocks,
+     nullptr});
 
 }  // namespace fob

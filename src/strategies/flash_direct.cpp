@@ -90,8 +90,9 @@ extern constinit const Strategy kFlashDirect = with_patterns(
         .role = StrategyRole::overlapping,
     },
     // An all-to-all is direct-to-owner already: Flash-All-to-All's pairs send each piece
-    // straight to its owner, and nothing is forwarded, so the schedule is flash's.
+    // straight to its owner, and nothing is forwarded, so the schedule is flash's; so are the
+    // mixture-of-experts layer's exchanges.
     {all_gather_gemm, gemm_reduce_scatter, flash_gemm_all_to_all, flash_all_to_all_gemm,
-     all_gather_blocks_direct});
+     all_gather_blocks_direct, flash_moe_layer});
 
 }  // namespace fob

@@ -5,6 +5,7 @@
 
 #include "a2a_pieces.h"
 #include "fob/strategy.h"
+#include "moe_pieces.h"
 #include "pattern_set.h"
 
 namespace fob {
@@ -61,6 +62,36 @@ void comm_a2a_out(PlanBuilder& b, const A2aProblem& p, int /*param*/) {
   all_to_all_o(b, p, 0, p.local_rows(), "all-to-all O");
 }
 
+// The mixture-of-experts layer, laid out as baseline's: compute_only gathers, runs every expert
+// and sums, over received rows and returned results that are input data ("XE", "YC"); comm_only
+// runs the two all-to-alls alone, of input data ("XS", "YE").
+void moe_inputs(PlanBuilder& b, const MoeProblem& p, int buffer, int64_t rows, const char* tensor) {
+  if (rows > 0) b.input({buffer, 0, rows, tensor, moe_input_row(*p.routing, b.rank(), 0), 0});
+}
+
+void compute_moe(PlanBuilder& b, const MoeProblem& p, int /*param*/) {
+  const MoeLayout layout = moe_layout(*p.routing, b.rank(), 1);
+  const MoeBuffers m = moe_buffers(b, p, layout);
+  moe_inputs(b, p, m.xe, layout.recv_total(), "XE");
+  moe_inputs(b, p, m.yc, layout.send_total(), "YC");
+  gather_tokens(b, p, layout, m, 0, layout.send_total(), "gather tokens");
+  for (int64_t l = 0; l < layout.local_experts; ++l) {
+    const int64_t row = layout.recv_offset(l, 0, 0);
+    expert_mlp(b, p, m, l, {m.xe, row, row, m.ye, row, layout.expert_rows(l)},
+               "expert " + std::to_string(l));
+  }
+  combine_sum(b, p, layout, m, 0, layout.tokens_per_rank, "combine sum");
+}
+
+void comm_moe(PlanBuilder& b, const MoeProblem& p, int /*param*/) {
+  const MoeLayout layout = moe_layout(*p.routing, b.rank(), 1);
+  const MoeBuffers m = moe_buffers(b, p, layout);
+  moe_inputs(b, p, m.xs, layout.send_total(), "XS");
+  moe_inputs(b, p, m.ye, layout.recv_total(), "YE");
+  dispatch_all_to_all(b, layout, m, 0, "dispatch");
+  combine_all_to_all(b, layout, m, 0, "combine");
+}
+
 // nccl-tests' sizes: S is the full gathered (or pre-reduce) buffer. In a ring all-gather or
 // reduce-scatter each rank sends (N-1)/N of S, hence S = sent * N / (N-1), and
 // busbw = algbw * (N-1)/N. An all-to-all (nccl-tests' alltoall) keeps 1/N of S and sends the
@@ -83,7 +114,7 @@ extern constinit const Strategy kComputeOnly = with_patterns(
         .summary = "reference: GEMMs alone, unsliced",
         .role = StrategyRole::compute_reference,
     },
-    {compute_ag, compute_rs, compute_a2a_in, compute_a2a_out, no_transfer});
+    {compute_ag, compute_rs, compute_a2a_in, compute_a2a_out, no_transfer, compute_moe});
 extern constinit const Strategy kCommOnly = with_patterns(
     {
         .name = "comm_only",
@@ -92,6 +123,6 @@ extern constinit const Strategy kCommOnly = with_patterns(
         .collective_bytes = ring_bytes,
         .busbw_factor = ring_factor,
     },
-    {comm_ag, comm_rs, comm_a2a_in, comm_a2a_out, comm_ag_blocks});
+    {comm_ag, comm_rs, comm_a2a_in, comm_a2a_out, comm_ag_blocks, comm_moe});
 
 }  // namespace fob

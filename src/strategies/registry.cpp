@@ -90,6 +90,7 @@ bool strategy_applies(const Strategy& strategy, Workload workload) {
       {kAllGatherBlocks, strategy.all_gather_blocks != nullptr},
       {kGemmAllToAll, strategy.gemm_all_to_all != nullptr},
       {kAllToAllGemm, strategy.all_to_all_gemm != nullptr},
+      {kMoeLayer, strategy.moe_layer != nullptr},
   };
   for (auto [bit, has] : patterns) {
     if ((workload->patterns & bit) && !has) return false;

@@ -7,6 +7,7 @@
 
 #include "a2a_pieces.h"
 #include "fob/strategy.h"
+#include "moe_pieces.h"
 #include "pattern_set.h"
 
 namespace fob {
@@ -100,6 +101,12 @@ void all_to_all_gemm(PlanBuilder& b, const A2aProblem& p, int chunks) {
   }
 }
 
+// The mixture-of-experts layer in C token chunks: chunk c's dispatch and combine hide behind
+// its neighbours' experts.
+void moe_layer(PlanBuilder& b, const MoeProblem& p, int chunks) {
+  moe_in_chunks(b, p, chunks);
+}
+
 }  // namespace
 
 extern constinit const Strategy kSlicing = with_patterns(
@@ -111,6 +118,7 @@ extern constinit const Strategy kSlicing = with_patterns(
         .role = StrategyRole::overlapping,
         .tune_params = {1, 2, 4, 8, 16},
     },
-    {all_gather_gemm, gemm_reduce_scatter, gemm_all_to_all, all_to_all_gemm, all_gather_blocks});
+    {all_gather_gemm, gemm_reduce_scatter, gemm_all_to_all, all_to_all_gemm, all_gather_blocks,
+     moe_layer});
 
 }  // namespace fob

@@ -358,4 +358,16 @@ std::vector<MoeSpan> MoeLayout::recv_spans(int64_t chunk, int64_t source) const 
   return spans;
 }
 
+MoeRouter moe_router(const Shape& shape, int64_t world) {
+  MoeRouter r;
+  r.tokens = shape.tokens();
+  r.world = world;
+  r.experts = shape.experts();
+  r.top_k = shape.top_k();
+  r.skew = shape.moe.skew;
+  r.capacity_factor = shape.moe.capacity_factor;
+  r.seed = static_cast<uint64_t>(shape.moe_seed());
+  return r;
+}
+
 }  // namespace fob

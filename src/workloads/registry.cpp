@@ -16,12 +16,13 @@ extern const WorkloadDef kGemmAr;
 extern const WorkloadDef kMlpBwd;
 extern const WorkloadDef kAttn;
 extern const WorkloadDef kUlysses;
+extern const WorkloadDef kMoe;
 
 namespace {
 
 std::vector<Workload>& registry() {
   static std::vector<Workload> list = {&kAgGemm, &kGemmRs, &kMlp,  &kAgGemmW, &kGemmRsGrad,
-                                       &kGemmAr, &kMlpBwd, &kAttn, &kUlysses};
+                                       &kGemmAr, &kMlpBwd, &kAttn, &kUlysses, &kMoe};
   return list;
 }
 

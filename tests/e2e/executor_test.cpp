@@ -64,6 +64,7 @@ TEST_F(Fixture, LoopbackRunsEveryWorkloadAndStrategyVerified) {
   auto backend = make_cpu_backend(o);
   Executor executor(*backend, MPI_COMM_WORLD);
   for (Workload w : every_workload()) {
+    if (w->no_loopback) continue;  // moe: every rank routes other tokens
     for (int n : {2, 3, 4}) {
       for (const std::string& s : strategies_for(w)) {
         Plan plan = make_plan(test_case(w, s, n, DType::fp32, true), 0);

@@ -27,7 +27,8 @@ Config parsed(const std::string& yaml) {
 }
 
 TEST(MoeKeysToy, TheTableSaysWhichWorkloadsHaveExperts) {
-  EXPECT_EQ(expert_workloads(), "toy_moe");
+  // The built-in moe, then the toy registered after it.
+  EXPECT_EQ(expert_workloads(), "moe, toy_moe");
   EXPECT_TRUE(has_experts("toy_moe"));
   EXPECT_FALSE(has_experts("mlp"));
   EXPECT_FALSE(has_experts("no_such_workload"));
@@ -37,7 +38,7 @@ TEST(MoeKeysToy, ARefusalNamesTheWorkloadsWithExperts) {
   const std::string msg = input_error([] { parsed("workload: attn\nexperts: 16\n"); });
   EXPECT_TRUE(contains(msg,
                        "experts: 16 applies to workloads with experts only, not to attn; "
-                       "valid workloads: toy_moe"))
+                       "valid workloads: moe, toy_moe"))
       << msg;
   EXPECT_NO_THROW(parsed("workload: toy_moe\nexperts: 16\ntop_k: 4\nmoe_skew: 0.5\n"));
 }

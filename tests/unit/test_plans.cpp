@@ -8,11 +8,15 @@
 namespace fob::plan_test {
 namespace {
 
-// The workloads of AG/RS halves (ulysses: test_plans_ulysses.cpp), with every strategy but
-// those without GEMMs (comm_only).
+// The workloads of AG/RS halves (ulysses: test_plans_ulysses.cpp; moe: test_plans_moe.cpp),
+// with every strategy but those without GEMMs (comm_only).
+bool has_halves(Workload w) {
+  return !(w->patterns & (kGemmAllToAll | kMoeLayer));
+}
+
 class HalvesComputed : public PlanInvariants {};
 INSTANTIATE_PLAN_SUITE(HalvesComputed, [](Workload w, const Strategy& s) {
-  return !named(s, "comm_only") && !(w->patterns & kGemmAllToAll);
+  return !named(s, "comm_only") && has_halves(w);
 });
 
 TEST_P(HalvesComputed, GemmFlopsPerHalf) {
@@ -102,8 +106,7 @@ class Halves : public PlanInvariants {
     }
   }
 };
-INSTANTIATE_PLAN_SUITE(Halves,
-                       [](Workload w, const Strategy&) { return !(w->patterns & kGemmAllToAll); });
+INSTANTIATE_PLAN_SUITE(Halves, [](Workload w, const Strategy&) { return has_halves(w); });
 
 TEST_P(Halves, TransferCounts) {
   for_each_world([&] {
@@ -174,8 +177,9 @@ class FlashPlans : public PlanInvariants {
     }
   }
 };
-INSTANTIATE_PLAN_SUITE(FlashPlans, [](Workload, const Strategy& s) {
-  return named(s, "flash") || named(s, "flash_direct") || named(s, "flash_qs");
+INSTANTIATE_PLAN_SUITE(FlashPlans, [](Workload w, const Strategy& s) {
+  return !(w->patterns & kMoeLayer) &&
+         (named(s, "flash") || named(s, "flash_direct") || named(s, "flash_qs"));
 });
 
 TEST_P(FlashPlans, FlashFirstAndLastComputation) {

@@ -1,0 +1,137 @@
+// Flash-Overlap's rank-adaptive order on the mixture-of-experts layer: point-to-point exchanges
+// instead of the two all-to-alls, so that each expert computes a source rank's tokens as soon as
+// they have arrived and sends the results back as soon as they exist. The rank's own tokens need
+// no transfer: its experts start on them while the first exchange runs, reading the dispatch
+// buffer and writing straight into the combine's, so the first GEMM waits for nothing. Step s
+// sends to r+s and receives from r-s; rank r-s's tokens are computed after step s's exchange and
+// returned at once, so the last transfer carries only the last source's results. flash:m cuts
+// every source's rows into m pieces, each its own exchange and GEMMs.
+#include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "a2a_pieces.h"
+#include "flash.h"
+#include "moe_pieces.h"
+
+namespace fob {
+namespace {
+
+// The expert side by source rank: source i's rows of every local expert together, expert by
+// expert, so that one exchange carries them (the layout's expert order is by expert).
+struct BySource {
+  std::vector<int64_t> first;  // [i * (L + 1) + l]: first row of (i, l); l = L: source i's end
+  int64_t experts = 0;
+  int64_t row(int64_t i, int64_t l) const { return first[i * (experts + 1) + l]; }
+};
+
+BySource by_source(const MoeLayout& layout) {
+  BySource s;
+  s.experts = layout.local_experts;
+  int64_t row = 0;
+  for (int64_t i = 0; i < layout.world; ++i) {
+    for (int64_t l = 0; l < s.experts; ++l) {
+      s.first.push_back(row);
+      row += layout.recv_rows(l, 0, i);
+    }
+    s.first.push_back(row);
+  }
+  return s;
+}
+
+// Rows [begin, end) of a source's block, expert by expert: `block(l)` is expert l's first row
+// in the block's own numbering, `at(l)` where the block's rows of l lie in the buffers.
+template <typename Run>
+void expert_runs(int64_t experts, int64_t begin, int64_t end, const std::vector<int64_t>& block,
+                 Run run) {
+  for (int64_t l = 0; l < experts; ++l) {
+    const int64_t lo = std::max(begin, block[l]), hi = std::min(end, block[l + 1]);
+    if (lo < hi) run(l, lo, hi - lo);
+  }
+}
+
+}  // namespace
+
+void flash_moe_layer(PlanBuilder& b, const MoeProblem& p, int m) {
+  const MoeLayout layout = moe_layout(*p.routing, b.rank(), 1);
+  const MoeBuffers buf = moe_buffers(b, p, layout);
+  const BySource src = by_source(layout);
+  const int n = b.world(), r = b.rank();
+  const int64_t experts = layout.local_experts;
+  auto send_block = [&](int j) { return layout.send_offset(0, j, 0); };
+  auto send_end = [&](int j) { return j + 1 < n ? send_block(j + 1) : layout.send_total(); };
+  // Dispatch buffer rows of this rank's block for rank j, expert by expert (j's experts).
+  auto send_experts = [&](int j) {
+    std::vector<int64_t> rows;
+    for (int64_t l = 0; l < moe_local_experts(layout.experts, n, j); ++l) {
+      rows.push_back(layout.send_offset(0, j, l) - send_block(j));
+    }
+    rows.push_back(send_end(j) - send_block(j));
+    return rows;
+  };
+  auto source_experts = [&](int i) {
+    std::vector<int64_t> rows;
+    for (int64_t l = 0; l <= experts; ++l) rows.push_back(src.row(i, l) - src.row(i, 0));
+    return rows;
+  };
+  // Piece q of a block of `rows` rows: [begin, end) within it.
+  auto piece = [m](int64_t rows, int q) {
+    return std::pair<int64_t, int64_t>{piece_begin(rows, m, q), piece_begin(rows, m, q + 1)};
+  };
+  // Tokens to the peers first, in the order the exchanges send them, then the own ones.
+  for (int s = 1; s <= n; ++s) {
+    const int j = b.peer(s);
+    gather_tokens(b, p, layout, buf, send_block(j), send_end(j) - send_block(j),
+                  "gather tokens for " + std::to_string(j));
+  }
+  // Point-to-point halves: `out` rows to rank `to`, `in` rows from rank `from`; a side with
+  // nothing is left out, and an exchange with nothing either way is no task.
+  auto exchange = [&](View out, int to, View in, int from, int tag, const std::string& label) {
+    if (out.rows == 0) to = -1;
+    if (in.rows == 0) from = -1;
+    if (to >= 0 || from >= 0) b.exchange(out, to, in, from, tag, label);
+  };
+  for (int s = 1; s < n; ++s) {
+    const int to = b.peer(s), from = b.peer(-s);
+    const int64_t out_rows = send_end(to) - send_block(to);
+    const int64_t in_rows = src.row(from, experts) - src.row(from, 0);
+    for (int q = 0; q < m; ++q) {
+      const auto [ob, oe] = piece(out_rows, q);
+      const auto [ib, ie] = piece(in_rows, q);
+      exchange({buf.xs, send_block(to) + ob, oe - ob}, to, {buf.xe, src.row(from, 0) + ib, ie - ib},
+               from, s * m + q, "dispatch to " + piece_name(to, q, m));
+    }
+  }
+  // The own tokens: read where they were gathered, results straight into the combine buffer.
+  const std::vector<int64_t> own = send_experts(r);
+  for (int q = 0; q < m; ++q) {
+    const auto [begin, end] = piece(own.back(), q);
+    expert_runs(experts, begin, end, own, [&](int64_t l, int64_t row, int64_t rows) {
+      const int64_t at = send_block(r) + row;
+      expert_mlp(b, p, buf, l, {buf.xs, at, src.row(r, 0) + row, buf.yc, at, rows},
+                 "expert " + std::to_string(l) + " own " + piece_name(r, q, m));
+    });
+  }
+  for (int s = 1; s < n; ++s) {
+    const int from = b.peer(-s), to = b.peer(s);
+    const std::vector<int64_t> theirs = source_experts(from);
+    const int64_t back_rows = send_end(to) - send_block(to);
+    for (int q = 0; q < m; ++q) {
+      const auto [begin, end] = piece(theirs.back(), q);
+      expert_runs(experts, begin, end, theirs, [&](int64_t l, int64_t row, int64_t rows) {
+        const int64_t at = src.row(from, 0) + row;
+        expert_mlp(b, p, buf, l, {buf.xe, at, at, buf.ye, at, rows},
+                   "expert " + std::to_string(l) + " from " + piece_name(from, q, m));
+      });
+      // Back to the source: its results out to r-s, this rank's from r+s.
+      const auto [rb, re] = piece(back_rows, q);
+      exchange({buf.ye, src.row(from, 0) + begin, end - begin}, from,
+               {buf.yc, send_block(to) + rb, re - rb}, to, kSecondAllToAllTag + s * m + q,
+               "combine to " + piece_name(from, q, m));
+    }
+  }
+  combine_sum(b, p, layout, buf, 0, layout.tokens_per_rank, "combine sum");
+}
+
+}  // namespace fob
