@@ -14,7 +14,7 @@ std::string pattern_names(unsigned patterns) {
   const std::pair<unsigned, const char*> names[] = {
       {kAllGatherGemm, "all-gather GEMM"},     {kGemmReduceScatter, "GEMM reduce-scatter"},
       {kAllGatherBlocks, "all-gather blocks"}, {kGemmAllToAll, "GEMM all-to-all"},
-      {kAllToAllGemm, "all-to-all GEMM"},
+      {kAllToAllGemm, "all-to-all GEMM"},      {kMoeLayer, "MoE layer"},
   };
   std::string text;
   for (auto [bit, name] : names) {
@@ -29,6 +29,7 @@ void list_workloads(std::ostream& out) {
     out << "  patterns: " << pattern_names(w->patterns) << "\n";
     if (w->computed_h) out << "  computed H: query split applies\n";
     if (w->has_heads) out << "  heads: yes\n";
+    if (w->has_experts) out << "  experts: yes (experts, top_k, expert_ffn, moe_skew, ...)\n";
     out << "  check shape: " << shape_options(w->check_shape) << "\n";
     if (w->small_shape) out << "  small shape: " << shape_options(*w->small_shape) << "\n";
     if (w->part_of) out << "  part of: " << w->part_of << "\n";
