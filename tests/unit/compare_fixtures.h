@@ -84,7 +84,9 @@ inline ResultFile file_of(std::vector<CaseResult> cases, const std::string& link
   return f;
 }
 
-inline const CaseChange& only_change(const Comparison& c) {
+// A copy, not a reference: callers pass compare_results()'s temporary, which a reference into
+// would outlive (a use after free that passed or failed with what the heap held).
+inline CaseChange only_change(const Comparison& c) {
   EXPECT_EQ(c.changes.size(), 1u);
   return c.changes.at(0);
 }
