@@ -47,6 +47,15 @@ std::string field_value(const Summary& s, const std::string& name) {
   return field_value(s, *find_case_field(name));
 }
 
+void check_group_field(const std::string& field) {
+  if (find_case_field(field) != nullptr) return;
+  std::string choices;
+  for (const CaseField* f : report_fields()) {
+    choices += (choices.empty() ? "" : ", ") + std::string(f->name);
+  }
+  throw InputError("--group-by: unknown field '" + field + "' (valid choices: " + choices + ")");
+}
+
 }  // namespace
 
 std::vector<std::string> parse_group_by(const std::string& text) {
@@ -56,14 +65,7 @@ std::vector<std::string> parse_group_by(const std::string& text) {
     size_t end = text.find(',', start);
     if (end == std::string::npos) end = text.size();
     const std::string field = text.substr(start, end - start);
-    if (find_case_field(field) == nullptr) {
-      std::string choices;
-      for (const CaseField* f : report_fields()) {
-        choices += (choices.empty() ? "" : ", ") + std::string(f->name);
-      }
-      throw InputError("--group-by: unknown field '" + field + "' (valid choices: " + choices +
-                       ")");
-    }
+    check_group_field(field);
     if (std::find(fields.begin(), fields.end(), field) == fields.end()) fields.push_back(field);
     start = end + 1;
   }
@@ -483,6 +485,7 @@ TableDocument people_document(const ResultFile& file, const std::vector<Group>& 
 
 void write_report(std::ostream& out, const ResultFile& file, TableFormat format,
                   const std::vector<std::string>& group_by) {
+  for (const std::string& field : group_by) check_group_field(field);
   const std::vector<Summary> rows = summarize(file);
   if (format->layout == TableLayout::data) {
     write_table(out, script_document(file, ordered_by(rows, group_by)), format);
