@@ -5,6 +5,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <mpi.h>
@@ -100,7 +101,21 @@ class Executor {
   Backend& backend_;
   MPI_Comm comm_;
   int rank_ = 0, world_ = 1;
-  std::map<std::string, std::vector<double>> oracle_cache_;
+  // What the oracle output of a check depends on: the whole shape (a sweep of any shape field
+  // gives each point its own), the world and rank, the inputs' period and seed.
+  struct OracleKey {
+    Workload workload = nullptr;
+    CheckKind check = {};
+    Shape shape;
+    int world = 0, rank = 0;
+    int64_t input_period = 0;
+    uint64_t seed = 0;
+    bool operator==(const OracleKey& o) const {
+      return workload == o.workload && check == o.check && shape == o.shape && world == o.world &&
+             rank == o.rank && input_period == o.input_period && seed == o.seed;
+    }
+  };
+  std::vector<std::pair<OracleKey, std::vector<double>>> oracle_cache_;
   std::map<const Plan*, std::vector<std::vector<int>>> waits_;  // per task, other-stream deps
 };
 

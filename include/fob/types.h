@@ -91,6 +91,14 @@ struct Shape {
     return ffn > 0 ? ffn : 4 * hidden;
   }
   int64_t moe_seed() const { return moe.seed > 0 ? moe.seed : MoeShape::kDefaultSeed; }
+  // Every field, so that what is kept per shape (the executor's oracle outputs) tells shapes
+  // apart by all of them: a field added above must join it. Spelled out, not defaulted, for
+  // nvcc's C++17 (moe_shape.h).
+  bool operator==(const Shape& o) const {
+    return batch == o.batch && seq == o.seq && hidden == o.hidden && ffn == o.ffn &&
+           heads == o.heads && moe == o.moe;
+  }
+  bool operator!=(const Shape& o) const { return !(*this == o); }
   // Llama, GPT-3 and Megatron's defaults all use 128-wide heads.
   static constexpr int64_t kDefaultHeadDim = 128;
 };

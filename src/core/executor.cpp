@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <iterator>
 #include <limits>
 #include <stdexcept>
 
@@ -121,17 +122,14 @@ IterationTimes Executor::iterate(const Plan& plan, double timeout_s, bool timed)
 const std::vector<double>& Executor::expected(const Plan& plan, const OutputCheck& check,
                                               uint64_t seed) {
   // The same oracle output serves every strategy of a shape; it is the slow part of verifying.
-  const Shape& s = plan.shape;
-  std::string key = std::string(to_string(plan.workload)) + "/" + to_string(check.kind) + "/" +
-                    std::to_string(s.batch) + "x" + std::to_string(s.seq) + "/" +
-                    std::to_string(s.hidden) + "/" + std::to_string(s.ffn) + "/" +
-                    std::to_string(s.head_count()) + "/" + std::to_string(plan.world) + "/" +
-                    std::to_string(plan.rank) + "/" + std::to_string(plan.input_period) + "/" +
-                    std::to_string(seed);
-  auto it = oracle_cache_.find(key);
+  const OracleKey key{plan.workload, check.kind,        plan.shape, plan.world,
+                      plan.rank,     plan.input_period, seed};
+  auto it = std::find_if(oracle_cache_.begin(), oracle_cache_.end(),
+                         [&](const auto& kept) { return kept.first == key; });
   if (it == oracle_cache_.end()) {
     if (oracle_cache_.size() > 8) oracle_cache_.clear();
-    it = oracle_cache_.emplace(key, expected_output(plan, check, seed)).first;
+    oracle_cache_.emplace_back(key, expected_output(plan, check, seed));
+    it = std::prev(oracle_cache_.end());
   }
   return it->second;
 }
