@@ -29,4 +29,11 @@ void write_breakdown_svg(std::ostream& out, const ResultFile& file);
 // the strategies' slice counts. InputError when x_field does not vary in the file.
 void write_speedup_svg(std::ostream& out, const ResultFile& file, const std::string& x_field = "");
 
+// The token picture of an MoE case (its CaseResult::moe_load): a heatmap of source rank x
+// destination rank token choices with the counts in the cells, each rank's load and received
+// bytes, and a bar per expert coloured by its rank, the dropped choices last. `case_id` as
+// select_case takes it; empty: the first case with a load. InputError when the case has no
+// experts or records no load.
+void write_tokens_svg(std::ostream& out, const ResultFile& file, const std::string& case_id);
+
 }  // namespace fob
