@@ -31,9 +31,9 @@ void write_speedup_svg(std::ostream& out, const ResultFile& file, const std::str
 
 // The token picture of an MoE case (its CaseResult::moe_load): a heatmap of source rank x
 // destination rank token choices with the counts in the cells, each rank's load and received
-// bytes, and a bar per expert coloured by its rank, the dropped choices last. `case_id` as
-// select_case takes it; empty: the first case with a load. InputError when the case has no
-// experts or records no load.
+// bytes, and a bar per expert coloured by its rank under the count of dropped choices.
+// `case_id` as select_case takes it; empty: the first case with a load that is no reference
+// mode. InputError when the case has no experts or records no load.
 void write_tokens_svg(std::ostream& out, const ResultFile& file, const std::string& case_id);
 
 }  // namespace fob

@@ -1,7 +1,7 @@
 // The token picture of an MoE case: where its router sent the tokens, from the results file's
 // moe_load (docs/reports.md#the-token-picture). A heatmap of source rank x destination rank
 // with the counts in the cells, each rank's load and received bytes beside it, and a bar per
-// expert coloured by the rank that owns it, with the dropped choices as a grey bar last.
+// expert coloured by the rank that owns it under the count of dropped choices.
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -12,6 +12,7 @@
 
 #include "chart_axes.h"
 #include "fob/pictures.h"
+#include "fob/strategy.h"
 #include "fob/types.h"
 #include "picture_layout.h"
 #include "svg_writer.h"
@@ -25,7 +26,6 @@ constexpr double kLeft = 70;
 constexpr double kMatrixSide = 360;  // the heatmap's side at most
 constexpr double kWidth = 960;
 constexpr double kBarsHeight = 220;
-constexpr const char* kDroppedColour = "#9d9d9d";
 
 std::string count_text(int64_t n) {
   return std::to_string(n);
@@ -94,9 +94,9 @@ void write_rank_table(svg::Document& doc, const CaseResult& c, double x, double 
   const MoeLoad& load = c.moe_load;
   int64_t all = 0;
   for (const int64_t v : load.rank_tokens) all += v;
-  doc.text(x, top, "rank: its experts' tokens (share), its tokens dropped, bytes received in",
+  doc.text(x, top, "rank: the choices its experts take (share), its tokens' choices dropped,",
            attr("font-size", 12) + attr("font-weight", "bold"));
-  doc.text(x, top + 15, "the dispatch and the combine",
+  doc.text(x, top + 15, "bytes it receives in the dispatch / the combine",
            attr("font-size", 12) + attr("font-weight", "bold"));
   const int64_t shown = std::min<int64_t>(load.world(), 24);
   for (int64_t r = 0; r < shown; ++r) {
@@ -119,55 +119,64 @@ void write_rank_table(svg::Document& doc, const CaseResult& c, double x, double 
   }
 }
 
+// The bars of the experts, and above them the choices the capacity dropped (as a number: next
+// to the experts' bars, a bar of them would often flatten the rest).
 void write_expert_bars(svg::Document& doc, const CaseResult& c, double top) {
   const MoeLoad& load = c.moe_load;
   const auto experts = static_cast<int64_t>(load.expert_tokens.size());
-  int64_t dropped = 0;
+  int64_t dropped = 0, kept = 0, most = 1;
   for (const int64_t v : load.dropped) dropped += v;
-  int64_t most = dropped;
-  for (const int64_t v : load.expert_tokens) most = std::max(most, v);
+  for (const int64_t v : load.expert_tokens) most = std::max(most, v), kept += v;
+  char text[160];
+  std::snprintf(text, sizeof text, "dropped by the capacity: %lld of %lld choices (%.1f%%)",
+                static_cast<long long>(dropped), static_cast<long long>(dropped + kept),
+                dropped + kept > 0
+                    ? 100.0 * static_cast<double>(dropped) / static_cast<double>(dropped + kept)
+                    : 0.0);
+  doc.text(kLeft, top - 12, text, attr("class", "dropped") + attr("font-size", 12));
   const double right = kWidth - 20;
-  const double slot = (right - kLeft - 20) / static_cast<double>(experts + 1);
-  charts::Scale y{0, static_cast<double>(std::max<int64_t>(most, 1)) * 1.1, top + kBarsHeight, top};
+  const double slot = (right - kLeft - 20) / static_cast<double>(experts);
+  charts::Scale y{0, static_cast<double>(most) * 1.1, top + kBarsHeight, top};
   const std::vector<double> ticks = svg::nice_ticks(0, y.hi, 5);
   if (!ticks.empty()) y.hi = std::max(y.hi, ticks.back());
   charts::write_y_axis(doc, y, kLeft, right, "token choices");
-  auto bar = [&](int64_t slot_index, int64_t value, const std::string& fill, const std::string& css,
-                 const std::string& title) {
-    const double x = kLeft + 10 + slot * static_cast<double>(slot_index);
+  for (int64_t e = 0; e < experts; ++e) {
+    const auto owner = static_cast<size_t>(e % load.world());
+    const int64_t value = load.expert_tokens[static_cast<size_t>(e)];
+    const double x = kLeft + 10 + slot * static_cast<double>(e);
     const double h = y.from - y(static_cast<double>(value));
-    doc.rect(x + slot * 0.1, y.from - h, slot * 0.8, h, attr("class", css) + attr("fill", fill),
-             title);
+    doc.rect(x + slot * 0.1, y.from - h, slot * 0.8, h,
+             attr("class", "expert") + attr("fill", charts::series_colour(owner)),
+             "expert " + std::to_string(e) + " (rank " + std::to_string(owner) +
+                 "): " + count_text(value) + " token choices");
     if (slot >= 22) {
       doc.text(x + slot / 2, y.from - h - 3, count_text(value),
                attr("text-anchor", "middle") + attr("font-size", 10));
     }
-    if (slot >= 14 || slot_index % 8 == 0 || slot_index == experts) {
-      doc.text(x + slot / 2, y.from + 13,
-               slot_index == experts ? "drop" : std::to_string(slot_index),
+    if (slot >= 14 || e % 8 == 0) {
+      doc.text(x + slot / 2, y.from + 13, std::to_string(e),
                attr("text-anchor", "middle") + attr("font-size", 10));
     }
-  };
-  for (int64_t e = 0; e < experts; ++e) {
-    const auto owner = static_cast<size_t>(e % load.world());
-    bar(e, load.expert_tokens[static_cast<size_t>(e)], charts::series_colour(owner), "expert",
-        "expert " + std::to_string(e) + " (rank " + std::to_string(owner) +
-            "): " + count_text(load.expert_tokens[static_cast<size_t>(e)]) + " token choices");
   }
-  bar(experts, dropped, kDroppedColour, "dropped",
-      count_text(dropped) + " choices dropped by the capacity");
   doc.line(kLeft, y.from, right, y.from, attr("stroke", "black"));
-  doc.text((kLeft + right) / 2, y.from + 30,
-           "expert (coloured by the rank that owns it); drop: the choices the capacity dropped",
+  doc.text((kLeft + right) / 2, y.from + 30, "expert (coloured by the rank that owns it)",
            attr("text-anchor", "middle") + attr("font-size", 12));
 }
 
 // The case the picture draws (see write_tokens_svg).
 const CaseResult& token_case(const ResultFile& file, const std::string& selector) {
   if (selector.empty()) {
+    // A reference mode's load is its strategy's, but compute_only moves no bytes.
+    const CaseResult* first = nullptr;
     for (const CaseResult& c : file.cases) {
-      if (!c.moe_load.empty()) return c;
+      if (c.moe_load.empty()) continue;
+      if (!c.has_role(StrategyRole::compute_reference) &&
+          !c.has_role(StrategyRole::comm_reference)) {
+        return c;
+      }
+      if (first == nullptr) first = &c;
     }
+    if (first != nullptr) return *first;
     throw InputError(
         "--tokens: no case in the file records an MoE load (valid: a file with a case "
         "of a workload with experts, such as moe, written by this fobench)");
@@ -205,7 +214,7 @@ void write_tokens_svg(std::ostream& out, const ResultFile& file, const std::stri
   const double side =
       std::clamp(kMatrixSide / static_cast<double>(n), 6.0, 72.0) * static_cast<double>(n);
   const double table = 36 + 17 * static_cast<double>(std::min<int64_t>(n, 24) + 1);
-  const double bars_top = matrix_top + std::max(side, table) + 40;
+  const double bars_top = matrix_top + std::max(side, table) + 50;
   const std::vector<std::string> caption = pictures::caption_lines(file.system, {}, kWidth - 20);
   const double caption_top = bars_top + kBarsHeight + 50;
   const double height =

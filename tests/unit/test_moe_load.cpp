@@ -300,17 +300,22 @@ TEST(MoeLoad, ThePictureHasACellPerRankPairWithItsTokens) {
   const MoeLoad& m = file.cases[1].moe_load;
   ASSERT_EQ(cells.size(), 4u) << svg;
   for (int64_t i = 0; i < 2; ++i) {
-    for (int64_t j = 0; j < 2; ++j) EXPECT_EQ(cells[std::make_pair(i, j)], m.token_matrix[i * 2 + j]);
+    for (int64_t j = 0; j < 2; ++j)
+      EXPECT_EQ(cells[std::make_pair(i, j)], m.token_matrix[i * 2 + j]);
   }
   EXPECT_TRUE(contains(svg, "experts 5, top_k 2, moe_skew 1.5, capacity_factor 1.25")) << svg;
-  // One bar per expert and one of the dropped choices.
+  // One bar per expert, and the dropped choices' count.
   size_t bars = 0;
   for (size_t at = svg.find("class=\"expert\""); at != std::string::npos;
        at = svg.find("class=\"expert\"", at + 1)) {
     ++bars;
   }
   EXPECT_EQ(bars, 5u);
-  EXPECT_TRUE(contains(svg, "class=\"dropped\"")) << svg;
+  int64_t dropped = 0;
+  for (const int64_t v : m.dropped) dropped += v;
+  EXPECT_TRUE(
+      contains(svg, "dropped by the capacity: " + std::to_string(dropped) + " of 48 choices"))
+      << svg;
 }
 
 TEST(MoeLoad, ThePictureRefusesACaseWithoutExperts) {
