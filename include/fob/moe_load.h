@@ -1,4 +1,4 @@
-// A mixture-of-experts case's load (docs/results-schema.md#moe-load): how the router spread the
+// A mixture-of-experts case's load (docs/moe-load.md): how the router spread the
 // tokens over the experts and ranks, and the bytes each rank's all-to-alls brought it. All ranks
 // route from the seed alone, so this is a pure function of the case; the results file records
 // it so that a report can name a rank whose experts took the most tokens without routing again.

@@ -1,5 +1,5 @@
 // The token picture of an MoE case: where its router sent the tokens, from the results file's
-// moe_load (docs/reports.md#the-token-picture). A heatmap of source rank x destination rank
+// moe_load (docs/reports.md#pictures). A heatmap of source rank x destination rank
 // with the counts in the cells, each rank's load and received bytes beside it, and a bar per
 // expert coloured by the rank that owns it under the count of dropped choices.
 #include <algorithm>

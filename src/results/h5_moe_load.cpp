@@ -1,4 +1,4 @@
-// A mixture-of-experts case's load in the results file (docs/results-schema.md#moe-load): the
+// A mixture-of-experts case's load in the results file (docs/moe-load.md): the
 // group `moe_load` in the case's group, its datasets CaseResult::moe_load's vectors. Optional: a
 // case without it has no experts, or predates it.
 #include <string>
