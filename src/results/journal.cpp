@@ -291,7 +291,7 @@ class JournalReader {
   std::string apply(const Frame& f, codec::Decoder& d) {
     try {
       if (f.tag == static_cast<uint32_t>(Tag::whole_case)) {
-        apply_case(d, file_.cases, version_ >= 7);
+        apply_case(d, file_.cases, version_ >= kJournalVersionMoeLoad);
       } else if (f.tag == static_cast<uint32_t>(Tag::rounds)) {
         apply_rounds(d, file_.cases);
       } else if (f.tag == static_cast<uint32_t>(Tag::header)) {

@@ -35,6 +35,7 @@ namespace fob {
 // cases without a load; a resume writes it anew in the current format.
 inline constexpr uint32_t kJournalVersion = 7;
 inline constexpr uint32_t kJournalVersionOldest = 6;
+inline constexpr uint32_t kJournalVersionMoeLoad = 7;  // the first whose cases carry the load
 
 // Whether `head` (a file's first bytes) starts like a journal.
 bool is_journal(std::string_view head);
