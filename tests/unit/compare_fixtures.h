@@ -84,7 +84,9 @@ inline ResultFile file_of(std::vector<CaseResult> cases, const std::string& link
   return f;
 }
 
-inline const CaseChange& only_change(const Comparison& c) {
+// A copy: callers pass the Comparison as a temporary, which is gone once the statement ends, so a
+// reference into it would dangle.
+inline CaseChange only_change(const Comparison& c) {
   EXPECT_EQ(c.changes.size(), 1u);
   return c.changes.at(0);
 }
