@@ -57,6 +57,12 @@ struct Summary : CaseKey {
 // the task arrays do not match the case's shape. Tasks without times (NaN) are left out.
 double measured_concurrency(const CaseResult& c);
 
+// The bytes that price a case's transfers (algbw, busbw): what one rank sends over the step.
+// Rank 0's where every rank sends alike (an even collective); the busiest rank's where a
+// workload routes tokens unevenly (has_experts), since that rank's transfers bound the step
+// (docs/metrics.md). NaN when the task table does not match the case.
+double step_sent_bytes(const CaseResult& c);
+
 // nccl-tests' busbw, in GB/s, of a case whose step took `seconds` (the summary passes T;
 // compare passes each iteration's step), as its strategy prices its transfers
 // (Strategy::collective_bytes, busbw_factor: comm_only's). NaN for a strategy without a price,

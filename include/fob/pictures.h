@@ -26,7 +26,8 @@ void write_breakdown_svg(std::ostream& out, const ResultFile& file);
 // Speedup over baseline of every strategy along the sweep's x-axis: `x_field` (report's --x),
 // or the case field that tells the shapes apart on its own (tokens, seq, world, ...; the fields
 // that change with it are noted, not drawn as lines of their own), or, for a file of one shape,
-// the strategies' slice counts. InputError when x_field does not vary in the file.
+// the strategies' slice counts. InputError when x_field is no numeric case field
+// (case_fields.h) or does not vary in the file.
 void write_speedup_svg(std::ostream& out, const ResultFile& file, const std::string& x_field = "");
 
 // The token picture of an MoE case (its CaseResult::moe_load): a heatmap of source rank x

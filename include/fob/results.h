@@ -232,7 +232,7 @@ struct CaseStats {
   double compute_busy = 0;             // compute_busy_median()
   double rank_flops = 0;               // the busiest rank's flops per step
   double concurrency = 0;              // measured_concurrency()
-  double sent_bytes = 0;               // what rank 0 sends over the step, for algbw and busbw
+  double sent_bytes = 0;               // step_sent_bytes(): what prices algbw and busbw
   std::string hardware_doubt;          // throttle_doubt() (hardware.h), "" where none
   RankSpread ranks;                    // rank_spread() (rank_stats.h)
   // Each round's median step, and whether the round ran in a slow phase (its probe past

@@ -8,6 +8,7 @@
 #include <type_traits>
 
 #include "commands.h"
+#include "fob/case_fields.h"
 #include "fob/config.h"
 #include "fob/config_keys.h"
 #include "fob/types.h"
@@ -93,8 +94,9 @@ CLI::App* add_report(CLI::App& app, fob::ReportArgs& report) {
   cmd->add_option("--format", report.format,
                   "table format: " + fob::table_format_choices() + " (default md)");
   cmd->add_option("--group-by", report.group_by,
-                  "one table per value of these case fields (comma list, e.g. seq or "
-                  "workload,world); default one per shape");
+                  "one table per value of these case fields (comma list of " +
+                      fob::case_field_names([](const fob::CaseField&) { return true; }) +
+                      "; e.g. seq or workload,world); default one per shape");
   cmd->add_option("--timeline", report.timeline,
                   "write a Gantt chart (SVG) of one iteration of one case");
   cmd->add_option("--case", report.case_id,
@@ -112,9 +114,11 @@ CLI::App* add_report(CLI::App& app, fob::ReportArgs& report) {
                 "speedup table");
   cmd->add_option("--speedup", report.speedup,
                   "write speedup vs baseline along the sweep's x-axis (SVG)");
-  cmd->add_option("--x", report.x_field,
-                  "the case field --speedup draws along (tokens, seq, world, batch, hidden, "
-                  "ffn, heads; default: the one that tells the shapes apart on its own)");
+  cmd->add_option(
+      "--x", report.x_field,
+      "the case field --speedup draws along (tokens, " +
+          fob::case_field_names([](const fob::CaseField& f) { return f.axis_rank >= 0; }) +
+          "; default: the one that tells the shapes apart on its own)");
   cmd->add_option("--trace", report.trace,
                   "write a Chrome trace (JSON) for Perfetto / chrome://tracing");
   cmd->add_option("--tokens", report.tokens,

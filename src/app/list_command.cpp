@@ -30,6 +30,7 @@ void list_workloads(std::ostream& out) {
     if (w->computed_h) out << "  computed H: query split applies\n";
     if (w->has_heads) out << "  heads: yes\n";
     if (w->has_experts) out << "  experts: yes (experts, top_k, expert_ffn, moe_skew, ...)\n";
+    if (w->no_loopback) out << "  loopback: no (" << w->no_loopback << ")\n";
     out << "  check shape: " << shape_options(w->check_shape) << "\n";
     if (w->small_shape) out << "  small shape: " << shape_options(*w->small_shape) << "\n";
     if (w->part_of) out << "  part of: " << w->part_of << "\n";

@@ -24,6 +24,7 @@
 #include "fob/speed_probe.h"
 #include "fob/strategy.h"
 #include "fob/trust.h"
+#include "fob/workload.h"
 
 namespace fob {
 namespace {
@@ -120,12 +121,11 @@ bool is_transfer_kind(int8_t kind) {
   return task_kind_info(kind).transfer;
 }
 
-// Bytes rank 0 sends over the whole step (TaskRecord::bytes counts sent bytes only).
-double rank0_sent_bytes(const CaseResult& c) {
-  if (c.world <= 0 || c.max_tasks <= 0 || !c.arrays_match()) return kNaN;
+// Bytes rank `r` sends over the whole step (TaskRecord::bytes counts sent bytes only).
+double rank_sent_bytes(const CaseResult& c, int r) {
   double sum = 0;
   for (int t = 0; t < c.max_tasks; ++t) {
-    const TaskRecord& task = c.tasks[static_cast<size_t>(t)];
+    const TaskRecord& task = c.task_record(r, t);
     if (task.task >= 0 && is_transfer_kind(task.kind)) sum += static_cast<double>(task.bytes);
   }
   return sum;
@@ -202,8 +202,20 @@ void set_rank_spread(Summary& s, const RankSpread& r) {
 
 }  // namespace
 
+double step_sent_bytes(const CaseResult& c) {
+  if (c.world <= 0 || c.max_tasks <= 0 || !c.arrays_match()) return kNaN;
+  // Every rank of an even collective sends what rank 0 does.
+  if (!has_experts(c.workload)) return rank_sent_bytes(c, 0);
+  // Routed tokens make the all-to-alls uneven: the busiest rank's transfers bound the step.
+  // The combine returns each rank the rows it received in the dispatch, so over the step a
+  // rank sends as much as it receives, and its sent bytes are its link's load either way.
+  double busiest = 0;
+  for (int r = 0; r < c.ranks(); ++r) busiest = std::max(busiest, rank_sent_bytes(c, r));
+  return busiest;
+}
+
 double case_busbw(const CaseResult& c, double seconds) {
-  return busbw_of(c, rank0_sent_bytes(c), seconds);
+  return busbw_of(c, step_sent_bytes(c), seconds);
 }
 
 double percentile(const std::vector<double>& sorted, double p) {
@@ -302,7 +314,7 @@ CaseStats case_stats(const CaseResult& c) {
   st.compute_busy = compute_busy_median(c);
   st.rank_flops = max_rank_flops(c);
   st.concurrency = measured_concurrency(c);
-  st.sent_bytes = rank0_sent_bytes(c);
+  st.sent_bytes = step_sent_bytes(c);
   st.hardware_doubt = throttle_doubt(c);
   if (const std::string link = link_doubt(c); !link.empty()) {
     st.hardware_doubt += (st.hardware_doubt.empty() ? "" : "; ") + link;

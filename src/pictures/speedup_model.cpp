@@ -11,6 +11,8 @@
 #include <utility>
 #include <vector>
 
+#include "fob/case_fields.h"
+#include "fob/metrics.h"
 #include "fob/plan.h"
 #include "fob/strategy.h"
 #include "fob/types.h"
@@ -22,6 +24,7 @@ namespace fob::speedup {
 namespace {
 
 using pictures::field_number;
+using pictures::field_text;
 
 // The number after ':' in a strategy spec, or the strategy's default; 0 when it takes none.
 int strategy_param(const std::string& spec) {
@@ -35,15 +38,9 @@ int strategy_param(const std::string& spec) {
 }
 
 // Bytes of the full tensor a comm_only case gathers or reduces (nccl-tests' "size"): what
-// rank 0 sends, times N / (N - 1) for a ring.
+// prices its bandwidths (step_sent_bytes), times N / (N - 1) for a ring.
 double message_bytes(const CaseResult& c) {
-  double sent = 0;
-  for (int t = 0; t < c.max_tasks && static_cast<size_t>(t) < c.tasks.size(); ++t) {
-    const TaskRecord& rec = c.tasks[static_cast<size_t>(t)];
-    if (rec.task >= 0 && rec.stream == static_cast<int8_t>(StreamId::comm)) {
-      sent += static_cast<double>(rec.bytes);
-    }
-  }
+  const double sent = step_sent_bytes(c);
   return c.world > 1 ? sent * c.world / (c.world - 1) : sent;
 }
 
@@ -72,9 +69,26 @@ Chart busbw_chart(const ResultFile& file, const std::vector<Summary>& all) {
   return chart;
 }
 
-// The fields a sweep may be drawn along, in the order one is chosen: a field a user set before
-// tokens, which is batch × seq and only chosen where neither tells the shapes apart alone.
-const char* const kAxisFields[] = {"seq", "world", "batch", "hidden", "ffn", "heads", "tokens"};
+// The fields a sweep may be drawn along, in the order one is chosen (CaseField::axis_rank): a
+// field a user set before tokens, which is batch × seq and only chosen where neither tells the
+// shapes apart alone.
+const std::vector<std::string>& axis_fields() {
+  static const std::vector<std::string> fields = [] {
+    std::vector<std::string> names;
+    for (const CaseField* f : case_axis_fields()) names.emplace_back(f->name);
+    names.emplace_back(pictures::kTokens);
+    return names;
+  }();
+  return fields;
+}
+
+// Whether `field` shapes any of `shown`: heads only attention, the MoE fields only a layer
+// with experts.
+bool shapes_any(const std::string& field, const std::vector<const Summary*>& shown) {
+  const CaseField* f = find_case_field(field);
+  return f == nullptr ||
+         std::any_of(shown.begin(), shown.end(), [&](const Summary* s) { return f->applies(*s); });
+}
 
 // What a speedup chart's lines are drawn along, and what else varies: the fields x determines
 // (batch where batch and seq change together) ride along it, the others keep lines apart.
@@ -85,13 +99,11 @@ struct SweepAxes {
 
   SweepAxes(const std::vector<const Summary*>& shown, const std::string& requested)
       : shown_(shown) {
-    const bool heads = std::any_of(shown.begin(), shown.end(),
-                                   [](const Summary* s) { return has_heads(s->workload); });
-    for (const char* f : kAxisFields) {
-      if (std::string(f) == "heads" && !heads) continue;  // shapes nothing but attention
-      std::set<int64_t> values;
+    for (const std::string& f : axis_fields()) {
+      if (!shapes_any(f, shown)) continue;
+      std::set<double> values;
       for (const Summary* s : shown) values.insert(field_number(*s, f));
-      if (values.size() > 1) varying.emplace_back(f);
+      if (values.size() > 1) varying.push_back(f);
     }
     x_field = requested.empty() ? choose() : checked(requested);
     for (const std::string& f : varying) {
@@ -105,8 +117,8 @@ struct SweepAxes {
     for (const std::string& f : varying) {
       if (f == x_field || std::find(along.begin(), along.end(), f) != along.end()) continue;
       // tokens is batch × seq: it varies whenever they do, and adds nothing to a line's name.
-      if (f == "tokens" && x_field != "tokens") continue;
-      rest += " " + f + "=" + std::to_string(field_number(s, f));
+      if (f == pictures::kTokens && x_field != pictures::kTokens) continue;
+      rest += " " + f + "=" + field_text(s, f);
     }
     return rest;
   }
@@ -122,11 +134,10 @@ struct SweepAxes {
       return field_number(*a, x_field) < field_number(*b, x_field);
     });
     for (const std::string& f : along) {
-      if (f == "tokens") continue;  // batch × seq: said by those
-      notes.push_back(f + " changes with " + x_field + ": " + std::to_string(field_number(*lo, f)) +
-                      " at " + x_field + " " + std::to_string(field_number(*lo, x_field)) + " … " +
-                      std::to_string(field_number(*hi, f)) + " at " + x_field + " " +
-                      std::to_string(field_number(*hi, x_field)));
+      if (f == pictures::kTokens) continue;  // batch × seq: said by those
+      notes.push_back(f + " changes with " + x_field + ": " + field_text(*lo, f) + " at " +
+                      x_field + " " + field_text(*lo, x_field) + " … " + field_text(*hi, f) +
+                      " at " + x_field + " " + field_text(*hi, x_field));
     }
     return notes;
   }
@@ -134,7 +145,7 @@ struct SweepAxes {
  private:
   // Whether every two cases with one value of x have one value of f.
   bool determines(const std::string& x, const std::string& f) const {
-    std::map<int64_t, int64_t> seen;
+    std::map<double, double> seen;
     for (const Summary* s : shown_) {
       auto [it, added] = seen.emplace(field_number(*s, x), field_number(*s, f));
       if (!added && it->second != field_number(*s, f)) return false;
@@ -142,7 +153,7 @@ struct SweepAxes {
     return true;
   }
 
-  // The first field (in kAxisFields' order) that tells every shape apart on its own, so that each
+  // The first field (in axis_fields()' order) that tells every shape apart on its own, so that each
   // strategy is one line; else the first that varies.
   std::string choose() const {
     for (const std::string& x : varying) {
@@ -156,6 +167,12 @@ struct SweepAxes {
 
   std::string checked(const std::string& requested) const {
     if (std::find(varying.begin(), varying.end(), requested) != varying.end()) return requested;
+    if (std::find(axis_fields().begin(), axis_fields().end(), requested) == axis_fields().end()) {
+      std::string fields;
+      for (const std::string& f : axis_fields()) fields += (fields.empty() ? "" : ", ") + f;
+      throw InputError("--x: '" + requested +
+                       "' is not a numeric case field (valid choices: " + fields + ")");
+    }
     std::string valid;
     for (const std::string& f : varying) valid += (valid.empty() ? "" : ", ") + f;
     throw InputError("--x: '" + requested + "' is not a field that varies between the " +
@@ -172,7 +189,7 @@ void keep_fastest(std::vector<const Summary*>& shown, const SweepAxes& axes) {
   auto point_of = [&](const Summary& s) {
     return std::make_pair(s.strategy_name() + axes.line_of(s), field_number(s, axes.x_field));
   };
-  std::map<std::pair<std::string, int64_t>, const Summary*> fastest;
+  std::map<std::pair<std::string, double>, const Summary*> fastest;
   for (const Summary* s : shown) {
     auto [it, added] = fastest.emplace(point_of(*s), s);
     // A time that is NaN (not simulated to the end) never hides a finite one.
@@ -198,7 +215,7 @@ std::string x_label(const std::string& x_field) {
     return "strategy parameter (slicing: C chunks; flash, flash_direct: m; default where "
            "omitted)";
   }
-  return x_field == "tokens" ? "tokens (batch × seq)" : x_field;
+  return x_field == pictures::kTokens ? "tokens (batch × seq)" : x_field;
 }
 
 // `tuned`: a `fobench sim --tune` file (RunInfo::tuned). Any other file keeps every strategy
@@ -231,7 +248,7 @@ Chart speedup_chart(std::vector<const Summary*> shown, bool tuned, const std::st
       index[name] = chart.series.size();
       chart.series.push_back({name, baseline, x_field.empty() && param == 0, {}});
     }
-    const double x = x_field.empty() ? param : static_cast<double>(field_number(*s, x_field));
+    const double x = x_field.empty() ? param : field_number(*s, x_field);
     const double y = baseline ? 1.0 : s->speedup;
     if (!std::isfinite(y)) continue;
     const std::string note =

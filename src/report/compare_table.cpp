@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "fob/case_fields.h"
 #include "fob/compare.h"
 #include "fob/compare_report.h"
 #include "fob/speed_probe.h"
@@ -49,23 +50,52 @@ std::string hosts_of(const SystemInfo& s) {
   return out.empty() ? "?" : out;
 }
 
-const char* kKeyNames[] = {"workload", "strategy", "batch", "seq",  "hidden",
-                           "ffn",      "heads",    "dtype", "world"};
+// The case fields a table lists: those any of its cases records (the MoE fields only where a
+// case has experts).
+std::vector<const CaseField*> key_fields(const std::vector<const CaseKey*>& keys) {
+  std::vector<const CaseField*> fields;
+  for (const CaseField& f : case_fields()) {
+    if (f.recorded_by_every ||
+        std::any_of(keys.begin(), keys.end(), [&](const CaseKey* k) { return f.listed(*k); })) {
+      fields.push_back(&f);
+    }
+  }
+  return fields;
+}
 
-std::vector<Cell> key_cells(const CaseKey& k) {
-  return {Cell::of(k.workload),  Cell::of(k.strategy),   Cell::of_int(k.batch),
-          Cell::of_int(k.seq),   Cell::of_int(k.hidden), Cell::of_int(k.ffn),
-          Cell::of_int(k.heads), Cell::of(k.dtype),      Cell::of_int(k.world)};
+template <typename Row>
+std::vector<const CaseField*> key_fields_of(const std::vector<Row>& rows) {
+  std::vector<const CaseKey*> keys;
+  for (const Row& r : rows) keys.push_back(&r.key);
+  return key_fields(keys);
+}
+
+std::vector<Cell> key_cells(const CaseKey& k, const std::vector<const CaseField*>& fields) {
+  std::vector<Cell> cells;
+  for (const CaseField* f : fields) {
+    if (!f->listed(k)) {
+      cells.push_back(Cell::none());
+    } else if (f->type() == CaseFieldType::text) {
+      cells.push_back(Cell::of(f->text(k)));
+    } else if (f->type() == CaseFieldType::real) {
+      cells.push_back(Cell::of_real(f->number(k)));
+    } else {
+      cells.push_back(Cell::of_int(static_cast<int64_t>(f->number(k))));
+    }
+  }
+  return cells;
 }
 
 // The case's fields; people read them left-aligned, as the key they are.
-std::vector<Column> key_columns() {
+std::vector<Column> key_columns(const std::vector<const CaseField*>& fields) {
   std::vector<Column> columns;
-  for (const char* name : kKeyNames) {
-    const std::string n = name;
-    Column c{
-        name, "",
-        n == "workload" || n == "strategy" || n == "dtype" ? CellType::text : CellType::integer};
+  for (const CaseField* f : fields) {
+    Column c{f->name};
+    if (f->type() == CaseFieldType::integer) c.type = CellType::integer;
+    if (f->type() == CaseFieldType::real) {
+      c.type = CellType::real;
+      c.precision = 2;
+    }
     c.align = Align::left;
     columns.push_back(c);
   }
@@ -211,7 +241,8 @@ std::string side_line(const CompareSide& side) {
 Table people_table(const Comparison& c) {
   const double scale = display_scale(c.metric);
   const std::string metric = to_string(c.metric);
-  Table table{"", key_columns(), {}, {}};
+  const std::vector<const CaseField*> fields = key_fields_of(c.changes);
+  Table table{"", key_columns(fields), {}, {}};
   const std::string u = change_unit(c.metric);
   for (Column col :
        {number_col("base " + metric, unit(c.metric), 3),
@@ -227,7 +258,7 @@ Table people_table(const Comparison& c) {
   table.columns.push_back(Column{"rounds needed", "", CellType::integer});
   const double k = change_scale(c.metric);
   for (const CaseChange& ch : c.changes) {
-    std::vector<Cell> row = key_cells(ch.key);
+    std::vector<Cell> row = key_cells(ch.key, fields);
     for (const double v : {ch.base_median * scale, ch.new_median * scale, ch.change * k,
                            ch.ci_low * k, ch.ci_high * k, ch.detectable * k}) {
       row.push_back(Cell::of_real(v));
@@ -278,7 +309,14 @@ std::vector<std::string> md_epilogue(const Comparison& c) {
 // CSV and JSON: every case, compared or not, its verdict saying which; full precision.
 Table script_table(const Comparison& c) {
   const double scale = display_scale(c.metric);
-  Table table{"cases", key_columns(), {}, {}};
+  std::vector<const CaseKey*> keys;
+  for (const CaseChange& ch : c.changes) keys.push_back(&ch.key);
+  for (const auto* side : {&c.only_base, &c.only_new}) {
+    for (const UnmatchedCase& u : *side) keys.push_back(&u.key);
+  }
+  for (const NotComparable& n : c.not_comparable) keys.push_back(&n.key);
+  const std::vector<const CaseField*> fields = key_fields(keys);
+  Table table{"cases", key_columns(fields), {}, {}};
   table.columns.insert(table.columns.end(), {Column{"base_id"}, Column{"new_id"}});
   for (const char* name : {"base_median", "new_median"}) {
     table.columns.push_back(number_col(name, unit(c.metric), 3));
@@ -293,10 +331,11 @@ Table script_table(const Comparison& c) {
                         Column{"new_slow_rounds", "", CellType::integer}, Column{"note"},
                         number_col("detectable", change_unit(c.metric), 1),
                         Column{"rounds_needed", "", CellType::integer}});
-  auto add = [&table](const CaseKey& key, const std::string& base_id, const std::string& new_id,
-                      std::vector<Cell> numbers, const char* verdict, std::vector<Cell> rounds,
-                      const std::string& note, std::vector<Cell> power = {}) {
-    std::vector<Cell> row = key_cells(key);
+  auto add = [&table, &fields](const CaseKey& key, const std::string& base_id,
+                               const std::string& new_id, std::vector<Cell> numbers,
+                               const char* verdict, std::vector<Cell> rounds,
+                               const std::string& note, std::vector<Cell> power = {}) {
+    std::vector<Cell> row = key_cells(key, fields);
     row.insert(row.end(), {Cell::of(base_id), Cell::of(new_id)});
     numbers.resize(5);
     rounds.resize(4);
@@ -430,13 +469,14 @@ TableDocument prediction_document(const PredictionCheck& check, const CompareSid
   doc.title = "fobench compare: predicted against measured";
   double sum = 0, worst = 0;
   std::string worst_case;
-  Table table{"", key_columns(), {}, {}};
+  const std::vector<const CaseField*> fields = key_fields_of(check.cases);
+  Table table{"", key_columns(fields), {}, {}};
   for (Column col : {number_col("measured T", "ms", 3), number_col("predicted T", "ms", 3),
                      number_col("error", "%", 1, true)}) {
     table.columns.push_back(col);
   }
   for (const Prediction& p : check.cases) {
-    std::vector<Cell> row = key_cells(p.key);
+    std::vector<Cell> row = key_cells(p.key, fields);
     for (const double v : {p.measured * 1e3, p.predicted * 1e3, p.error * 100}) {
       row.push_back(Cell::of_real(v));
     }

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/json_text.h"
+#include "fob/case_fields.h"
 #include "fob/config.h"
 #include "fob/hardware.h"
 #include "fob/report.h"
@@ -25,25 +26,34 @@ namespace fob {
 
 namespace {
 
-// The case fields a report can group by, in the order tables list them.
-const char* const kCaseFields[] = {"workload", "batch", "seq",   "hidden",  "ffn",
-                                   "heads",    "dtype", "world", "strategy"};
+// The case fields a report groups by, in the order tables list them: the shape's, then the
+// strategy, which tells a group's rows apart.
+const std::vector<const CaseField*>& report_fields() {
+  static const std::vector<const CaseField*> fields = [] {
+    std::vector<const CaseField*> out;
+    for (const CaseField& f : case_fields()) out.push_back(&f);
+    std::stable_partition(out.begin(), out.end(), [](const CaseField* f) { return f->shape; });
+    return out;
+  }();
+  return fields;
+}
 
-bool numeric_field(const std::string& name) {
-  return name != "workload" && name != "dtype" && name != "strategy";
+// Empty where the case records no value of the field (an MoE field of a case without experts).
+std::string field_value(const Summary& s, const CaseField& f) {
+  return f.listed(s) ? f.text(s) : "";
 }
 
 std::string field_value(const Summary& s, const std::string& name) {
-  if (name == "workload") return s.workload;
-  if (name == "strategy") return s.strategy;
-  if (name == "dtype") return s.dtype;
-  if (name == "batch") return std::to_string(s.batch);
-  if (name == "seq") return std::to_string(s.seq);
-  if (name == "hidden") return std::to_string(s.hidden);
-  if (name == "ffn") return std::to_string(s.ffn);
-  if (name == "heads") return std::to_string(s.heads);
-  if (name == "world") return std::to_string(s.world);
-  return "";
+  return field_value(s, *find_case_field(name));
+}
+
+void check_group_field(const std::string& field) {
+  if (find_case_field(field) != nullptr) return;
+  std::string choices;
+  for (const CaseField* f : report_fields()) {
+    choices += (choices.empty() ? "" : ", ") + std::string(f->name);
+  }
+  throw InputError("--group-by: unknown field '" + field + "' (valid choices: " + choices + ")");
 }
 
 }  // namespace
@@ -55,14 +65,7 @@ std::vector<std::string> parse_group_by(const std::string& text) {
     size_t end = text.find(',', start);
     if (end == std::string::npos) end = text.size();
     const std::string field = text.substr(start, end - start);
-    bool known = false;
-    for (const char* f : kCaseFields) known |= field == f;
-    if (!known) {
-      std::string choices;
-      for (const char* f : kCaseFields) choices += (choices.empty() ? "" : ", ") + std::string(f);
-      throw InputError("--group-by: unknown field '" + field + "' (valid choices: " + choices +
-                       ")");
-    }
+    check_group_field(field);
     if (std::find(fields.begin(), fields.end(), field) == fields.end()) fields.push_back(field);
     start = end + 1;
   }
@@ -198,6 +201,10 @@ std::string shape_title(const Summary& s) {
                       " d=" + std::to_string(s.hidden);
   title +=
       has_heads(s.workload) ? " heads=" + std::to_string(s.heads) : " f=" + std::to_string(s.ffn);
+  // The fields only some workloads have (the MoE layer's), by name where they apply.
+  for (const CaseField& f : case_fields()) {
+    if (!f.recorded_by_every && f.applies(s)) title += " " + std::string(f.name) + "=" + f.text(s);
+  }
   return title + " " + s.dtype + " N=" + std::to_string(s.world);
 }
 
@@ -206,8 +213,8 @@ std::vector<Group> make_groups(const std::vector<Summary>& rows,
   const bool by_shape = group_by.empty();
   std::vector<std::string> keys = group_by;
   if (by_shape) {
-    for (const char* f : kCaseFields) {
-      if (std::string(f) != "strategy") keys.push_back(f);
+    for (const CaseField* f : report_fields()) {
+      if (f->shape) keys.push_back(f->name);
     }
   }
   std::vector<Group> groups;
@@ -232,11 +239,11 @@ std::vector<Group> make_groups(const std::vector<Summary>& rows,
   // Rows are told apart by their strategy and by every other case field that varies in the
   // group.
   for (Group& g : groups) {
-    for (const char* f : kCaseFields) {
-      if (std::find(keys.begin(), keys.end(), f) != keys.end()) continue;
-      bool varies = std::string(f) == "strategy";
-      for (const Summary* r : g.rows) varies |= field_value(*r, f) != field_value(*g.rows[0], f);
-      if (varies) g.label_fields.push_back(f);
+    for (const CaseField* f : report_fields()) {
+      if (std::find(keys.begin(), keys.end(), f->name) != keys.end()) continue;
+      bool varies = !f->shape;
+      for (const Summary* r : g.rows) varies |= field_value(*r, *f) != field_value(*g.rows[0], *f);
+      if (varies) g.label_fields.push_back(f->name);
     }
   }
   return groups;
@@ -247,10 +254,11 @@ std::vector<Group> make_groups(const std::vector<Summary>& rows,
 std::vector<Summary> ordered_by(std::vector<Summary> rows, const std::vector<std::string>& fields) {
   if (fields.empty()) return rows;
   std::stable_sort(rows.begin(), rows.end(), [&](const Summary& a, const Summary& b) {
-    for (const std::string& f : fields) {
+    for (const std::string& name : fields) {
+      const CaseField& f = *find_case_field(name);
       const std::string x = field_value(a, f), y = field_value(b, f);
       if (x == y) continue;
-      if (numeric_field(f)) return std::stoll(x) < std::stoll(y);
+      if (f.type() != CaseFieldType::text) return f.number(a) < f.number(b);
       return x < y;
     }
     return false;
@@ -477,6 +485,7 @@ TableDocument people_document(const ResultFile& file, const std::vector<Group>& 
 
 void write_report(std::ostream& out, const ResultFile& file, TableFormat format,
                   const std::vector<std::string>& group_by) {
+  for (const std::string& field : group_by) check_group_field(field);
   const std::vector<Summary> rows = summarize(file);
   if (format->layout == TableLayout::data) {
     write_table(out, script_document(file, ordered_by(rows, group_by)), format);

@@ -1,13 +1,13 @@
 // The MoE router and its row layouts (include/fob/moe.h; docs/method.md#the-moe-router).
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <numeric>
 #include <stdexcept>
 #include <string>
 
 #include "fob/input_hash.h"
 #include "fob/moe.h"
+#include "fob/moe_keys.h"
 #include "fob/types.h"
 
 namespace fob {
@@ -22,17 +22,12 @@ constexpr uint64_t kWeightStream = 0x776569676874ULL;
 // The hot expert's integer popularity. Integers make the draw exact integer arithmetic, the
 // same under every compiler and library; only the per-expert pow() runs in floating point.
 constexpr double kHotWeight = 4294967296.0;  // 2^32
-// So that E popularities of at most 2^32 sum below 2^64 with room to spare.
-constexpr int64_t kMaxExperts = int64_t{1} << 20;
+// The keys' bound on the experts (moe_keys.h) keeps E popularities of at most 2^32 summing
+// below 2^64 with room to spare.
+static_assert(kMaxExperts <= (int64_t{1} << 30), "expert popularities could overflow their sum");
 
 uint64_t stream_hash(uint64_t seed, uint64_t stream) {
   return input_mix(input_mix(seed) ^ stream);
-}
-
-std::string number(double value) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%g", value);
-  return text;
 }
 
 void check_router(const MoeRouter& r) {
@@ -48,13 +43,12 @@ void check_router(const MoeRouter& r) {
     fail("top_k: " + std::to_string(r.top_k) + " is not between 1 and the experts (" +
          std::to_string(r.experts) + "); choose 1 to " + std::to_string(r.experts));
   }
-  if (!std::isfinite(r.skew) || r.skew < 0) {
-    fail("moe_skew: " + number(r.skew) + " is not a Zipf exponent; choose 0 (uniform) or more");
-  }
-  if (!std::isfinite(r.capacity_factor) || r.capacity_factor < 0) {
-    fail("capacity_factor: " + number(r.capacity_factor) +
-         " is not a capacity; choose 0 (no cap) or more");
-  }
+  // The keys' ranges (moe_keys.h), so that a router built by hand takes no skew or capacity
+  // a config would refuse.
+  MoeShape ranges;
+  ranges.skew = r.skew;
+  ranges.capacity_factor = r.capacity_factor;
+  if (const std::string problem = moe_shape_problem(ranges); !problem.empty()) fail(problem);
   if (r.tokens < 1 || r.tokens % r.world != 0) {
     fail("tokens (batch * seq): " + std::to_string(r.tokens) + " do not divide into " +
          std::to_string(r.world) + " equal shares; choose a positive multiple of " +

@@ -31,15 +31,25 @@ n=$("$FOBENCH" report "$out.partial" --format csv | grep -v '^#' | tail -n +2 | 
 [ "$n" -ge 2 ] || fail "the .partial file holds $n cases, expected at least 2"
 grep -q "compute_only" "$scratch/report.md" || fail "finished case compute_only missing"
 echo "ok: .partial holds $n cases after SIGTERM"
-kept=$(grep -o "rank 0: stopped by SIGTERM; [0-9]* case(s)\( and [0-9]* partly measured one(s)\)\? are kept in '$out.partial'" "$scratch/run.err") || {
-  cat "$scratch/run.err" >&2
-  fail "stderr does not say what the stopped run kept"
+# mpirun signalled itself (Open MPI 4) sends the ranks SIGCONT, sleeps odls_base_sigkill_timeout
+# seconds in its event loop, then SIGTERM, sleeps again and sends SIGKILL (open-mpi/ompi PR
+# 7032): the line each rank writes on SIGTERM goes through output forwarding that mpirun may
+# never serve again. Where it arrives, it must be right; that it arrives is checked below, where
+# the ranks are signalled as Slurm does.
+# kept_adds_up ERR FILE SIGNAL: ERR's kept line names FILE and adds up to the cases FILE holds.
+kept_adds_up() {
+  local kept whole partly n
+  kept=$(grep -o "rank 0: stopped by $3; [0-9]* case(s)\( and [0-9]* partly measured one(s)\)\? are kept in '$2'" "$1") ||
+    return 1
+  n=$("$FOBENCH" report "$2" --format csv | grep -v '^#' | tail -n +2 | wc -l)
+  # Cases measured through their last round and those with rounds to come add up to the file's.
+  whole=$(sed 's/.*; \([0-9]*\) case.*/\1/' <<< "$kept")
+  partly=$(sed -n 's/.* and \([0-9]*\) partly.*/\1/p' <<< "$kept")
+  [ $((whole + ${partly:-0})) = "$n" ] || fail "the kept line ($kept) does not add up to the $n cases"
+  echo "ok: stderr says what was kept: $whole whole, ${partly:-0} partly measured"
 }
-# Cases measured through their last round and those with rounds to come add up to the file's.
-whole=$(sed 's/.*SIGTERM; \([0-9]*\) case.*/\1/' <<< "$kept")
-partly=$(sed -n 's/.* and \([0-9]*\) partly.*/\1/p' <<< "$kept")
-[ $((whole + ${partly:-0})) = "$n" ] || fail "the kept line ($kept) does not add up to the $n cases"
-echo "ok: stderr says what was kept: $whole whole, ${partly:-0} partly measured"
+kept_adds_up "$scratch/run.err" "$out.partial" SIGTERM ||
+  echo "note: mpirun signalled: the ranks' stop line did not come through its teardown"
 
 # Slurm signals the ranks themselves (time limit, scancel): the run's own exit code is 4, not
 # 1 (a failed verification). mpirun signalled itself answers 1 whatever the ranks say.
@@ -56,7 +66,10 @@ pkill -TERM -f -- "^$FOBENCH run .*$scratch/ranks.h5" || fail "no rank to signal
 rc=0
 wait "$pid" || rc=$?
 [ "$rc" = 4 ] || { cat "$scratch/ranks.err" >&2; fail "ranks signalled: exit $rc, expected 4"; }
-grep -q "stopped by SIGTERM" "$scratch/ranks.err" || fail "ranks signalled: no message"
+kept_adds_up "$scratch/ranks.err" "$scratch/ranks.h5.partial" SIGTERM || {
+  cat "$scratch/ranks.err" >&2
+  fail "ranks signalled: stderr does not say what was kept"
+}
 "$FOBENCH" report "$scratch/ranks.h5.partial" > /dev/null || fail "ranks signalled: unreadable"
 echo "ok: SIGTERM to the ranks: exit 4, the .partial readable"
 

@@ -84,8 +84,8 @@ inline ResultFile file_of(std::vector<CaseResult> cases, const std::string& link
   return f;
 }
 
-// A copy: callers pass the Comparison as a temporary, which is gone once the statement ends, so a
-// reference into it would dangle.
+// A copy, not a reference: callers pass compare_results()'s temporary, which a reference into
+// would outlive (a use after free that passed or failed with what the heap held).
 inline CaseChange only_change(const Comparison& c) {
   EXPECT_EQ(c.changes.size(), 1u);
   return c.changes.at(0);

@@ -281,7 +281,7 @@ TEST(MoeRouting, CapacityIsTheCeilingOfTheScaledShare) {
   };
   for (const Case& c :
        {Case{20, 2, 5, 2, 1.0, 4}, Case{20, 2, 8, 2, 1.0, 3}, Case{12, 2, 3, 2, 1.25, 5},
-        Case{8, 2, 4, 2, 1.5, 3}, Case{8, 2, 4, 2, 0.01, 1}, Case{8, 2, 4, 2, 0, 0}}) {
+        Case{8, 2, 4, 2, 1.5, 3}, Case{8, 2, 4, 2, 0.1, 1}, Case{8, 2, 4, 2, 0, 0}}) {
     MoeRouter r = router(c.tokens, c.world, c.experts, c.top_k);
     r.capacity_factor = c.factor;
     EXPECT_EQ(route_tokens(r).capacity, c.capacity) << c.factor << " T*k/E " << c.tokens;
@@ -318,6 +318,10 @@ TEST(MoeRouting, BadSettingsNameTheKey) {
       {with([](MoeRouter& r) { r.top_k = 0; }), "top_k: 0"},
       {with([](MoeRouter& r) { r.skew = -1; }), "moe_skew: -1"},
       {with([](MoeRouter& r) { r.capacity_factor = -0.5; }), "capacity_factor: -0.5"},
+      // The keys' ranges hold for a router built by hand too.
+      {with([](MoeRouter& r) { r.skew = 4.5; }), "moe_skew: 4.5"},
+      {with([](MoeRouter& r) { r.skew = std::nan(""); }), "moe_skew: nan"},
+      {with([](MoeRouter& r) { r.capacity_factor = 0.05; }), "capacity_factor: 0.05"},
       {with([](MoeRouter& r) { r.tokens = 15; }), "tokens (batch * seq): 15"},
       {with([](MoeRouter& r) { r.tokens = 0; }), "tokens (batch * seq): 0"},
   };
