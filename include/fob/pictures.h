@@ -30,4 +30,11 @@ void write_breakdown_svg(std::ostream& out, const ResultFile& file);
 // (case_fields.h) or does not vary in the file.
 void write_speedup_svg(std::ostream& out, const ResultFile& file, const std::string& x_field = "");
 
+// The token picture of an MoE case (its CaseResult::moe_load): a heatmap of source rank x
+// destination rank token choices with the counts in the cells, each rank's load and received
+// bytes, and a bar per expert coloured by its rank under the count of dropped choices.
+// `case_id` as select_case takes it; empty: the first case with a load that is no reference
+// mode. InputError when the case has no experts or records no load.
+void write_tokens_svg(std::ostream& out, const ResultFile& file, const std::string& case_id);
+
 }  // namespace fob

@@ -20,6 +20,15 @@ RankSpread rank_spread(const CaseResult& c);
 // more from the ranks' average), or empty.
 std::string straggler_doubt(const RankSpread& s);
 
+// A rank whose experts took more than this many times the ranks' mean expert time holds the
+// layer back: the router sent it more tokens (a hot expert lives there) or its core is slow;
+// its share of the routed tokens says which. On two ranks the most is 2.
+inline constexpr double kHotExpertRatio = 1.25;
+
+// Names the rank whose experts took the most time, with its share of the time and of the
+// routed tokens, when it is past kHotExpertRatio times the ranks' mean; else empty.
+std::string hot_expert_doubt(const RankSpread& s);
+
 // An emulated link (the cpu backend's fact link_achieved: target time over taken time, summed
 // over the case's transfers) that delivered less than this share of its target rate makes the
 // case's transfers slower than the link the file names.

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "fob/case_key.h"
+#include "fob/moe_load.h"
 #include "fob/plan.h"
 
 namespace fob {
@@ -114,6 +115,10 @@ struct CaseResult : CaseKey {
   // or a host thread moved the data; -1 where not known (the CPU backend, simulated cases, files
   // from before).
   int32_t transfer_sms = -1;
+  // A case whose workload has experts: how its router spread the tokens (moe_load.h); empty
+  // for other cases, for a simulated ring's one period, and for a case a journal of format 6
+  // held.
+  MoeLoad moe_load;
 
   // The case's timer in words: its one timer, or "mixed: A in 37 of 40 rank-iterations, B in
   // 3"; empty where not recorded.
@@ -211,6 +216,13 @@ struct RankSpread {
   // their time, median over the iterations; the rank with the lowest. NaN without compute.
   double gemm_min = 0, gemm_avg = 0, gemm_max = 0;
   int32_t slowest_gemm_rank = -1;
+  // A case with experts: over ranks, of each rank's expert time (its gemm and glu tasks on the
+  // compute stream summed, median over the iterations); the rank with the largest, and that
+  // rank's share of the routed tokens (CaseResult::moe_load). NaN and -1 otherwise.
+  double expert_avg = std::numeric_limits<double>::quiet_NaN();
+  double expert_max = std::numeric_limits<double>::quiet_NaN();
+  int32_t hot_expert_rank = -1;
+  double hot_token_share = std::numeric_limits<double>::quiet_NaN();
 };
 
 // What a case's summary row takes from that case alone (metrics.h, case_stats).

@@ -100,9 +100,9 @@ CLI::App* add_report(CLI::App& app, fob::ReportArgs& report) {
   cmd->add_option("--timeline", report.timeline,
                   "write a Gantt chart (SVG) of one iteration of one case");
   cmd->add_option("--case", report.case_id,
-                  "the case of --timeline (default the first non-reference case) and --trace "
-                  "(default every case): its id (0003), number (3) or strategy (flash, "
-                  "slicing:4)");
+                  "the case of --timeline (default the first non-reference case), --trace "
+                  "(default every case) and --tokens (default the first MoE case): its id "
+                  "(0003), number (3) or strategy (flash, slicing:4)");
   cmd->add_option("--iter", report.iter,
                   "the iteration of --timeline (default the median one) and --trace "
                   "(default every one)");
@@ -121,8 +121,12 @@ CLI::App* add_report(CLI::App& app, fob::ReportArgs& report) {
           "; default: the one that tells the shapes apart on its own)");
   cmd->add_option("--trace", report.trace,
                   "write a Chrome trace (JSON) for Perfetto / chrome://tracing");
+  cmd->add_option("--tokens", report.tokens,
+                  "write the token matrix of an MoE case (SVG): source x destination rank, "
+                  "tokens per expert, dropped choices");
   cmd->add_flag("--force", report.force,
-                "overwrite existing --timeline, --trace, --breakdown and --speedup files");
+                "overwrite existing --timeline, --trace, --breakdown, --speedup and --tokens "
+                "files");
   return cmd;
 }
 

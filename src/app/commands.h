@@ -38,8 +38,9 @@ struct ReportArgs {
   std::string format = "md";
   std::string group_by;  // comma-separated case fields; empty: one table per shape
   // Pictures and traces, each written to its own file when its path is set.
-  std::string timeline, breakdown, speedup, trace;
-  std::string case_id;    // --case: the case of --timeline and --trace (id, number or strategy)
+  std::string timeline, breakdown, speedup, trace, tokens;
+  // --case: the case of --timeline, --trace and --tokens (id, number or strategy)
+  std::string case_id;
   std::string x_field;    // --x: the field --speedup draws along
   int iter = -1;          // --iter: the iteration of --timeline and --trace
   bool force = false;     // --force: replace pictures and traces that exist

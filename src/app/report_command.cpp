@@ -49,7 +49,8 @@ void check_outputs(const ReportArgs& args) {
   const Output outputs[] = {{"--timeline", args.timeline},
                             {"--trace", args.trace},
                             {"--breakdown", args.breakdown},
-                            {"--speedup", args.speedup}};
+                            {"--speedup", args.speedup},
+                            {"--tokens", args.tokens}};
   std::vector<std::pair<const Output*, std::string>> seen;
   for (const Output& out : outputs) {
     if (out.path.empty()) continue;
@@ -96,6 +97,9 @@ int report_command(const ReportArgs& args) {
     }
     if (!args.speedup.empty()) {
       write_file(args.speedup, [&](std::ostream& o) { write_speedup_svg(o, file, args.x_field); });
+    }
+    if (!args.tokens.empty()) {
+      write_file(args.tokens, [&](std::ostream& o) { write_tokens_svg(o, file, args.case_id); });
     }
     if (args.hardware) {
       write_table(std::cout, hardware_document(file), format);

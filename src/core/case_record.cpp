@@ -133,6 +133,7 @@ CaseResult described(const CaseResult& c) {
   d.iteration_timer = c.iteration_timer;
   d.facts = c.facts;
   d.transfer_sms = c.transfer_sms;
+  d.moe_load = c.moe_load;
   return d;
 }
 
@@ -187,6 +188,7 @@ void set_task_table(CaseResult& result, const std::vector<const Plan*>& plans) {
       for (int d : t.deps) result.deps.push_back({rank, t.id, d});
     }
   }
+  result.moe_load = moe_load(plans);
 }
 
 void append_round(CaseResult& result, const RoundTimes& round) {

@@ -195,8 +195,9 @@ void set_rank_spread(Summary& s, const RankSpread& r) {
   s.rank_tflops_avg = r.gemm_avg / 1e12;
   s.rank_tflops_max = r.gemm_max / 1e12;
   s.slowest_gemm_rank = r.slowest_gemm_rank;
-  const std::string straggler = straggler_doubt(r);
-  if (!straggler.empty()) s.doubts += (s.doubts.empty() ? "" : "; ") + straggler;
+  for (const std::string& doubt : {straggler_doubt(r), hot_expert_doubt(r)}) {
+    if (!doubt.empty()) s.doubts += (s.doubts.empty() ? "" : "; ") + doubt;
+  }
 }
 
 }  // namespace

@@ -52,10 +52,48 @@ double gemm_rate(const CaseResult& c, int i, int r) {
   return seconds > 0 ? flops / seconds : kNaN;
 }
 
+// Rank r's expert time in iteration i: its experts' GEMMs and activations, summed; NaN where a
+// time is missing.
+double expert_seconds(const CaseResult& c, int i, int r) {
+  const auto compute = static_cast<int8_t>(StreamId::compute);
+  double seconds = 0;
+  for (int t = 0; t < c.max_tasks; ++t) {
+    const TaskRecord& task = c.task_record(r, t);
+    const bool expert = task.kind == static_cast<int8_t>(TaskKind::gemm) ||
+                        task.kind == static_cast<int8_t>(TaskKind::glu);
+    if (task.task < 0 || task.stream != compute || !expert) continue;
+    seconds += c.end(i, r, t) - c.start(i, r, t);
+  }
+  return seconds;
+}
+
+// The expert fields of `s`: each rank's median expert time, the largest, and its token share.
+void set_expert_spread(const CaseResult& c, RankSpread& s) {
+  std::vector<double> per_rank(static_cast<size_t>(c.ranks()));
+  for (int r = 0; r < c.ranks(); ++r) {
+    std::vector<double> own;
+    for (int i = 0; i < c.iters; ++i) {
+      const double d = expert_seconds(c, i, r);
+      if (std::isfinite(d)) own.push_back(d);
+    }
+    per_rank[static_cast<size_t>(r)] = own.empty() ? kNaN : median(own);
+  }
+  const Extremes e = extremes(per_rank);
+  s.expert_avg = e.avg;
+  s.expert_max = e.max;
+  s.hot_expert_rank = e.max_at;
+  const std::vector<int64_t>& tokens = c.moe_load.rank_tokens;
+  double all = 0;
+  for (const int64_t n : tokens) all += static_cast<double>(n);
+  if (e.max_at >= 0 && static_cast<size_t>(e.max_at) < tokens.size() && all > 0) {
+    s.hot_token_share = static_cast<double>(tokens[static_cast<size_t>(e.max_at)]) / all;
+  }
+}
+
 }  // namespace
 
 RankSpread rank_spread(const CaseResult& c) {
-  RankSpread s{kNaN, kNaN, kNaN, -1, kNaN, kNaN, kNaN, -1};
+  RankSpread s{kNaN, kNaN, kNaN, -1, kNaN, kNaN, kNaN, -1, kNaN, kNaN, -1, kNaN};
   const int iters = c.iters;
   if (iters <= 0 || c.max_tasks <= 0 || !c.arrays_match() ||
       c.step_seconds.size() != static_cast<size_t>(iters) * static_cast<size_t>(c.ranks())) {
@@ -81,6 +119,7 @@ RankSpread rank_spread(const CaseResult& c) {
   s.gemm_avg = g.avg;
   s.gemm_max = g.max;
   s.slowest_gemm_rank = g.min_at;
+  if (c.experts > 0) set_expert_spread(c, s);
   return s;
 }
 
@@ -99,6 +138,22 @@ std::string straggler_doubt(const RankSpread& s) {
                   "core or a busy neighbour)",
                   s.slowest_gemm_rank, s.gemm_min * 1e-9, s.gemm_avg / s.gemm_min);
     out += (out.empty() ? "" : "; ") + std::string(text);
+  }
+  return out;
+}
+
+std::string hot_expert_doubt(const RankSpread& s) {
+  if (s.hot_expert_rank < 0 || !(s.expert_avg > 0) ||
+      !(s.expert_max / s.expert_avg > kHotExpertRatio)) {
+    return "";
+  }
+  char text[200];
+  std::snprintf(text, sizeof text, "rank %d's experts took %.2fx the ranks' mean expert time",
+                s.hot_expert_rank, s.expert_max / s.expert_avg);
+  std::string out = text;
+  if (std::isfinite(s.hot_token_share)) {
+    std::snprintf(text, sizeof text, " (%.0f%% of the routed tokens)", 100 * s.hot_token_share);
+    out += text;
   }
   return out;
 }

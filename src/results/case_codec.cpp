@@ -7,6 +7,7 @@
 #include <string>
 
 #include "fob/moe_keys.h"
+#include "fob/moe_load.h"
 #include "fob/plan.h"
 #include "fob/types.h"
 
@@ -222,9 +223,14 @@ void put_case(Encoder& e, const CaseResult& c) {
   e.array(c.launch_seconds);
   put_lines(e, c.facts);
   e.array(c.round_probe);
+  const MoeLoad& m = c.moe_load;
+  for (const auto* v : {&m.dispatch_bytes, &m.combine_bytes, &m.expert_tokens, &m.rank_tokens,
+                        &m.dropped, &m.token_matrix}) {
+    e.array(*v);
+  }
 }
 
-CaseResult get_case(Decoder& d) {
+CaseResult get_case(Decoder& d, bool with_moe_load) {
   CaseResult c;
   get_key(d, c);
   c.id = d.text(h5io::Text::line);
@@ -248,6 +254,15 @@ CaseResult get_case(Decoder& d) {
   c.launch_seconds = d.array<double>("launch_seconds");
   c.facts = get_lines(d, "facts");
   c.round_probe = d.array<double>("round_probe");
+  if (with_moe_load) {
+    MoeLoad& m = c.moe_load;
+    m.dispatch_bytes = d.array<int64_t>("moe dispatch_bytes");
+    m.combine_bytes = d.array<int64_t>("moe combine_bytes");
+    m.expert_tokens = d.array<int64_t>("moe expert_tokens");
+    m.rank_tokens = d.array<int64_t>("moe rank_tokens");
+    m.dropped = d.array<int64_t>("moe dropped");
+    m.token_matrix = d.array<int64_t>("moe token_matrix");
+  }
   check_case(c, d);
   return c;
 }
@@ -334,6 +349,9 @@ void check_case(const CaseResult& c, const Decoder& d) {
   if (!c.launches_match()) d.fail(name + "'s launch times do not match its iterations");
   check_probes(c, d, name);
   check_task_kinds(c, d, name);
+  if (const std::string why = moe_load_problem(c.moe_load, c.key()); !why.empty()) {
+    d.fail(name + "'s MoE load: " + why);
+  }
 }
 
 std::string encode_file(const ResultFile& file) {

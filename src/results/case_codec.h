@@ -83,12 +83,13 @@ void put_system(Encoder& e, const SystemInfo& sys);
 void put_case(Encoder& e, const CaseResult& c);
 RunInfo get_run(Decoder& d);
 SystemInfo get_system(Decoder& d);
-// Checked with check_case before it is returned.
-CaseResult get_case(Decoder& d);
+// Checked with check_case before it is returned. `with_moe_load` false: the bytes are of a
+// journal of format 6, whose cases carry no MoE load.
+CaseResult get_case(Decoder& d, bool with_moe_load = true);
 
 // InputError (through `d`) unless the case holds together: a sane id, world, iters and
-// max_tasks, arrays of the sizes they say, rounds that sum to iters, timers that match, and
-// tasks whose stream and kind are ones this version knows.
+// max_tasks, arrays of the sizes they say, rounds that sum to iters, timers that match, tasks
+// whose stream and kind are ones this version knows, and an MoE load that fits its key.
 void check_case(const CaseResult& c, const Decoder& d);
 
 // A whole file's contents (RunInfo, SystemInfo, every case) as one message.

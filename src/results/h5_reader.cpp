@@ -186,6 +186,7 @@ CaseResult read_case(hid_t cases_group, const std::string& name, const Where& wc
   read_timings(group, c, w);
   read_case_timers(group, c, w);
   read_case_hardware(group, c, w);
+  read_case_moe_load(group, c, w);
   return c;
 }
 

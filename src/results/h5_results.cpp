@@ -441,6 +441,7 @@ void write_case(hid_t cases_group, const CaseResult& c, const std::string& path)
                         c.task_end.data(), w);
   write_case_timers(group, c, w);
   write_case_hardware(group, c, w);
+  write_case_moe_load(group, c, w);
 }
 
 void append_case(hid_t cases_group, const CaseResult& c, int from_iter, int from_round,

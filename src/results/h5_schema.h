@@ -46,6 +46,12 @@ void append_case_hardware(hid_t group, const CaseResult& c, int from_iter, int f
                           const Where& w);
 void read_case_hardware(hid_t group, CaseResult& c, const Where& w);
 
+// A case's MoE load (group `moe_load`; h5_moe_load.cpp), where it has one: written with the
+// case (it does not grow by rounds), read back and checked against the case's key
+// (moe_load_problem).
+void write_case_moe_load(hid_t group, const CaseResult& c, const Where& w);
+void read_case_moe_load(hid_t group, CaseResult& c, const Where& w);
+
 // /summary over every case so far (stats[i] = case_stats(cases[i])), replacing the previous
 // table.
 void write_summary(hid_t file, const std::vector<CaseResult>& cases,

@@ -143,8 +143,8 @@ void apply_rounds(codec::Decoder& d, std::vector<CaseResult>& cases) {
   *it = std::move(c);
 }
 
-void apply_case(codec::Decoder& d, std::vector<CaseResult>& cases) {
-  CaseResult c = codec::get_case(d);
+void apply_case(codec::Decoder& d, std::vector<CaseResult>& cases, bool with_moe_load) {
+  CaseResult c = codec::get_case(d, with_moe_load);
   auto it =
       std::find_if(cases.begin(), cases.end(), [&](const CaseResult& k) { return k.id == c.id; });
   if (it != cases.end()) {
@@ -177,8 +177,11 @@ class JournalReader {
  public:
   static constexpr size_t kResyncBudget = 4;
 
-  JournalReader(std::string_view bytes, const std::string& path)
-      : bytes_(bytes), path_(path), budget_(kResyncBudget * bytes.size() + (1 << 20)) {}
+  JournalReader(std::string_view bytes, const std::string& path, uint32_t version)
+      : bytes_(bytes),
+        path_(path),
+        budget_(kResyncBudget * bytes.size() + (1 << 20)),
+        version_(version) {}
 
   ResultFile read(JournalScan* scan) {
     size_t at = kStartBytes;
@@ -288,7 +291,7 @@ class JournalReader {
   std::string apply(const Frame& f, codec::Decoder& d) {
     try {
       if (f.tag == static_cast<uint32_t>(Tag::whole_case)) {
-        apply_case(d, file_.cases);
+        apply_case(d, file_.cases, version_ >= kJournalVersionMoeLoad);
       } else if (f.tag == static_cast<uint32_t>(Tag::rounds)) {
         apply_rounds(d, file_.cases);
       } else if (f.tag == static_cast<uint32_t>(Tag::header)) {
@@ -309,6 +312,16 @@ class JournalReader {
     // A torn tail alone is what any crash leaves: cut off, it leaves nothing to say. Anything
     // else left out is said in the header of the journal a resume writes in its place,
     // without the left-out records.
+    if (version_ != kJournalVersion) {
+      // Records are appended in the current format only: the journal is written anew in it.
+      scan.image = JournalWriter::start_bytes() + header_record(file_.run, file_.system);
+      for (const CaseResult& c : file_.cases) {
+        codec::Encoder e;
+        codec::put_case(e, c);
+        scan.image += record(Tag::whole_case, header_->run, e.bytes());
+      }
+      return;
+    }
     if (!rewrite_) return;
     scan.image =
         std::string(bytes_.substr(0, kStartBytes)) + header_record(file_.run, file_.system);
@@ -320,6 +333,7 @@ class JournalReader {
   size_t budget_, hashed_ = 0, index_ = 0;
   size_t first_left_out_ = std::string_view::npos;
   bool rewrite_ = false;  // something other than a torn tail was left out
+  uint32_t version_;
   std::optional<Frame> header_;
   std::vector<Frame> kept_;
   std::vector<std::string> notes_;
@@ -338,12 +352,13 @@ ResultFile read_journal(std::string_view bytes, const std::string& path, Journal
   }
   uint32_t version = 0;
   std::memcpy(&version, bytes.data() + kMagic.size(), sizeof version);
-  if (version != kJournalVersion) {
+  if (version < kJournalVersionOldest || version > kJournalVersion) {
     throw InputError("'" + path + "': journal format " + std::to_string(version) +
-                     ", this fobench reads format " + std::to_string(kJournalVersion) +
+                     ", this fobench reads formats " + std::to_string(kJournalVersionOldest) +
+                     ".." + std::to_string(kJournalVersion) +
                      " only; read it with the fobench that wrote it");
   }
-  ResultFile file = JournalReader(bytes, path).read(scan);
+  ResultFile file = JournalReader(bytes, path, version).read(scan);
   std::sort(file.cases.begin(), file.cases.end(),
             [](const CaseResult& a, const CaseResult& b) { return a.id < b.id; });
   // As the HDF5 file says them: the timer asked for, and the one(s) that took the times.

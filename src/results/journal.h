@@ -30,8 +30,12 @@
 namespace fob {
 
 // 4: every record carries its run's id and opens with a mark. 5: the header carries /system
-// copy_engines and each case its transfer_sms. 6: each case's key carries the MoE fields.
-inline constexpr uint32_t kJournalVersion = 6;
+// copy_engines and each case its transfer_sms. 6: each case's key carries the MoE fields. 7:
+// each case carries its MoE load (CaseResult::moe_load). A journal of format 6 still reads, its
+// cases without a load; a resume writes it anew in the current format.
+inline constexpr uint32_t kJournalVersion = 7;
+inline constexpr uint32_t kJournalVersionOldest = 6;
+inline constexpr uint32_t kJournalVersionMoeLoad = 7;  // the first whose cases carry the load
 
 // Whether `head` (a file's first bytes) starts like a journal.
 bool is_journal(std::string_view head);
@@ -40,8 +44,9 @@ bool is_journal(std::string_view head);
 struct JournalScan {
   // The leading bytes before the first record left out (all of them when none was).
   size_t intact_bytes = 0;
-  // Where more than a torn tail was left out: the journal without the left-out records, its
-  // header's notes saying what they were (a resume writes it in place of the file); else empty.
+  // Where more than a torn tail was left out, or the journal is of an older format: the journal
+  // without the left-out records, in the current format, its header's notes saying what they
+  // were (a resume writes it in place of the file); else empty.
   std::string image;
   // Each record left out: its number, its offset and why.
   std::vector<std::string> left_out;
@@ -50,7 +55,7 @@ struct JournalScan {
 // What a journal's bytes hold: every intact record of its run applied in order. What is left
 // out (a torn tail, a damaged record, a record of another run or one that contradicts the
 // records before it) is said in system.notes and, where given, in `scan`. InputError when the
-// header is missing or damaged or the version is not kJournalVersion.
+// header is missing or damaged or the version is not kJournalVersionOldest..kJournalVersion.
 ResultFile read_journal(std::string_view bytes, const std::string& path,
                         JournalScan* scan = nullptr);
 
@@ -79,9 +84,10 @@ class JournalWriter {
   size_t size() const { return size_; }
   // Removes the journal (its run has written the finished file).
   void remove();
+  // The magic and the current format's version a journal opens with.
+  static std::string start_bytes();
 
  private:
-  static std::string start_bytes();
   void append(const std::string& records);
   std::string path_;
   int fd_ = -1;

@@ -172,14 +172,18 @@ ResultWriter::ResultWriter(const std::string& partial_path)
     journal_ =
         std::make_unique<JournalWriter>(partial_, fd, scan.intact_bytes, existing.run.run_id);
   } else {
-    // More than a torn tail left out: the journal is written anew without the left-out records
-    // (its header saying what they were), so that what is appended follows intact records.
+    // More than a torn tail left out, or an older format: the journal is written anew without
+    // the left-out records (its header saying what they were), in the current format, so that
+    // what is appended follows intact records of its own format.
     close(fd);
     const stop::WriteSection section;
     journal_ = std::make_unique<JournalWriter>(partial_, scan.image, existing.run.run_id);
+    const std::string why = scan.left_out.empty()
+                                ? "rewritten in the current journal format"
+                                : "rewritten without the " + std::to_string(scan.left_out.size()) +
+                                      " record(s) left out";
     std::fprintf(stderr, "%s\n",
-                 printable("fobench: --resume '" + partial_ + "': rewritten without the " +
-                           std::to_string(scan.left_out.size()) + " record(s) left out; the " +
+                 printable("fobench: --resume '" + partial_ + "': " + why + "; the " +
                            std::to_string(existing.cases.size()) + " case(s) it holds go on")
                      .c_str());
   }

@@ -4,6 +4,8 @@
 #include <utility>
 #include <vector>
 
+#include "fob/moe_load.h"
+
 namespace fob {
 namespace {
 
@@ -21,8 +23,8 @@ MoeBuffers moe_buffers(PlanBuilder& b, const MoeProblem& p, const MoeLayout& lay
   const int64_t received = std::max<int64_t>(layout.recv_total(), 1);
   MoeBuffers m;
   m.xs = b.buffer("xs", sent, p.hidden);
-  m.yc = b.buffer("yc", sent, p.hidden);
-  m.xe = b.buffer("xe", received, p.hidden);
+  m.yc = b.buffer(kMoeCombineBuffer, sent, p.hidden);
+  m.xe = b.buffer(kMoeDispatchBuffer, received, p.hidden);
   m.ue = b.buffer("ue", received, 2 * p.expert_ffn);
   m.ae = b.buffer("ae", received, p.expert_ffn);
   m.ye = b.buffer("ye", received, p.hidden);

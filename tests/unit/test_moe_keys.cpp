@@ -240,12 +240,13 @@ TEST(MoeJournal, AJournalOfTheFormatBeforeIsRefusedClearly) {
   writer.add_case(moe_case("0000", kAllSet));
   std::string bytes = file_bytes(writer.partial_path());
   EXPECT_EQ(read_journal(bytes, "current").cases.at(0).moe(), kAllSet);
-  const uint32_t before = kJournalVersion - 1;
+  const uint32_t before = kJournalVersionOldest - 1;
   std::memcpy(bytes.data() + 8, &before, sizeof before);  // after the 8-byte magic
   const std::string msg = input_error([&] { read_journal(bytes, "old.h5.partial"); });
   EXPECT_TRUE(contains(msg, "'old.h5.partial': journal format " + std::to_string(before) +
-                                ", this fobench reads format " + std::to_string(kJournalVersion) +
-                                " only"))
+                                ", this fobench reads formats " +
+                                std::to_string(kJournalVersionOldest) + ".." +
+                                std::to_string(kJournalVersion) + " only"))
       << msg;
 }
 

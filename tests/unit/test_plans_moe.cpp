@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "fob/moe.h"
+#include "fob/moe_load.h"
 #include "fob/transfer_messages.h"
 #include "plan_invariants.h"
 
@@ -57,6 +58,33 @@ TEST_P(MoePlans, EveryStrategyMovesEachCopyOutAndBack) {
       for (const Task& t : p.tasks) bytes += t.is_transfer() ? t.bytes : 0;
       EXPECT_EQ(bytes, expected * geometry_.d * 4) << "rank " << p.rank;
     }
+  });
+}
+
+// The load a results file records (moe_load): the router's counts, and the bytes each rank's
+// dispatch and combine bring it from the others, whatever the strategy (none for compute_only).
+TEST_P(MoePlans, TheLoadIsTheRoutersAndEachRankReceivesItsCopies) {
+  for_each_world([&] {
+    const MoeRouting route = routing();
+    std::vector<const Plan*> ranks;
+    for (const Plan& p : plans_) ranks.push_back(&p);
+    const MoeLoad load = moe_load(ranks);
+    const int64_t n = world_, e_count = route.experts;
+    ASSERT_EQ(load.world(), n);
+    EXPECT_EQ(load.dropped, route.dropped);
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t in = 0, back = 0;
+      for (int64_t j = 0; j < n; ++j) {
+        int64_t taken = 0;
+        for (int64_t e = j; e < e_count; e += n) taken += route.kept[i * e_count + e];
+        EXPECT_EQ(load.token_matrix[i * n + j], taken) << i << " to " << j;
+        if (j != i) in += load.token_matrix[j * n + i], back += load.token_matrix[i * n + j];
+      }
+      const int64_t row = is_("compute_only") ? 0 : geometry_.d * 4;
+      EXPECT_EQ(load.dispatch_bytes[i], in * row) << "rank " << i;
+      EXPECT_EQ(load.combine_bytes[i], back * row) << "rank " << i;
+    }
+    EXPECT_EQ(moe_load_problem(load, n, e_count, route.tokens, route.top_k), "");
   });
 }
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Every kind of picture, for the shape pattern of every shipped config, opened in headless
-# Chromium: no two texts overlap, no text leaves the canvas, the legend names exactly the marks
-# drawn (tests/e2e/browser/layout_check.js); every Chrome trace follows the trace-event format.
+# Every kind of picture, for the shape pattern of every shipped config (and the token picture of
+# every one with experts), opened in headless Chromium: no two texts overlap, no text leaves the
+# canvas, the legend names exactly the marks drawn (tests/e2e/browser/layout_check.js); every
+# Chrome trace follows the trace-event format.
 #
 # The shipped configs are simulated (their shapes and strategies, no run); a --tune file and
 # two real runs add what simulation does not draw: the chosen parameter beside each point, and
@@ -53,6 +54,14 @@ for name in "${files[@]}"; do
     --speedup "$base.speedup.svg" --trace "$base.trace.json" > /dev/null 2> "$base.report.err" ||
     { cat "$base.report.err" >&2; fail "report of $name exited"; }
   pictures+=("$base.timeline.svg" "$base.breakdown.svg" "$base.speedup.svg" "$base.trace.json")
+done
+# The token picture of every shipped config with experts.
+for config in "$FOB_SOURCE_DIR"/bench_configs/*.yaml; do
+  grep -q '^workload: *moe' "$config" || continue
+  base="$scratch/$(basename "$config" .yaml)"
+  "$FOBENCH" report "$base.h5" --tokens "$base.tokens.svg" > /dev/null 2> "$base.tokens.err" ||
+    { cat "$base.tokens.err" >&2; fail "report --tokens of $base exited"; }
+  pictures+=("$base.tokens.svg")
 done
 # A case chosen by its strategy, as a reader of the table would name it.
 "$FOBENCH" report "$scratch/measured.h5" --case flash --timeline "$scratch/flash.timeline.svg" \
