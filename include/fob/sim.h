@@ -137,7 +137,8 @@ CaseResult simulate_case(const std::vector<Plan>& plans, int world, const CostMo
                          const std::string& case_id);
 
 // Whether `plan` is `base` with every peer moved by plan.rank - base.rank around the ring: the
-// same tasks, streams, dependencies, shapes, bytes, flops and tags (all the simulator reads).
+// same tasks, streams, dependencies, shapes, bytes, flops and tags, and an uneven all-to-all's
+// blocks with every peer moved too (all the simulator reads).
 bool is_rotation_of(const Plan& plan, const Plan& base);
 // The plans simulate_case needs for `spec`: ranks 0..d-1 for d the least common multiple of
 // cost.rotation_period(world) and plan_rotation_period(spec), else every rank's. Ranks d and
