@@ -292,8 +292,10 @@ void check_estimate(const std::vector<CaseSpec>& specs, const SimEstimate& e, bo
   const std::string count = what + ": " + with_commas(specs.size()) + " case(s) ";
   for (size_t i = 0; i < specs.size(); ++i) {
     if (e.cases[i].plan_size() <= kMaxSimPlanTasks) continue;
+    SimCaseCost largest = e.cases[i];  // the largest plan, where the ranks' plans differ
+    largest.plan_tasks = std::max(largest.plan_tasks, largest.record_tasks);
     throw InputError(what + ": " + specs[i].strategy.text + " at world " +
-                     std::to_string(specs[i].world) + " makes plans of " + plan_text(e.cases[i]) +
+                     std::to_string(specs[i].world) + " makes plans of " + plan_text(largest) +
                      " a rank, more than the " + with_commas(kMaxSimPlanTasks) +
                      " one simulated plan takes; choose a smaller world or parameter");
   }
@@ -344,12 +346,12 @@ std::vector<CaseSpec> sim_cases(const std::vector<Config>& points, const std::ve
 }
 
 uint64_t SimCaseCost::work() const {
-  const uint64_t size = plan_size();
+  const uint64_t size = plus(plan_tasks, plan_runs);
   return times(plans, plus(size, times(size, size) / kPlanTasksQuadratic));
 }
 
 uint64_t SimCaseCost::plan_size() const {
-  return plus(plan_tasks, plan_runs);
+  return plus(std::max(plan_tasks, record_tasks), plan_runs);
 }
 
 uint64_t estimated_plan_tasks(const CaseSpec& spec) {

@@ -52,15 +52,15 @@ uint64_t estimated_plan_tasks(const CaseSpec& spec);
 
 // What the simulation of one case builds and keeps, as plans_to_simulate and simulate_case do.
 struct SimCaseCost {
-  uint64_t plan_tasks = 0;  // one rank's plan (estimated_plan_tasks)
+  uint64_t plan_tasks = 0;  // one rank's plan, the mean over the ranks (estimated_plan_tasks)
   uint64_t plan_runs = 0;   // the runs of rows its buffers are laid out in, estimated alike
   // The largest plan's tasks: a result holds every stored rank's records padded to it (the
   // plans' mean where they are rotations of one).
   uint64_t record_tasks = 0;
   uint64_t plans = 0;   // plans built
   uint64_t stored = 0;  // ranks whose task times the result holds
-  // A plan's tasks and row runs (kMaxSimPlanTasks), and the task units of the case's plans
-  // (kMaxSimWork), saturating.
+  // The largest plan's tasks and row runs (kMaxSimPlanTasks), and the task units of the case's
+  // plans at their mean size (kMaxSimWork), saturating.
   uint64_t plan_size() const;
   uint64_t work() const;
 };
