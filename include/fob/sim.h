@@ -64,9 +64,11 @@ class CostModel {
   // task is posted this many seconds after its own launch, or when that task ends if that is
   // sooner, but not before its launch is over.
   virtual double comm_start_delay_while_computing() const { return 0.0; }
-  // How many times each step of `collective` pays its link's latency: once (a message per
-  // peer), or once per chunk where a transport copies an all-to-all's chunks one by one.
-  virtual int latencies_per_step(const Task& /*collective*/) const { return 1; }
+  // How many times a step of `collective` in which a rank sends `pieces` spans to its peer (an
+  // even all-to-all's batch of chunks, an uneven one's spans for that peer) pays its link's
+  // latency: once (a message per peer), or once per piece where a transport copies an
+  // all-to-all's pieces one by one.
+  virtual int latencies_per_step(const Task& /*collective*/, int /*pieces*/) const { return 1; }
   // Seconds per byte of a block that the receiver of a collective `op` of `dtype` spends
   // reducing it outside the transfer, added to each step: 0 where the transfer reduces as it
   // moves (NCCL's kernels, the host ring).
