@@ -233,6 +233,30 @@ size_t Simulation::share(int rank_out, int out_port, int rank_in, int in_port) {
   return std::max(port_at(rank_out, out_port).out.size(), port_at(rank_in, in_port).in.size());
 }
 
+// What one step of collective `f`'s running entry takes at the current shares: each step
+// waits for the slowest link's block at that link's share. A receiver's reduction of a block
+// (transport ce) runs while the next block arrives, so a step takes the longer of the two, and
+// the last block's reduction comes after the last step: spread over the steps, so that a
+// collective cut into entries prices it once.
+double Simulation::collective_step_seconds(const Flow& f) {
+  int steps = 0;
+  for (const CollectiveStep& entry : f.steps) steps += entry.repeat;
+  double step = 0;
+  for (size_t r = 0; r < f.links.size(); ++r) {
+    const CollectiveLink& l = f.links[r];
+    const int from = static_cast<int>(r);
+    // A link with nothing to send this step (an uneven all-to-all's empty pair) is idle.
+    if (f.blocks[r] <= 0) continue;
+    const size_t s = share(from, l.out_port, l.to, l.in_port);
+    double seconds = f.blocks[r] * static_cast<double>(s) / l.bytes_per_second;
+    if (computing(from) || computing(l.to)) seconds *= transfer_slowdown_;
+    const double reduce = f.blocks[r] * f.reduce_per_byte;  // 0 where none is priced
+    const double latency = f.copies.empty() ? l.latency : l.latency * f.copies[r];
+    step = std::max(step, latency + std::max(seconds, reduce) + reduce / std::max(steps, 1));
+  }
+  return step;
+}
+
 // Brings a flowing flow's progress up to now under its old rate and reschedules its end under
 // the current shares, when they changed it.
 void Simulation::refresh(int id) {
@@ -245,25 +269,7 @@ void Simulation::refresh(int id) {
     if (computing(f.from.rank) || computing(f.to.rank)) rate /= transfer_slowdown_;
     if (f.scheduled && rate == f.rate) return;
   } else {
-    // Each step of the running entry waits for the slowest link's block at that link's share.
-    // A receiver's reduction of a block (transport ce) runs while the next block arrives, so
-    // a step takes the longer of the two, and the last block's reduction comes after the last
-    // step: spread over the steps, so that a collective cut into entries prices it once.
-    int steps = 0;
-    for (const CollectiveStep& entry : f.steps) steps += entry.repeat;
-    double step = 0;
-    for (size_t r = 0; r < f.links.size(); ++r) {
-      const CollectiveLink& l = f.links[r];
-      const int from = static_cast<int>(r);
-      // A link with nothing to send this step (an uneven all-to-all's empty pair) is idle.
-      if (f.blocks[r] <= 0) continue;
-      const size_t s = share(from, l.out_port, l.to, l.in_port);
-      double seconds = f.blocks[r] * static_cast<double>(s) / l.bytes_per_second;
-      if (computing(from) || computing(l.to)) seconds *= transfer_slowdown_;
-      const double reduce = f.blocks[r] * f.reduce_per_byte;  // 0 where none is priced
-      const double latency = f.copies.empty() ? l.latency : l.latency * f.copies[r];
-      step = std::max(step, latency + std::max(seconds, reduce) + reduce / std::max(steps, 1));
-    }
+    const double step = collective_step_seconds(f);
     period = f.steps.empty() ? 0.0 : step * f.steps[f.step].repeat;
     if (f.scheduled && period == f.period) return;
   }
