@@ -2,9 +2,15 @@
 # Benchmark (not a test: it measures and records, it does not pass or fail on accuracy): the
 # simulator against this machine. Measures a 2-rank CPU run, calibrates a machine file from it,
 # simulates the same config with that file and prints each strategy's predicted step time beside
-# the measured median, with the error; writes results/bench-sim-accuracy-<time>.json.
+# the measured median, with the error; writes results/bench-sim-accuracy-<workload>-<time>.json.
 #
 #   bench/sim_accuracy.sh [FOBENCH]      (ninja -C build bench-sim-accuracy)
+#   FOB_SIM_ACCURACY_WORKLOAD=moe bench/sim_accuracy.sh [FOBENCH]
+#
+# mlp (the default): b·s = 2048, d = 256, F = 1024 over a 1 Gbit/s emulated link. moe: the
+# shape of bench_configs/moe_cpu.yaml (8 experts, top-2, d = 512, expert FFN 1792, 2048
+# tokens) with its link_ratio 0.4, the emulated link that puts T_comm / T_comp near 0.4 on this
+# CPU, so the all-to-alls, the gathers and the GLUs are all calibrated and priced.
 #
 # 60 iterations in 30 rounds: each strategy sees the same stretches of a shared machine's
 # drifting speed, two iterations at a time, so the medians compare like with like. The shape
@@ -16,7 +22,10 @@ fobench=${1:-build/fobench}
 python=${FOB_PYTHON:-python3}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-cat > "$work/measure.yaml" <<'YAML'
+workload=${FOB_SIM_ACCURACY_WORKLOAD:-mlp}
+case "$workload" in
+  mlp)
+    cat > "$work/measure.yaml" <<'YAML'
 workload: mlp
 batch: 4
 seq: 512
@@ -24,12 +33,35 @@ hidden: 256
 ffn: 1024
 dtype: fp32
 strategies: [baseline, slicing:2, decompose, flash, flash_direct]
+link_gbps: 1
+link_latency_us: 50
+YAML
+    ;;
+  moe)
+    cat > "$work/measure.yaml" <<'YAML'
+workload: moe
+batch: 1
+seq: 2048
+hidden: 512
+experts: 8
+top_k: 2
+expert_ffn: 1792
+dtype: fp32
+strategies: [baseline, slicing:2, slicing:4, flash, flash:2, flash_direct]
+link_ratio: 0.4
+link_latency_us: 20
+YAML
+    ;;
+  *)
+    echo "sim_accuracy.sh: FOB_SIM_ACCURACY_WORKLOAD '$workload': choose mlp or moe" >&2
+    exit 2
+    ;;
+esac
+cat >> "$work/measure.yaml" <<'YAML'
 iters: 60
 rounds: 30
 warmup: 2
 backend: cpu
-link_gbps: 1
-link_latency_us: 50
 verify: false
 YAML
 BUILD_DIR=$(dirname "$fobench") jobscripts/local.sh 2 -c "$work/measure.yaml" \
@@ -39,7 +71,7 @@ BUILD_DIR=$(dirname "$fobench") jobscripts/local.sh 2 -c "$work/measure.yaml" \
   > "$work/sim.csv"
 "$fobench" report "$work/measured.h5" --format csv > "$work/measured.csv"
 mkdir -p results
-out="results/bench-sim-accuracy-$(date +%Y%m%d-%H%M%S).json"
+out="results/bench-sim-accuracy-$workload-$(date +%Y%m%d-%H%M%S).json"
 "$python" - "$work/measured.csv" "$work/sim.csv" "$out" <<'PY'
 import csv, json, sys
 def rows(path):

@@ -214,7 +214,7 @@ class MachineCost : public CostModel {
   void check_world(int world) const;
   double compute_seconds(const Task& t, DType dtype, int rank) const override;
   double compute_seconds_beside_comm(const Task& t, DType dtype, int rank) const override;
-  int latencies_per_step(const Task& collective) const override;
+  int latencies_per_step(const Task& collective, int pieces) const override;
   double reduction_seconds_per_byte(CollectiveOp op, DType dtype) const override;
   double compute_seconds_while_reducing(const Task& t, DType dtype, int rank) const override;
   double transfer_seconds(int64_t bytes, int from_rank, int to_rank) const override;

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "fob/types.h"
@@ -23,6 +24,7 @@ struct MoeRouter {
   double skew = 0;             // Zipf exponent of expert popularity; 0: uniform
   double capacity_factor = 0;  // > 0: each expert takes at most a capacity from each rank
   uint64_t seed = 0;
+  bool operator==(const MoeRouter&) const = default;
 };
 
 // A shape's router on `world` ranks: its MoE keys resolved (Shape::experts() and the rest).
@@ -47,6 +49,10 @@ struct MoeRouting {
   std::vector<double> popularity;
   // The expert the seeded popularity order puts first (largest share when skew > 0).
   int64_t hot_expert = 0;
+  // The kept choices by expert, each expert's in token order: expert e's are
+  // by_expert[by_expert_first[e] .. by_expert_first[e + 1]). A rank's layout reads its own
+  // experts' choices, not every token's (a world's layouts together read each choice once).
+  std::vector<int64_t> by_expert, by_expert_first;
 
   int64_t tokens_per_rank() const { return tokens / world; }
   int64_t choice(int64_t token, int64_t q) const { return token * top_k + q; }
@@ -56,6 +62,11 @@ struct MoeRouting {
 // experts outside [1, 2^20], top_k outside [1, experts], skew or capacity_factor negative or not
 // finite, tokens not a positive multiple of world.
 MoeRouting route_tokens(const MoeRouter& router);
+// route_tokens(router), computed once for the last few routers asked for (thread-safe): every
+// rank's plan of a case routes the same tokens, and the simulator builds every rank's plan of
+// each case, so routing per plan made a world of N ranks route N times (most of `sim`'s time
+// at N = 256).
+std::shared_ptr<const MoeRouting> shared_routing(const MoeRouter& router);
 
 // The experts living on `rank`: ceil((E - rank) / N), 0 for a rank at or past E.
 int64_t moe_local_experts(int64_t experts, int64_t world, int64_t rank);

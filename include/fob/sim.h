@@ -64,9 +64,11 @@ class CostModel {
   // task is posted this many seconds after its own launch, or when that task ends if that is
   // sooner, but not before its launch is over.
   virtual double comm_start_delay_while_computing() const { return 0.0; }
-  // How many times each step of `collective` pays its link's latency: once (a message per
-  // peer), or once per chunk where a transport copies an all-to-all's chunks one by one.
-  virtual int latencies_per_step(const Task& /*collective*/) const { return 1; }
+  // How many times a step of `collective` in which a rank sends `pieces` spans to its peer (an
+  // even all-to-all's batch of chunks, an uneven one's spans for that peer) pays its link's
+  // latency: once (a message per peer), or once per piece where a transport copies an
+  // all-to-all's pieces one by one.
+  virtual int latencies_per_step(const Task& /*collective*/, int /*pieces*/) const { return 1; }
   // Seconds per byte of a block that the receiver of a collective `op` of `dtype` spends
   // reducing it outside the transfer, added to each step: 0 where the transfer reduces as it
   // moves (NCCL's kernels, the host ring).
@@ -137,7 +139,8 @@ CaseResult simulate_case(const std::vector<Plan>& plans, int world, const CostMo
                          const std::string& case_id);
 
 // Whether `plan` is `base` with every peer moved by plan.rank - base.rank around the ring: the
-// same tasks, streams, dependencies, shapes, bytes, flops and tags (all the simulator reads).
+// same tasks, streams, dependencies, shapes, bytes, flops and tags, and an uneven all-to-all's
+// blocks with every peer moved too (all the simulator reads).
 bool is_rotation_of(const Plan& plan, const Plan& base);
 // The plans simulate_case needs for `spec`: ranks 0..d-1 for d the least common multiple of
 // cost.rotation_period(world) and plan_rotation_period(spec), else every rank's. Ranks d and

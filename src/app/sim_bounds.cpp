@@ -40,6 +40,8 @@ constexpr uint64_t kProbeTasks = 2048;
 constexpr double kMaxProbeTasks = 65536;
 constexpr double kMaxSlope = 2;
 constexpr int kMaxRotationCheck = 64;
+// A count is the mean over this many ranks at most, evenly spread over one period of the plans.
+constexpr int kSampledRanks = 16;
 
 std::string with_commas(uint64_t n) {
   std::string digits = std::to_string(n), out;
@@ -79,6 +81,7 @@ std::vector<int> probe_worlds(int world) {
 // that touches X is recorded run by run).
 struct PlanSize {
   double tasks = 0, runs = 0;
+  double largest = 0;  // the tasks of the largest plan: every rank's records are padded to it
   double total() const { return tasks + runs; }
 };
 
@@ -129,7 +132,8 @@ uint64_t whole(double count) {
   return count >= 1e19 ? UINT64_MAX : static_cast<uint64_t>(count + 0.5);
 }
 
-// Rank 0's plan of `spec` at `world`, its size; none where the shape does not take that world.
+// A rank's plan of `spec` at `world`, its size (the mean over the ranks); none where the shape
+// does not take that world.
 // Sizes are kept by case, as the cases of a sweep share shapes and strategies across worlds.
 class PlanCounter {
  public:
@@ -141,9 +145,21 @@ class PlanCounter {
     if (it != sizes_.end()) return it->second;
     std::optional<PlanSize> size;
     try {
-      const Plan plan = make_plan(probe, 0);
-      size = PlanSize{static_cast<double>(plan.tasks.size()), 0};
-      for (const BufferSpec& b : plan.buffers) size->runs += static_cast<double>(b.layout.size());
+      // The mean over the ranks of one period of the plans (sampled where that is many): a
+      // ring's ranks build rotations of one plan, and ranks that differ may differ much, as the
+      // mixture of experts' ranks do where the world is past the experts (those without one
+      // only send and receive).
+      const int period = std::clamp(plan_rotation_period(probe), 1, world);
+      const int sampled = std::min(period, kSampledRanks);
+      size = PlanSize{};
+      for (int i = 0; i < sampled; ++i) {
+        const Plan plan = make_plan(probe, static_cast<int>(int64_t{i} * period / sampled));
+        size->tasks += static_cast<double>(plan.tasks.size()) / sampled;
+        size->largest = std::max(size->largest, static_cast<double>(plan.tasks.size()));
+        for (const BufferSpec& b : plan.buffers) {
+          size->runs += static_cast<double>(b.layout.size()) / sampled;
+        }
+      }
     } catch (const InputError&) {
       // a world the shape does not divide by: not a point to count at
     }
@@ -183,11 +199,13 @@ class PlanCounter {
     const double a_world = slope ? points[points.size() - 2].first : 0;
     const PlanSize a = slope ? points[points.size() - 2].second : PlanSize{};
     PlanSize out{grown(b.tasks, b_world, world, a.tasks, a_world),
-                 grown(b.runs, b_world, world, a.runs, a_world)};
+                 grown(b.runs, b_world, world, a.runs, a_world),
+                 grown(b.largest, b_world, world, a.largest, a_world)};
     if (slope && points.size() >= 3) {
       const std::vector<std::pair<double, PlanSize>> last(points.end() - 3, points.end());
       out.tasks = std::max(out.tasks, through_three(last, world, &PlanSize::tasks));
       out.runs = std::max(out.runs, through_three(last, world, &PlanSize::runs));
+      out.largest = std::max(out.largest, through_three(last, world, &PlanSize::largest));
     }
     return out;
   }
@@ -225,6 +243,7 @@ SimCaseCost case_cost(const CaseSpec& spec, const CostModel& cost, PlanCounter& 
   const PlanSize size = counter.estimate(spec);
   c.plan_tasks = whole(size.tasks);
   c.plan_runs = whole(size.runs);
+  c.record_tasks = std::max(c.plan_tasks, whole(size.largest));
   const int world = spec.world;
   const int64_t cost_period = cost.rotation_period(world);
   const int64_t plan_period = plan_rotation_period(spec);
@@ -273,8 +292,10 @@ void check_estimate(const std::vector<CaseSpec>& specs, const SimEstimate& e, bo
   const std::string count = what + ": " + with_commas(specs.size()) + " case(s) ";
   for (size_t i = 0; i < specs.size(); ++i) {
     if (e.cases[i].plan_size() <= kMaxSimPlanTasks) continue;
+    SimCaseCost largest = e.cases[i];  // the largest plan, where the ranks' plans differ
+    largest.plan_tasks = std::max(largest.plan_tasks, largest.record_tasks);
     throw InputError(what + ": " + specs[i].strategy.text + " at world " +
-                     std::to_string(specs[i].world) + " makes plans of " + plan_text(e.cases[i]) +
+                     std::to_string(specs[i].world) + " makes plans of " + plan_text(largest) +
                      " a rank, more than the " + with_commas(kMaxSimPlanTasks) +
                      " one simulated plan takes; choose a smaller world or parameter");
   }
@@ -325,12 +346,12 @@ std::vector<CaseSpec> sim_cases(const std::vector<Config>& points, const std::ve
 }
 
 uint64_t SimCaseCost::work() const {
-  const uint64_t size = plan_size();
+  const uint64_t size = plus(plan_tasks, plan_runs);
   return times(plans, plus(size, times(size, size) / kPlanTasksQuadratic));
 }
 
 uint64_t SimCaseCost::plan_size() const {
-  return plus(plan_tasks, plan_runs);
+  return plus(std::max(plan_tasks, record_tasks), plan_runs);
 }
 
 uint64_t estimated_plan_tasks(const CaseSpec& spec) {
@@ -356,13 +377,13 @@ SimEstimate check_sim_bounds(const std::vector<CaseSpec>& specs, const CostModel
     e.work = plus(e.work, c.work());
     // Held while a case is simulated: its period's plans and one more, the simulator's state
     // and the result's records.
-    const uint64_t per_plan =
-        plus(times(c.plan_tasks, kPlanBytesPerTask + kSimBytesPerTask + kRecordBytesPerTask),
-             times(c.plan_runs, kRunBytes));
+    const uint64_t per_plan = plus(plus(times(c.plan_tasks, kPlanBytesPerTask + kSimBytesPerTask),
+                                        times(c.record_tasks, kRecordBytesPerTask)),
+                                   times(c.plan_runs, kRunBytes));
     largest_case_bytes = std::max(largest_case_bytes, times(c.stored + 1, per_plan));
     if (writes_file) {
-      kept_bytes = plus(kept_bytes, times(times(c.stored, c.plan_tasks), kWriteBytesPerTask));
-      e.file_bytes = plus(e.file_bytes, times(times(c.stored, c.plan_tasks), kFileBytesPerTask));
+      kept_bytes = plus(kept_bytes, times(times(c.stored, c.record_tasks), kWriteBytesPerTask));
+      e.file_bytes = plus(e.file_bytes, times(times(c.stored, c.record_tasks), kFileBytesPerTask));
     }
   }
   // Cases run `threads` at once; a written file's records stay, and are copied as it is

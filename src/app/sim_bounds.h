@@ -40,7 +40,9 @@ std::vector<CaseSpec> sim_cases(const std::vector<Config>& points, const std::ve
                                 bool tune);
 
 // The tasks of one rank's plan of `spec`, estimated without building it where the world is
-// past 32 (up to 32: counted): counted on rank 0's plans of the same case at worlds that divide
+// past 32 (up to 32: counted): the mean over the ranks of one period of the ring
+// (plan_rotation_period; up to 16 of them, evenly spread), rank 0's where the plans are
+// rotations of one. Counted on those plans of the same case at worlds that divide
 // its own, from 16 up by factors of 2 while they stay small (the climb ends at a count past
 // 2,048 once two are taken, and before one that could pass 65,536), then grown to the world as
 // the power of the world through the two largest counts. Every built-in strategy's count goes
@@ -50,12 +52,15 @@ uint64_t estimated_plan_tasks(const CaseSpec& spec);
 
 // What the simulation of one case builds and keeps, as plans_to_simulate and simulate_case do.
 struct SimCaseCost {
-  uint64_t plan_tasks = 0;  // one rank's plan (estimated_plan_tasks)
+  uint64_t plan_tasks = 0;  // one rank's plan, the mean over the ranks (estimated_plan_tasks)
   uint64_t plan_runs = 0;   // the runs of rows its buffers are laid out in, estimated alike
-  uint64_t plans = 0;       // plans built
-  uint64_t stored = 0;      // ranks whose task times the result holds
-  // A plan's tasks and row runs (kMaxSimPlanTasks), and the task units of the case's plans
-  // (kMaxSimWork), saturating.
+  // The largest plan's tasks: a result holds every stored rank's records padded to it (the
+  // plans' mean where they are rotations of one).
+  uint64_t record_tasks = 0;
+  uint64_t plans = 0;   // plans built
+  uint64_t stored = 0;  // ranks whose task times the result holds
+  // The largest plan's tasks and row runs (kMaxSimPlanTasks), and the task units of the case's
+  // plans at their mean size (kMaxSimWork), saturating.
   uint64_t plan_size() const;
   uint64_t work() const;
 };

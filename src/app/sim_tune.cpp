@@ -15,8 +15,25 @@
 namespace fob {
 namespace {
 
+// A case with experts shows its MoE fields in place of the ffn it does not use.
 std::string shape_text(const Summary& s) {
   char text[160];
+  if (s.experts > 0) {
+    std::snprintf(text, sizeof text, "b%lld s%lld d%lld E%lld k%lld F%lld",
+                  static_cast<long long>(s.batch), static_cast<long long>(s.seq),
+                  static_cast<long long>(s.hidden), static_cast<long long>(s.experts),
+                  static_cast<long long>(s.top_k), static_cast<long long>(s.expert_ffn));
+    std::string out = text;
+    if (s.moe_skew != 0) {
+      std::snprintf(text, sizeof text, " skew%g", s.moe_skew);
+      out += text;
+    }
+    if (s.capacity_factor != 0) {
+      std::snprintf(text, sizeof text, " cap%g", s.capacity_factor);
+      out += text;
+    }
+    return out;
+  }
   std::snprintf(text, sizeof text, "b%lld s%lld d%lld f%lld", static_cast<long long>(s.batch),
                 static_cast<long long>(s.seq), static_cast<long long>(s.hidden),
                 static_cast<long long>(s.ffn));

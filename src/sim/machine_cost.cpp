@@ -160,10 +160,11 @@ void MachineCost::check_world(int world) const {
                    std::to_string(machine_.ranks_per_node) + ", or transport nccl");
 }
 
-// A copy engine moves an all-to-all's chunks to a peer one copy each.
-int MachineCost::latencies_per_step(const Task& collective) const {
+// A copy engine moves an all-to-all's pieces for a peer one copy each (transfer_messages.h: a
+// message per span).
+int MachineCost::latencies_per_step(const Task& collective, int pieces) const {
   if (path_ != TransferPath::copy_engines || collective.op != CollectiveOp::all_to_all) return 1;
-  return std::max(collective.batch, 1);
+  return std::max(pieces, 1);
 }
 
 // On copy engines the receiver adds each partial it receives into its block: an add kernel

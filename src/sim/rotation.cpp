@@ -1,5 +1,6 @@
 // Simulating a ring through one period of its ranks (sim.h): the rotation check and the
 // plans a case is simulated with.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <numeric>
@@ -15,6 +16,36 @@ namespace {
 // A peer named by `from`, moved by `shift` ranks around a ring of `world`; -1 stays -1.
 int moved(int peer, int shift, int world) {
   return peer < 0 ? peer : ((peer + shift) % world + world) % world;
+}
+
+bool same_spans(const std::vector<RowSpan>& a, const std::vector<RowSpan>& b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](const RowSpan& x, const RowSpan& y) {
+    return x.row == y.row && x.rows == y.rows;
+  });
+}
+
+// Whether `a`'s blocks are `b`'s with every peer moved by `shift`: an uneven all-to-all sends
+// what its spans give each peer, so the same Task::bytes spread over other peers prices
+// differently (a step waits for its largest block).
+bool spans_rotated(const Plan& plan, const Task& a, const Plan& base, const Task& b, int shift) {
+  if (a.spans != b.spans) return false;
+  if (a.spans < 0) return true;
+  const size_t ia = static_cast<size_t>(a.spans), ib = static_cast<size_t>(b.spans);
+  if (ia >= plan.peer_spans.size() || ib >= base.peer_spans.size()) return false;
+  const PeerSpans& x = plan.peer_spans[ia];
+  const PeerSpans& y = base.peer_spans[ib];
+  const size_t n = static_cast<size_t>(plan.world);
+  if (x.send.size() != n || x.recv.size() != n || y.send.size() != n || y.recv.size() != n) {
+    return false;
+  }
+  for (int j = 0; j < plan.world; ++j) {
+    const size_t to = static_cast<size_t>(moved(j, shift, plan.world));
+    if (!same_spans(x.send[to], y.send[static_cast<size_t>(j)]) ||
+        !same_spans(x.recv[to], y.recv[static_cast<size_t>(j)])) {
+      return false;
+    }
+  }
+  return true;
 }
 
 }  // namespace
@@ -40,7 +71,8 @@ bool is_rotation_of(const Plan& plan, const Plan& base) {
         a.m != b.m || a.n != b.n || a.k != b.k || a.batch != b.batch || a.op != b.op ||
         a.bytes != b.bytes || a.flops != b.flops || a.tag != b.tag ||
         a.send_peer != moved(b.send_peer, shift, plan.world) ||
-        a.recv_peer != moved(b.recv_peer, shift, plan.world)) {
+        a.recv_peer != moved(b.recv_peer, shift, plan.world) ||
+        !spans_rotated(plan, a, base, b, shift)) {
       return false;
     }
   }

@@ -78,6 +78,7 @@ class Simulation {
   void refresh_neighbours(int id);
   size_t share(int rank_out, int out_port, int rank_in, int in_port);
   void refresh(int id);
+  double collective_step_seconds(const Flow& f);
 
   const std::vector<Plan>& plans_;
   const CostModel& cost_;

@@ -120,9 +120,14 @@ struct Flow {
   // An uneven all-to-all (Task::spans): per step, per rank, the bytes it sends that step, which
   // `blocks` takes on as the steps go; empty where every step sends `blocks`.
   std::vector<std::vector<double>> step_blocks;
+  // Its latencies per step, per rank (the copies a transport makes of the pieces each rank sends
+  // the step's peer), which `copies` takes on as the steps go; empty: every link pays
+  // `latencies`.
+  std::vector<std::vector<int>> step_copies;
+  std::vector<int> copies;
   std::vector<CollectiveLink> links;  // collective: per rank, its link in the running entry
-  int latencies = 1;                  // collective: latencies each step pays (its copies)
-  double reduce_per_byte = 0;         // collective: the receiver's reduction, seconds per byte
+  int latencies = 1;           // collective: latencies each step pays (its copies), where uniform
+  double reduce_per_byte = 0;  // collective: the receiver's reduction, seconds per byte
 };
 
 // A transfer posted late because its rank was computing, and when its launch was over.

@@ -56,7 +56,7 @@ void Simulation::post_collective(TaskRef ref) {
   f.remaining = 1;
   // check_collectives made the k-th collective the same op on every rank.
   const CollectiveOp op = task(ref).op;
-  f.latencies = cost_.latencies_per_step(task(ref));
+  f.latencies = cost_.latencies_per_step(task(ref), std::max(task(ref).batch, 1));
   f.reduce_per_byte = cost_.reduction_seconds_per_byte(op, plans_[0].dtype);
   if (f.reduce_per_byte > 0) {
     for (size_t r = 0; r < n; ++r) ++reducing_[r];
@@ -74,6 +74,7 @@ void Simulation::post_collective(TaskRef ref) {
       if (t.spans >= 0) add_uneven_blocks(static_cast<int>(r), t, f);
     }
     if (!f.step_blocks.empty()) f.blocks = f.step_blocks.front();
+    if (!f.step_copies.empty()) f.copies = f.step_copies.front();
     // nccl-tests' size: world blocks, of which a rank sends world - 1; uneven blocks at their
     // mean.
     f.op = op;
@@ -87,13 +88,20 @@ void Simulation::post_collective(TaskRef ref) {
 }
 
 // Rank r's blocks of an uneven all-to-all, step by step: in step s it sends what its spans
-// give rank r + s (the pairwise schedule of collective_steps.h).
+// give rank r + s (the pairwise schedule of collective_steps.h), paying the latencies the cost
+// model gives that many spans.
 void Simulation::add_uneven_blocks(int r, const Task& t, Flow& f) {
-  const std::vector<int64_t> bytes = all_to_all_sent_bytes(plans_[static_cast<size_t>(r)], t);
+  const Plan& plan = plans_[static_cast<size_t>(r)];
+  const std::vector<int64_t> bytes = all_to_all_sent_bytes(plan, t);
+  const PeerSpans blocks = all_to_all_blocks(plan, t);
   f.step_blocks.resize(f.steps.size(), std::vector<double>(plans_.size(), 0.0));
+  f.step_copies.resize(f.steps.size(), std::vector<int>(plans_.size(), 1));
+  f.latencies = 1;
   for (size_t i = 0; i < f.steps.size(); ++i) {
-    const int to = (r + f.steps[i].shift) % world_;
-    f.step_blocks[i][static_cast<size_t>(r)] = static_cast<double>(bytes[static_cast<size_t>(to)]);
+    const size_t to = static_cast<size_t>((r + f.steps[i].shift) % world_);
+    f.step_blocks[i][static_cast<size_t>(r)] = static_cast<double>(bytes[to]);
+    f.step_copies[i][static_cast<size_t>(r)] =
+        cost_.latencies_per_step(t, static_cast<int>(blocks.send[to].size()));
   }
 }
 
@@ -138,6 +146,7 @@ void Simulation::next_step(int id) {
   }
   ++f.step;
   if (!f.step_blocks.empty()) f.blocks = f.step_blocks[f.step];
+  if (!f.step_copies.empty()) f.copies = f.step_copies[f.step];
   f.links = std::move(next);
   f.remaining = 1;
   f.scheduled = false;
@@ -224,6 +233,30 @@ size_t Simulation::share(int rank_out, int out_port, int rank_in, int in_port) {
   return std::max(port_at(rank_out, out_port).out.size(), port_at(rank_in, in_port).in.size());
 }
 
+// What one step of collective `f`'s running entry takes at the current shares: each step
+// waits for the slowest link's block at that link's share. A receiver's reduction of a block
+// (transport ce) runs while the next block arrives, so a step takes the longer of the two, and
+// the last block's reduction comes after the last step: spread over the steps, so that a
+// collective cut into entries prices it once.
+double Simulation::collective_step_seconds(const Flow& f) {
+  int steps = 0;
+  for (const CollectiveStep& entry : f.steps) steps += entry.repeat;
+  double step = 0;
+  for (size_t r = 0; r < f.links.size(); ++r) {
+    const CollectiveLink& l = f.links[r];
+    const int from = static_cast<int>(r);
+    // A link with nothing to send this step (an uneven all-to-all's empty pair) is idle.
+    if (f.blocks[r] <= 0) continue;
+    const size_t s = share(from, l.out_port, l.to, l.in_port);
+    double seconds = f.blocks[r] * static_cast<double>(s) / l.bytes_per_second;
+    if (computing(from) || computing(l.to)) seconds *= transfer_slowdown_;
+    const double reduce = f.blocks[r] * f.reduce_per_byte;  // 0 where none is priced
+    const double latency = f.copies.empty() ? l.latency : l.latency * f.copies[r];
+    step = std::max(step, latency + std::max(seconds, reduce) + reduce / std::max(steps, 1));
+  }
+  return step;
+}
+
 // Brings a flowing flow's progress up to now under its old rate and reschedules its end under
 // the current shares, when they changed it.
 void Simulation::refresh(int id) {
@@ -236,24 +269,7 @@ void Simulation::refresh(int id) {
     if (computing(f.from.rank) || computing(f.to.rank)) rate /= transfer_slowdown_;
     if (f.scheduled && rate == f.rate) return;
   } else {
-    // Each step of the running entry waits for the slowest link's block at that link's share.
-    // A receiver's reduction of a block (transport ce) runs while the next block arrives, so
-    // a step takes the longer of the two, and the last block's reduction comes after the last
-    // step: spread over the steps, so that a collective cut into entries prices it once.
-    int steps = 0;
-    for (const CollectiveStep& entry : f.steps) steps += entry.repeat;
-    double step = 0;
-    for (size_t r = 0; r < f.links.size(); ++r) {
-      const CollectiveLink& l = f.links[r];
-      const int from = static_cast<int>(r);
-      // A link with nothing to send this step (an uneven all-to-all's empty pair) is idle.
-      if (f.blocks[r] <= 0) continue;
-      const size_t s = share(from, l.out_port, l.to, l.in_port);
-      double seconds = f.blocks[r] * static_cast<double>(s) / l.bytes_per_second;
-      if (computing(from) || computing(l.to)) seconds *= transfer_slowdown_;
-      const double reduce = f.blocks[r] * f.reduce_per_byte;  // 0 where none is priced
-      step = std::max(step, l.latency + std::max(seconds, reduce) + reduce / std::max(steps, 1));
-    }
+    const double step = collective_step_seconds(f);
     period = f.steps.empty() ? 0.0 : step * f.steps[f.step].repeat;
     if (f.scheduled && period == f.period) return;
   }

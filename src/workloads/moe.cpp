@@ -5,6 +5,7 @@
 // routing weights (strategy.h's MoeProblem).
 #include <algorithm>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -55,7 +56,9 @@ void add_checks(PlanBuilder& b, const Strategy& strategy, const MoeProblem& p) {
 
 void build_moe(PlanBuilder& b, const CaseSpec& spec, const Geometry& g) {
   const Strategy& strategy = *spec.strategy.strategy;
-  const MoeRouting routing = route_tokens(moe_router(spec.shape, spec.world));
+  const std::shared_ptr<const MoeRouting> shared =
+      shared_routing(moe_router(spec.shape, spec.world));
+  const MoeRouting& routing = *shared;
   const int64_t local = moe_local_experts(routing.experts, spec.world, b.rank());
   MoeProblem p;
   p.tokens = g.m / spec.world;
@@ -73,7 +76,7 @@ void build_moe(PlanBuilder& b, const CaseSpec& spec, const Geometry& g) {
 
 // The router's own settings (its keys, named in its messages).
 void validate_moe(const CaseSpec& spec, const Geometry& /*g*/) {
-  route_tokens(moe_router(spec.shape, spec.world));
+  shared_routing(moe_router(spec.shape, spec.world));
 }
 
 // No rank's plan is another's moved: each routes other tokens.

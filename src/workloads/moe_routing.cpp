@@ -1,9 +1,13 @@
 // The MoE router and its row layouts (include/fob/moe.h; docs/method.md#the-moe-router).
 #include <algorithm>
 #include <cmath>
+#include <deque>
+#include <memory>
+#include <mutex>
 #include <numeric>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "fob/input_hash.h"
 #include "fob/moe.h"
@@ -151,6 +155,25 @@ void apply_capacity(MoeRouting& routing) {
   }
 }
 
+// MoeRouting::by_expert: a counting sort of the kept choices by expert, stable in choice order
+// (token order, as a token's choices go to distinct experts).
+void index_by_expert(MoeRouting& routing) {
+  std::vector<int64_t> count(static_cast<size_t>(routing.experts), 0);
+  for (int64_t e : routing.expert) {
+    if (e >= 0) ++count[static_cast<size_t>(e)];
+  }
+  routing.by_expert_first.assign(count.size() + 1, 0);
+  std::partial_sum(count.begin(), count.end(), routing.by_expert_first.begin() + 1);
+  routing.by_expert.resize(static_cast<size_t>(routing.by_expert_first.back()));
+  std::vector<int64_t> next(routing.by_expert_first.begin(), routing.by_expert_first.end() - 1);
+  for (size_t i = 0; i < routing.expert.size(); ++i) {
+    const int64_t e = routing.expert[i];
+    if (e >= 0)
+      routing.by_expert[static_cast<size_t>(next[static_cast<size_t>(e)]++)] =
+          static_cast<int64_t>(i);
+  }
+}
+
 }  // namespace
 
 MoeRouting route_tokens(const MoeRouter& router) {
@@ -167,7 +190,9 @@ MoeRouting route_tokens(const MoeRouter& router) {
                      .dropped = std::vector<int64_t>(router.world, 0),
                      .kept = std::vector<int64_t>(router.world * router.experts, 0),
                      .popularity = sampler.shares(),
-                     .hot_expert = sampler.hot()};
+                     .hot_expert = sampler.hot(),
+                     .by_expert = {},
+                     .by_expert_first = {}};
   const uint64_t choice_hash = stream_hash(router.seed, kChoiceStream);
   const uint64_t weight_hash = stream_hash(router.seed, kWeightStream);
   std::vector<int64_t> taken;
@@ -182,6 +207,31 @@ MoeRouting route_tokens(const MoeRouter& router) {
         1 + static_cast<int>(input_mod3(input_mix(weight_hash ^ static_cast<uint64_t>(i))));
   }
   apply_capacity(routing);
+  index_by_expert(routing);
+  return routing;
+}
+
+std::shared_ptr<const MoeRouting> shared_routing(const MoeRouter& router) {
+  // A sim's cases run on several threads, mostly a few routers at a time (a shape at one world
+  // under every strategy); a handful kept bounds the memory a sweep's many shapes hold.
+  constexpr size_t kKept = 4;
+  static std::mutex mutex;
+  static std::deque<std::pair<MoeRouter, std::shared_ptr<const MoeRouting>>> kept;
+  {
+    const std::lock_guard<std::mutex> lock(mutex);
+    for (const auto& [r, routing] : kept) {
+      if (r == router) return routing;
+    }
+  }
+  // Routed outside the lock, so that other routers are not held up; two threads asking for the
+  // same new router at once both route it, and the same result is kept once.
+  auto routing = std::make_shared<const MoeRouting>(route_tokens(router));
+  const std::lock_guard<std::mutex> lock(mutex);
+  for (const auto& [r, theirs] : kept) {
+    if (r == router) return theirs;
+  }
+  kept.emplace_front(router, routing);
+  if (kept.size() > kKept) kept.pop_back();
   return routing;
 }
 
@@ -267,11 +317,13 @@ void lay_out_recv(const MoeRouting& routing, const std::vector<int64_t>& chunk_o
     const int64_t source = token / per_rank;
     return ((e / world) * layout.chunks + chunk_of[token % per_rank]) * world + source;
   };
+  // Each local expert's choices in token order: within a block (one expert's) the rows go by
+  // token, as a scan of every token would place them.
   auto for_each_choice_here = [&](auto&& visit) {
-    for (int64_t token = 0; token < routing.tokens; ++token) {
-      for (int64_t q = 0; q < layout.top_k; ++q) {
-        const int64_t e = routing.expert[routing.choice(token, q)];
-        if (e >= 0 && e % world == layout.rank) visit(token, q, e);
+    for (int64_t e = layout.rank; e < routing.experts; e += world) {
+      for (int64_t i = routing.by_expert_first[e]; i < routing.by_expert_first[e + 1]; ++i) {
+        const int64_t choice = routing.by_expert[i];
+        visit(choice / layout.top_k, choice % layout.top_k, e);
       }
     }
   };

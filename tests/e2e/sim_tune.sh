@@ -52,6 +52,38 @@ cat "$scratch/tune.csv"
 [ "$(field speedup)" = 1.000 ] || fail "launch-bound: speedup $(field speedup)"
 echo "ok: launch-bound machine: baseline, 2.000 ms"
 
+# The mixture of experts on the launch-bound machine: baseline's one chain of tasks is the
+# shortest, T = 11 ms: the gather, the dispatch, each of 2 local experts' up, GLU and down, the
+# combine and the k = 2 weighted sums. Every rank routes other tokens, so every rank is
+# simulated; every strategy of the layer is a candidate (16 parameters of slicing, flash and
+# flash_direct, and baseline), and the row names the MoE shape.
+"$FOBENCH" sim --tune --machine "$scratch/launch.yaml" --workload moe --batch 1 --seq 64 \
+  --hidden 32 --experts 4 --top-k 2 --expert-ffn 32 --moe-skew 1.2 --dtype fp32 --world 2 \
+  --strategies baseline,slicing,flash,flash_direct --format csv > "$scratch/tune.csv" ||
+  fail "moe sim --tune exited $?"
+cat "$scratch/tune.csv"
+[ "$(field best)" = baseline ] || fail "moe launch-bound: best is $(field best), not baseline"
+[ "$(field t_ms)" = 11.000 ] || fail "moe launch-bound: T is $(field t_ms) ms, not 11 launches"
+[ "$(field candidates)" = 49 ] || fail "moe: $(field candidates) candidates, not 1 + 3 x 16"
+[ "$(field shape)" = "b1 s64 d32 E4 k2 F32 skew1.2" ] || fail "moe shape: $(field shape)"
+echo "ok: moe on the launch-bound machine: baseline, 11.000 ms"
+# On the comm-bound pipeline the layer's point-to-point order hides its GEMMs behind the
+# exchanges: flash (or flash_direct, the same tasks at 2 ranks) reaches T_lb = T_comm, which
+# baseline (T_comp + T_comm) and slicing's chunked all-to-alls (a chunk's GEMMs after the last
+# combine) cannot.
+"$FOBENCH" sim --tune --machine "$scratch/pipe.yaml" --workload moe --batch 1 --seq 64 \
+  --hidden 32 --experts 4 --top-k 2 --expert-ffn 32 --dtype fp32 --world 2 \
+  --strategies baseline,slicing,flash,flash_direct --format csv > "$scratch/tune.csv" ||
+  fail "moe sim --tune on the pipeline exited $?"
+cat "$scratch/tune.csv"
+case "$(field best)" in
+  flash:* | flash_direct:*) ;;
+  *) fail "moe pipeline: best is $(field best), not flash or flash_direct" ;;
+esac
+[ "$(field t_over_t_lb)" = 1.000 ] || fail "moe pipeline: T / T_lb is $(field t_over_t_lb)"
+[ "$(field t_lb_ms)" != "$(field t_baseline_ms)" ] || fail "moe pipeline: nothing to hide"
+echo "ok: moe on the pipeline machine: $(field best) at T_lb"
+
 "$FOBENCH" sim --tune --machine "$scratch/pipe.yaml" "${shape[@]}" --format csv \
   -o "$scratch/tune.h5" > "$scratch/tune.csv" || fail "sim --tune -o exited $?"
 cat "$scratch/tune.csv"

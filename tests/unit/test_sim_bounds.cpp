@@ -2,6 +2,7 @@
 // and refused past the ceilings before anything is built, and the -o file whole or absent.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <string>
@@ -60,6 +61,28 @@ TEST(SimBounds, EstimatesThePlansThatGrowWithTheWorld) {
   // Up to 32 ranks the plan is counted.
   const CaseSpec small = case_at("mlp", "flash:16", 32, shape);
   EXPECT_EQ(estimated_plan_tasks(small), make_plan(small, 0).tasks.size());
+}
+
+// A mixture of experts past its experts: the 8 ranks that hold one build far larger plans than
+// the 56 that only send and receive, and no plan is another's rotation, so every rank is built.
+// The estimate is the mean over the ranks, not rank 0's (near 6 times the mean), and a result's
+// records, padded to the largest plan, are counted at rank 0's size.
+TEST(SimBounds, AMixtureOfExpertsIsCountedAtItsMeanRank) {
+  const Shape shape{1, 4096, 64, 64, 0, MoeShape{8, 2, 64, 0, 0, 0}};
+  const CaseSpec spec = case_at("moe", "flash:4", 64, shape);
+  double mean = 0, largest = 0;
+  for (int r = 0; r < spec.world; ++r) {
+    const double tasks = static_cast<double>(make_plan(spec, r).tasks.size());
+    mean += tasks / spec.world;
+    largest = std::max(largest, tasks);
+  }
+  ASSERT_GT(largest, 3 * mean);
+  const double estimate = static_cast<double>(estimated_plan_tasks(spec));
+  EXPECT_GT(estimate, 0.8 * mean);
+  EXPECT_LT(estimate, 1.25 * mean);
+  const SimCaseCost cost = sim_case_cost(spec, NoPeriodCost());
+  EXPECT_EQ(cost.plans, 64u);
+  EXPECT_GT(static_cast<double>(cost.record_tasks), 0.8 * largest);
 }
 
 // `sim --tune` at 4096 ranks ran for minutes: its estimate refuses it at once, naming the

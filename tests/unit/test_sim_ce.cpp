@@ -3,6 +3,7 @@
 // them are priced, where ce is refused, and that sim --tune tries it.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -19,6 +20,7 @@
 #include "fob/result_files.h"
 #include "fob/sim.h"
 #include "fob/strategy.h"
+#include "fob/transfer_messages.h"
 #include "fob/workload.h"
 
 namespace fob {
@@ -173,11 +175,42 @@ TEST(SimCe, TransfersPayEachCopyAndTheirBytesAtTheEnginesRate) {
   a2a.kind = TaskKind::collective;
   a2a.op = CollectiveOp::all_to_all;
   a2a.batch = 4;
-  EXPECT_EQ(ce.latencies_per_step(a2a), 4);
-  EXPECT_EQ(MachineCost(ce_machine()).latencies_per_step(a2a), 1);
+  EXPECT_EQ(ce.latencies_per_step(a2a, a2a.batch), 4);
+  EXPECT_EQ(MachineCost(ce_machine()).latencies_per_step(a2a, a2a.batch), 1);
   EXPECT_EQ(MachineCost(ce_machine())
                 .reduction_seconds_per_byte(CollectiveOp::reduce_scatter, DType::bf16),
             0.0);
+}
+
+// An uneven all-to-all (the mixture of experts' dispatch and combine) on copy engines: each
+// step copies each span a rank sends its peer one by one (transfer_messages.h: a message per
+// span), so a step lasts as long as the slowest rank's spans' copies and bytes; over NCCL's
+// links a step is one message per peer.
+TEST(SimCe, AnUnevenAllToAllPaysACopyPerSpan) {
+  const MachineCost ce(ce_machine(), TransferPath::copy_engines);
+  const int n = 4;
+  const CaseSpec spec = spec_of("moe", "comm_only", n, find_workload("moe")->check_shape);
+  const std::vector<Plan> plans = make_plans(spec);
+  double expected = 0;
+  int most_pieces = 0;
+  for (const Task& t : plans[0].tasks) {
+    if (t.kind != TaskKind::collective) continue;
+    ASSERT_GE(t.spans, 0);
+    for (int s = 1; s < n; ++s) {
+      double step = 0;
+      for (const Plan& p : plans) {
+        const Task& mine = p.tasks[static_cast<size_t>(t.id)];
+        const int to = (p.rank + s) % n;
+        const auto pieces = static_cast<int>(all_to_all_blocks(p, mine).send[to].size());
+        const auto bytes = static_cast<double>(all_to_all_sent_bytes(p, mine)[to]);
+        if (bytes > 0) step = std::max(step, pieces * 2e-6 + bytes / 200e9);
+        most_pieces = std::max(most_pieces, pieces);
+      }
+      expected += step;
+    }
+  }
+  EXPECT_GT(most_pieces, 1);  // some peer gets several spans: the copies count
+  EXPECT_NEAR(step_of(spec, ce), expected, 1e-12);
 }
 
 // Copy engines take no SMs: a GEMM beside a ce transfer runs on all 4, beside NCCL on 2, and

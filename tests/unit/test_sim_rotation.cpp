@@ -150,6 +150,35 @@ TEST(SimRotation, DifferencesAreNotRotations) {
   EXPECT_FALSE(is_rotation_of(moved, base));
 }
 
+// An uneven all-to-all's blocks move with the ring too: the same bytes sent to other peers
+// price otherwise (a step waits for its largest block), so a plan whose blocks were not moved
+// is no rotation, and the mixture of experts' ranks, which route other tokens, are none.
+TEST(SimRotation, AnUnevenAllToAllsBlocksMoveWithTheRing) {
+  const CaseSpec spec = test_case(find_workload("moe"), "baseline", 4, DType::fp32);
+  const Plan base = make_plan(spec, 0);
+  ASSERT_FALSE(base.peer_spans.empty());
+  auto move_one = [](auto& v) { std::rotate(v.begin(), v.end() - 1, v.end()); };
+  Plan moved = base;
+  moved.rank = 1;
+  for (Task& t : moved.tasks) {
+    if (t.send_peer >= 0) t.send_peer = (t.send_peer + 1) % spec.world;
+    if (t.recv_peer >= 0) t.recv_peer = (t.recv_peer + 1) % spec.world;
+  }
+  for (PeerSpans& blocks : moved.peer_spans) {
+    move_one(blocks.send);
+    move_one(blocks.recv);
+  }
+  EXPECT_TRUE(is_rotation_of(moved, base));
+  Plan unmoved = moved;
+  unmoved.peer_spans = base.peer_spans;
+  EXPECT_FALSE(is_rotation_of(unmoved, base));
+  for (int r = 1; r < spec.world; ++r) {
+    EXPECT_FALSE(is_rotation_of(make_plan(spec, r), base)) << "rank " << r;
+  }
+  // So the simulator builds every rank's plan, whatever the machine's period.
+  EXPECT_EQ(plans_to_simulate(spec, UniformCost(1e12, 1e12, 0, 1e9)).size(), 4u);
+}
+
 // Every case of every shipped config at every world of 2, 4, 8 and 16 its shapes divide by, on
 // every shipped machine (its own topology, and 2 ranks a node so that worlds 4..16 are
 // simulated through 2 ranks) and on uniform rates (through 1 rank): the same times as the
