@@ -8,6 +8,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "collective_steps.h"
@@ -294,8 +295,10 @@ class InterferenceCollector {
 // The GEMMs' and element-wise tasks' durations: a reference case's, and the others' that no
 // transfer touched; and GEMMs of overlapping strategies that started under a transfer. A step
 // lasts as long as its slowest rank, so a GEMM's sample for an iteration is its slowest rank's
-// time: the simulator gives every rank that time, and its step then matches the measured median
-// of slowest-rank steps rather than a typical rank's.
+// time among the ranks whose task of that id has its shape: the simulator gives every such rank
+// that time, and its step then matches the measured median of slowest-rank steps rather than a
+// typical rank's. Ranks whose task differs in shape (an expert's tokens under moe) are samples
+// of their own shapes.
 class ComputeCollector {
  public:
   ComputeCollector(const CaseView& v, bool reference, bool overlaps, Collected& out)
@@ -317,21 +320,23 @@ class ComputeCollector {
         for (const Task& t : plan.tasks) sample(it, r, t, comm);
       }
     }
-    for (const auto& [where, s] : slowest_gemm_) out_.gemm.reference[s.first].push_back(s.second);
-    for (const auto& [where, s] : slowest_clean_gemm_) {
-      out_.gemm.clean[s.first].push_back(s.second);
+    for (const auto& [where, d] : slowest_gemm_)
+      out_.gemm.reference[std::get<2>(where)].push_back(d);
+    for (const auto& [where, d] : slowest_clean_gemm_) {
+      out_.gemm.clean[std::get<2>(where)].push_back(d);
     }
-    for (const auto& [where, s] : slowest_elem_) out_.elem.reference[s.first].push_back(s.second);
+    for (const auto& [where, d] : slowest_elem_)
+      out_.elem.reference[std::get<2>(where)].push_back(d);
   }
 
  private:
   template <typename Key>
-  using Slowest = std::map<std::pair<int, int>, std::pair<Key, double>>;  // (iter, task)
+  using Slowest = std::map<std::tuple<int, int, Key>, double>;  // (iter, task, shape)
 
   template <typename Key>
   static void keep_slowest(Slowest<Key>& slowest, int it, int task, const Key& key, double d) {
-    auto [entry, inserted] = slowest.try_emplace({it, task}, key, d);
-    if (!inserted) entry->second.second = std::max(entry->second.second, d);
+    auto [entry, inserted] = slowest.try_emplace({it, task, key}, d);
+    if (!inserted) entry->second = std::max(entry->second, d);
   }
 
   // How a compute task's interval meets the rank's comm-stream intervals.

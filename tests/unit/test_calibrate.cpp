@@ -151,6 +151,28 @@ TEST(Calibrate, RecoversAKnownMachine) {
   EXPECT_TRUE(link_residual);
 }
 
+// Under moe the task of one id is a GEMM of another shape on every rank (each rank's experts got
+// other tokens): each rank's duration is a sample of its own task's shape, never of another
+// rank's task of that id.
+TEST(Calibrate, EachRanksExpertGemmsAreSamplesOfTheirOwnShapes) {
+  const int world = 2;
+  Shape s = shape(64);
+  s.moe = MoeShape{4, 2, 96, 1.5, 0, 0};
+  std::vector<CaseResult> cases;
+  for (const char* strategy : {"compute_only", "comm_only"}) {
+    cases.push_back(measured(find_workload("moe"), s, strategy, world, strategy, false));
+  }
+  const Machine m = calibrate({file_of(cases, world)}, "testbox", nullptr);
+  const ComputeModel& cm = m.compute.at(DType::fp32);
+  // Skewed routing gives the ranks' experts different row counts: more shapes than one rank has.
+  ASSERT_GE(cm.gemm_efficiency.size(), 6U);
+  for (const GemmPoint& p : cm.gemm_efficiency) {
+    expect_rel(
+        cm.peak_flops * p.efficiency, kPeak * efficiency(p.m, p.n, p.k),
+        "rate of " + std::to_string(p.m) + "x" + std::to_string(p.n) + "x" + std::to_string(p.k));
+  }
+}
+
 // Transfers that slow down under compute and wait to be posted while their rank computes, and
 // launch overheads: the fit finds all four from the transfers' windows and waits. At world 2 every
 // transfer involves both ranks, so "a rank it involves computes" is exact for messages and rings
