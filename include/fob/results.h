@@ -216,6 +216,10 @@ struct RankSpread {
   // their time, median over the iterations; the rank with the lowest. NaN without compute.
   double gemm_min = 0, gemm_avg = 0, gemm_max = 0;
   int32_t slowest_gemm_rank = -1;
+  // Whether every rank's compute-stream tasks hold the same flops: only then is one rank's GEMM
+  // rate a measure of its core against the others' (under moe a rank with fewer tokens runs
+  // smaller GEMMs, slower by their shape, not by its core).
+  bool same_gemm_work = true;
   // A case with experts: over ranks, of each rank's expert time (its gemm and glu tasks on the
   // compute stream summed, median over the iterations); the rank with the largest, and that
   // rank's share of the routed tokens (CaseResult::moe_load). NaN and -1 otherwise.

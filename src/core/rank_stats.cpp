@@ -52,6 +52,17 @@ double gemm_rate(const CaseResult& c, int i, int r) {
   return seconds > 0 ? flops / seconds : kNaN;
 }
 
+// Rank r's compute-stream flops per iteration (its task table's).
+double rank_flops(const CaseResult& c, int r) {
+  const auto compute = static_cast<int8_t>(StreamId::compute);
+  double flops = 0;
+  for (int t = 0; t < c.max_tasks; ++t) {
+    const TaskRecord& task = c.task_record(r, t);
+    if (task.task >= 0 && task.stream == compute && task.flops > 0) flops += task.flops;
+  }
+  return flops;
+}
+
 // Rank r's expert time in iteration i: its experts' GEMMs and activations, summed; NaN where a
 // time is missing.
 double expert_seconds(const CaseResult& c, int i, int r) {
@@ -93,7 +104,7 @@ void set_expert_spread(const CaseResult& c, RankSpread& s) {
 }  // namespace
 
 RankSpread rank_spread(const CaseResult& c) {
-  RankSpread s{kNaN, kNaN, kNaN, -1, kNaN, kNaN, kNaN, -1, kNaN, kNaN, -1, kNaN};
+  RankSpread s{kNaN, kNaN, kNaN, -1, kNaN, kNaN, kNaN, -1, true, kNaN, kNaN, -1, kNaN};
   const int iters = c.iters;
   if (iters <= 0 || c.max_tasks <= 0 || !c.arrays_match() ||
       c.step_seconds.size() != static_cast<size_t>(iters) * static_cast<size_t>(c.ranks())) {
@@ -119,6 +130,9 @@ RankSpread rank_spread(const CaseResult& c) {
   s.gemm_avg = g.avg;
   s.gemm_max = g.max;
   s.slowest_gemm_rank = g.min_at;
+  for (int r = 1; r < c.ranks(); ++r) {
+    s.same_gemm_work = s.same_gemm_work && rank_flops(c, r) == rank_flops(c, 0);
+  }
   if (c.experts > 0) set_expert_spread(c, s);
   return s;
 }
@@ -132,7 +146,8 @@ std::string straggler_doubt(const RankSpread& s) {
                   s.slowest_rank, s.t_max * 1e3, s.t_max / s.t_avg);
     out += text;
   }
-  if (s.slowest_gemm_rank >= 0 && s.gemm_min > 0 && s.gemm_avg / s.gemm_min > kStragglerRatio) {
+  if (s.same_gemm_work && s.slowest_gemm_rank >= 0 && s.gemm_min > 0 &&
+      s.gemm_avg / s.gemm_min > kStragglerRatio) {
     std::snprintf(text, sizeof text,
                   "rank %d's GEMMs ran at %.3g GFLOP/s, 1/%.2f of the ranks' average (a slow "
                   "core or a busy neighbour)",

@@ -66,6 +66,19 @@ TEST(RankStats, RanksWithinOnePointFiveOfTheAverageAreNoStraggler) {
   EXPECT_EQ(straggler_doubt(s), "");
 }
 
+// Ranks whose GEMMs hold different work (moe: a rank's experts got fewer tokens) run other
+// shapes at other rates: a low rate there says nothing of the rank's core.
+TEST(RankStats, RanksOfUnequalWorkNameNoSlowGemms) {
+  CaseResult c = gemm_case({1e-3, 1e-3, 1e-3, 1e-3});
+  const RankSpread equal = rank_spread(c);
+  EXPECT_TRUE(equal.same_gemm_work);
+  c.tasks[3].flops = 1e8;  // rank 3: a tenth of the work in the same time, 1/10 the rate
+  const RankSpread s = rank_spread(c);
+  EXPECT_FALSE(s.same_gemm_work);
+  EXPECT_EQ(s.slowest_gemm_rank, 3);
+  EXPECT_EQ(straggler_doubt(s), "");
+}
+
 // The summary row carries the figures (the report and /summary read them) and the doubt.
 TEST(RankStats, TheSummaryRowNamesTheStraggler) {
   const std::vector<Summary> rows = summarize({gemm_case({1e-3, 4e-3})});
