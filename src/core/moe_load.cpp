@@ -1,5 +1,6 @@
 #include "fob/moe_load.h"
 
+#include <memory>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -37,7 +38,9 @@ MoeLoad moe_load(const std::vector<const Plan*>& plans) {
     return load;
   }
   const int64_t n = plans.front()->world;
-  const MoeRouting routing = route_tokens(moe_router(plans.front()->shape, n));
+  const std::shared_ptr<const MoeRouting> routed =
+      shared_routing(moe_router(plans.front()->shape, n));
+  const MoeRouting& routing = *routed;
   const int64_t e_count = routing.experts;
   load.expert_tokens.assign(static_cast<size_t>(e_count), 0);
   load.rank_tokens.assign(static_cast<size_t>(n), 0);

@@ -93,7 +93,8 @@ class MoeOracle {
         seed_(seed),
         d_(plan.shape.hidden),
         f_(plan.shape.expert_ffn()),
-        routing_(route_tokens(moe_router(plan.shape, plan.world))),
+        routed_(shared_routing(moe_router(plan.shape, plan.world))),
+        routing_(*routed_),
         layout_(moe_layout(routing_, plan.rank, 1)) {}
 
   std::vector<double> expected(CheckKind kind) {
@@ -244,7 +245,8 @@ class MoeOracle {
   const Plan& plan_;
   uint64_t seed_;
   int64_t d_, f_;
-  MoeRouting routing_;
+  std::shared_ptr<const MoeRouting> routed_;  // the plans' own routing, routed once per case
+  const MoeRouting& routing_;
   MoeLayout layout_;
   std::map<int64_t, Weights> weights_;
 };
