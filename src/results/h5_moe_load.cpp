@@ -1,6 +1,7 @@
 // A mixture-of-experts case's load in the results file (docs/moe-load.md): the
 // group `moe_load` in the case's group, its datasets CaseResult::moe_load's vectors. Optional: a
 // case without it has no experts, or predates it.
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,11 @@ std::vector<hsize_t> dims_of(Dims dims, int64_t world, int64_t experts) {
 
 void write_case_moe_load(hid_t group, const CaseResult& c, const Where& w) {
   if (c.moe_load.empty()) return;
+  // Each dataset's size is taken from the load's counts: a load that does not fit its case
+  // would be read past its end.
+  if (const std::string why = moe_load_problem(c.moe_load, c.key()); !why.empty()) {
+    throw std::logic_error("case " + c.id + ": a MoE load that does not fit its case: " + why);
+  }
   H5Id load = create_group(group, kGroup, w);
   const auto experts = static_cast<int64_t>(c.moe_load.expert_tokens.size());
   for (const Dataset& d : kDatasets) {

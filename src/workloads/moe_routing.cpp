@@ -246,6 +246,11 @@ int64_t moe_chunk_begin(int64_t tokens_per_rank, int64_t chunks, int64_t chunk) 
 namespace {
 
 void check_layout(const MoeRouting& routing, int64_t rank, int64_t chunks) {
+  if (routing.by_expert_first.size() != static_cast<size_t>(routing.experts) + 1) {
+    throw std::logic_error(
+        "moe_layout: a routing without its index by expert (route_tokens "
+        "builds it)");
+  }
   if (rank < 0 || rank >= routing.world) {
     throw std::logic_error("moe_layout: rank " + std::to_string(rank) + " outside the world of " +
                            std::to_string(routing.world));
