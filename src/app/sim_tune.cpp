@@ -32,7 +32,8 @@ std::string shape_text(const Summary& s) {
       std::snprintf(text, sizeof text, " cap%g", s.capacity_factor);
       out += text;
     }
-    return out;
+    // The router's seed routes other tokens: rows of a seed sweep differ by it alone.
+    return out + " seed" + std::to_string(s.moe_seed);
   }
   std::snprintf(text, sizeof text, "b%lld s%lld d%lld f%lld", static_cast<long long>(s.batch),
                 static_cast<long long>(s.seq), static_cast<long long>(s.hidden),

@@ -65,7 +65,7 @@ cat "$scratch/tune.csv"
 [ "$(field best)" = baseline ] || fail "moe launch-bound: best is $(field best), not baseline"
 [ "$(field t_ms)" = 11.000 ] || fail "moe launch-bound: T is $(field t_ms) ms, not 11 launches"
 [ "$(field candidates)" = 49 ] || fail "moe: $(field candidates) candidates, not 1 + 3 x 16"
-[ "$(field shape)" = "b1 s64 d32 E4 k2 F32 skew1.2" ] || fail "moe shape: $(field shape)"
+[ "$(field shape)" = "b1 s64 d32 E4 k2 F32 skew1.2 seed1" ] || fail "moe shape: $(field shape)"
 echo "ok: moe on the launch-bound machine: baseline, 11.000 ms"
 # On the comm-bound pipeline the layer's point-to-point order hides its GEMMs behind the
 # exchanges: flash (or flash_direct, the same tasks at 2 ranks) reaches T_lb = T_comm, which
