@@ -42,6 +42,12 @@ std::string bytes_text(int64_t bytes) {
   return text;
 }
 
+// A heatmap cell's side: the matrix fits kMatrixSide however many ranks there are (past 360
+// ranks a cell is under a pixel and the picture shows the matrix's pattern, not its cells).
+double cell_side(int64_t n) {
+  return std::min(72.0, kMatrixSide / static_cast<double>(n));
+}
+
 // A cell's fill: white for none, the first series colour's blue at the most.
 std::string heat(double share) {
   const int level = static_cast<int>(255 - std::clamp(share, 0.0, 1.0) * 190);
@@ -53,7 +59,7 @@ std::string heat(double share) {
 double write_matrix(svg::Document& doc, const CaseResult& c, double top) {
   const MoeLoad& load = c.moe_load;
   const int64_t n = load.world();
-  const double cell = std::clamp(kMatrixSide / static_cast<double>(n), 6.0, 72.0);
+  const double cell = cell_side(n);
   const int64_t most =
       std::max<int64_t>(1, *std::max_element(load.token_matrix.begin(), load.token_matrix.end()));
   const double font = std::min(13.0, cell / 3.2);
@@ -76,7 +82,7 @@ double write_matrix(svg::Document& doc, const CaseResult& c, double top) {
                         attr("data-tokens", static_cast<double>(v)));
       doc.rect(x, y, cell, cell,
                attr("fill", heat(static_cast<double>(v) / static_cast<double>(most))) +
-                   attr("stroke", "#ffffff"),
+                   (cell >= 4 ? attr("stroke", "#ffffff") : std::string()),
                "rank " + std::to_string(i) + " to rank " + std::to_string(j) + ": " +
                    count_text(v) + " token choices");
       if (font >= 6) {
@@ -211,8 +217,7 @@ void write_tokens_svg(std::ostream& out, const ResultFile& file, const std::stri
   const double header = pictures::header_height(kWidth - 20, title, subtitles, file.system);
   const double matrix_top = header + 30;
   const int64_t n = c.moe_load.world();
-  const double side =
-      std::clamp(kMatrixSide / static_cast<double>(n), 6.0, 72.0) * static_cast<double>(n);
+  const double side = cell_side(n) * static_cast<double>(n);
   const double table = 36 + 17 * static_cast<double>(std::min<int64_t>(n, 24) + 1);
   const double bars_top = matrix_top + std::max(side, table) + 50;
   const std::vector<std::string> caption = pictures::caption_lines(file.system, {}, kWidth - 20);
