@@ -66,7 +66,7 @@ TEST(SimBounds, EstimatesThePlansThatGrowWithTheWorld) {
 // A mixture of experts past its experts: the 8 ranks that hold one build far larger plans than
 // the 56 that only send and receive, and no plan is another's rotation, so every rank is built.
 // The estimate is the mean over the ranks, not rank 0's (near 6 times the mean), and a result's
-// records, padded to the largest plan, are counted at rank 0's size.
+// records, padded to the largest plan, are counted at the largest plan's size.
 TEST(SimBounds, AMixtureOfExpertsIsCountedAtItsMeanRank) {
   const Shape shape{1, 4096, 64, 64, 0, MoeShape{8, 2, 64, 0, 0, 0}};
   const CaseSpec spec = case_at("moe", "flash:4", 64, shape);
