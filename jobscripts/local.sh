@@ -34,7 +34,7 @@ if ! command -v "$mpirun" > /dev/null; then
 fi
 
 launch=("$mpirun" -np "$np")
-if "$mpirun" --version 2>/dev/null | grep -q 'Open MPI'; then
+if [[ $("$mpirun" --version 2>/dev/null || true) == *'Open MPI'* ]]; then
   launch+=(--oversubscribe --bind-to none)
   if [[ $EUID -eq 0 ]]; then
     launch+=(--allow-run-as-root)

@@ -69,7 +69,7 @@ EOF
 }
 
 fob_pkg_installed() {
-  dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q 'install ok installed'
+  [[ $(dpkg-query -W -f='${Status}' "$1" 2>/dev/null) == 'install ok installed' ]]
 }
 
 # Directories searched for headers: the environment's include paths, prefixes modules set, and

@@ -88,7 +88,9 @@ needed() {
 
 # check_no_rpath FILE: DT_RPATH would outrank the loader's --library-path; DT_RUNPATH does not.
 check_no_rpath() {
-  if readelf -dW "$1" | grep -q '(RPATH)'; then
+  local dynamic
+  dynamic=$(readelf -dW "$1")
+  if [[ $dynamic == *'(RPATH)'* ]]; then
     die "$1 has a DT_RPATH, which would outrank the bundle's library path (link with" \
       "--enable-new-dtags, the default, or remove it with patchelf --remove-rpath)"
   fi
@@ -369,7 +371,7 @@ check_size() {
   bytes=$(du -sb "$OUT" | cut -f1)
   if ((bytes > MAX_BYTES)); then
     echo "gpu_bundle: $OUT is $bytes bytes, over the limit of $MAX_BYTES (48 MiB); largest:" >&2
-    find "$OUT" -type f -printf '%s\t%P\n' | sort -rn | head -15 >&2
+    find "$OUT" -type f -printf '%s\t%P\n' | sort -rn | sed -n 1,15p >&2
     exit 1
   fi
   echo "gpu_bundle: wrote $OUT: $bytes bytes ($((bytes * 100 / MAX_BYTES))% of 48 MiB)," \

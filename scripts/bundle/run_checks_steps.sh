@@ -9,7 +9,9 @@ gemm_slices() {
   local json="$CHECKS/gemm_slices_cuda.json" bench="$ROOT/bin/fob_gemm_slices_cuda" min_time=0.05
   [[ -x "$bench" ]] || { echo "no $bench in this bundle"; return 1; }
   # Google Benchmark 1.8 wants a unit ("0.05s"); 1.7 (Debian 12) a plain number of seconds.
-  if "$bench" --help 2>&1 | grep -q '<float>s'; then min_time=0.05s; fi
+  local help
+  help=$("$bench" --help 2>&1 || true)
+  if [[ $help == *'<float>s'* ]]; then min_time=0.05s; fi
   CUDA_VISIBLE_DEVICES=0 "$bench" "--benchmark_min_time=$min_time" "--benchmark_out=$json" \
     --benchmark_out_format=json || return
   # Google Benchmark exits 0 even when a benchmark reported an error: look in the JSON.

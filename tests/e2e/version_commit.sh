@@ -9,7 +9,7 @@ if ! command -v git > /dev/null || ! git -C "$FOB_SOURCE_DIR" rev-parse HEAD > /
 fi
 want=$(git -C "$FOB_SOURCE_DIR" rev-parse --short HEAD)
 [ -z "$(git -C "$FOB_SOURCE_DIR" status --porcelain --untracked-files=no)" ] || want="$want-dirty"
-got=$("$FOBENCH" --version | head -n1 | sed -n 's/.*(git \(.*\))$/\1/p')
+got=$("$FOBENCH" --version | sed -n '1s/.*(git \(.*\))$/\1/p')
 [ "$got" = "$want" ] || fail "--version says git '$got', the tree is at '$want' (rebuild?)"
 mpirun_np 1 run -c "$FOB_SOURCE_DIR/bench_configs/smoke.yaml" --strategies baseline \
   -o "$scratch/v.h5" > /dev/null

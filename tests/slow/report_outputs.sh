@@ -67,7 +67,8 @@ expect_input_error calibrate_reserved "names ending in .tmp are fobench's own" \
   calibrate "$in" -o "$scratch/o.yaml.tmp"
 
 # No temporary is left behind by any of it.
-if find "$scratch" -name '.*.tmp' | grep -q .; then fail "a temporary was left behind"; fi
+left=$(find "$scratch" -name '.*.tmp')
+[ -z "$left" ] || fail "a temporary was left behind: $left"
 echo "ok: report and calibrate write only files of their own"
 
 # Every table command takes every table format, through the same writers: Markdown with a table
@@ -89,7 +90,7 @@ for format in md csv json latex; do
     esac || fail "$cmd --format $format exited $?"
     case $format in
       md) grep -q '^| .* |$' "$out" || fail "$cmd --format md has no table row" ;;
-      csv) grep -v '^#' "$out" | head -n 1 | grep -Eq '^([a-z0-9_]+,)*workload(,[a-z0-9_]+)+$' ||
+      csv) [[ $(grep -m1 -v '^#' "$out") =~ ^([a-z0-9_]+,)*workload(,[a-z0-9_]+)+$ ]] ||
         fail "$cmd --format csv has no header of column keys" ;;
       json) "$FOB_PYTHON" -c '
 import json, sys

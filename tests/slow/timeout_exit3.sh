@@ -11,5 +11,6 @@ grep -q "rank [01]: .*task [0-9]* '" "$scratch/err" || {
   fail "the message does not name the rank and the task"
 }
 # compute_only finished before the hang and must survive in the .partial file.
-"$FOBENCH" report "$scratch/t.h5.partial" | grep -q compute_only || fail "finished case lost"
+"$FOBENCH" report "$scratch/t.h5.partial" > "$scratch/t.md" || fail "report exited $?"
+grep -q compute_only "$scratch/t.md" || fail "finished case lost: $(cat "$scratch/t.md")"
 echo "ok: $(grep -m1 'did not finish' "$scratch/err")"

@@ -12,7 +12,7 @@ cmake --install "$build" --prefix "$prefix" > "$prefix.log" 2>&1 ||
 rm -f "$prefix.log"
 fob="$prefix/bin/fobench"
 [ -x "$fob" ] || fail "no bin/fobench"
-lib=$(dirname "$(find "$prefix" -name libfobcore.so | head -n 1)")
+lib=$(dirname "$(find "$prefix" -name libfobcore.so -print -quit)")
 [[ -n "$lib" && "$lib" != . ]] || fail "no libfobcore.so"
 [ -f "$prefix/include/fob/plan.h" ] || fail "no include/fob/plan.h"
 configs="$prefix/share/fobench/bench_configs"

@@ -32,7 +32,7 @@ refused() { # refused NAME PATTERN ARGS...: exit 2, PATTERN said, no file
   [[ $rc == 2 ]] || fail "$name: exit $rc, not 2: $(cat "$scratch/$name.err")"
   grep -qE "$pattern" "$scratch/$name.err" || fail "$name: no '$pattern' in: $(cat "$scratch/$name.err")"
   [[ ! -e $scratch/$name.h5 && ! -e $scratch/$name.h5.partial ]] || fail "$name: wrote a file"
-  echo "ok: $name refused: $(grep -oE "$pattern.{0,100}" "$scratch/$name.err" | head -n1)"
+  echo "ok: $name refused: $(grep -oE "$pattern.{0,100}" "$scratch/$name.err" | sed -n 1p)"
 }
 
 # --- 1. refusals ------------------------------------------------------------------------------

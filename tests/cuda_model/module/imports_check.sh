@@ -18,7 +18,7 @@ all_exports=$(for lib in "$libdir"/lib{cudart.so.13,cublas.so.13,nccl.so.2,cupti
 done | sort -u)
 
 for lib in "$libdir"/lib{cudart.so.13,cublas.so.13,nccl.so.2,cupti.so.13,cuda.so.1,nvidia-ml.so.1}; do
-  exports_of "$lib" | grep -qx fobmodel_identity || { echo "$lib does not export fobmodel_identity"; fail=1; }
+  grep -qx fobmodel_identity <<<"$(exports_of "$lib")" || { echo "$lib does not export fobmodel_identity"; fail=1; }
 done
 
 # Linked: the module's undefined CUDA, cuBLAS and NCCL symbols.

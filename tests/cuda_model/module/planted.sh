@@ -30,7 +30,7 @@ run() {
 }
 expect_report() {  # expect_report EXTENDED-REGEX: the model's report, in the run's output
   grep -qE "$1" "$log" || fail "no report matching '$1' (exit $rc)"
-  echo "ok: $plant caught (exit $rc, ${took}s): $(grep -oE "$1" "$log" | head -n1 | cut -c1-200)"
+  echo "ok: $plant caught (exit $rc, ${took}s): $(grep -oE "$1" "$log" | sed -n 1p | cut -c1-200)"
 }
 
 case $plant in

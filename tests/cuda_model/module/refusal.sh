@@ -26,7 +26,7 @@ expect_refused() {
   [[ $rc == 2 ]] || fail "$name: exit $rc, not 2: $(cat "$scratch/$name.log")"
   grep -qE "$pattern" "$scratch/$name.log" || fail "$name: no '$pattern' in: $(cat "$scratch/$name.log")"
   [[ ! -e $scratch/$name.h5 && ! -e $scratch/$name.h5.partial ]] || fail "$name: wrote a file"
-  echo "ok: $name: $(grep -oE "$pattern.{0,80}" "$scratch/$name.log" | head -n1)"
+  echo "ok: $name: $(grep -oE "$pattern.{0,80}" "$scratch/$name.log" | sed -n 1p)"
 }
 
 expect_refused nvidia_module_on_model "the cuda model's" \

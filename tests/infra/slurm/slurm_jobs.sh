@@ -244,4 +244,4 @@ FOB_CUDA_MODULE=$FOB_MODEL_MODULE FOB_MODEL_FATAL=1 timeout 300 srun --nodes=2 -
 grep -q "transport: 'ce' maps peers' GPU memory with CUDA IPC, which reaches the GPUs of one node only, and the ranks run on 2 nodes (ranks 0 and 1)" \
   "$dir/ce.log" || fail "the refusal does not name the rule and the ranks: $(cat "$dir/ce.log")"
 [[ ! -e $dir/out/ce.h5 && ! -e $dir/out/ce.h5.partial ]] || fail "a refused run wrote a file"
-echo "ok: transport ce across ${nodes[*]} refused: $(grep -o "the ranks run on [^;]*" "$dir/ce.log" | head -n1)"
+echo "ok: transport ce across ${nodes[*]} refused: $(grep -o "the ranks run on [^;]*" "$dir/ce.log" | sed -n 1p)"
