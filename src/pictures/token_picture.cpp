@@ -1,7 +1,8 @@
 // The token picture of an MoE case: where its router sent the tokens, from the results file's
 // moe_load (docs/reports.md#pictures). A heatmap of source rank x destination rank
 // with the counts in the cells, each rank's load and received bytes beside it, and a bar per
-// expert coloured by the rank that owns it under the count of dropped choices.
+// expert (the busiest, past 128) coloured by the rank that owns it under the count of dropped
+// choices.
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -125,47 +126,90 @@ void write_rank_table(svg::Document& doc, const CaseResult& c, double x, double 
   }
 }
 
-// The bars of the experts, and above them the choices the capacity dropped (as a number: next
-// to the experts' bars, a bar of them would often flatten the rest).
+// The experts that get a bar: every one, or past kMaxBars (where a bar would be thinner than a
+// few pixels and a million experts would make a million rectangles) the busiest, busiest first.
+constexpr int64_t kMaxBars = 128;
+
+std::vector<int64_t> experts_shown(const MoeLoad& load) {
+  std::vector<int64_t> order(load.expert_tokens.size());
+  for (size_t e = 0; e < order.size(); ++e) order[e] = static_cast<int64_t>(e);
+  if (order.size() <= static_cast<size_t>(kMaxBars)) return order;
+  const auto tokens = [&](int64_t e) { return load.expert_tokens[static_cast<size_t>(e)]; };
+  std::partial_sort(
+      order.begin(), order.begin() + kMaxBars, order.end(),
+      [&](int64_t a, int64_t b) { return tokens(a) != tokens(b) ? tokens(a) > tokens(b) : a < b; });
+  order.resize(static_cast<size_t>(kMaxBars));
+  return order;
+}
+
+std::string percent_of(int64_t part, int64_t whole) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.1f%%",
+                whole > 0 ? 100.0 * static_cast<double>(part) / static_cast<double>(whole) : 0.0);
+  return text;
+}
+
+// Above the bars: the choices the capacity dropped (as a number: next to the experts' bars, a
+// bar of them would often flatten the rest) and, where not every expert has a bar, what the
+// others took.
+void write_bars_notes(svg::Document& doc, const MoeLoad& load, const std::vector<int64_t>& shown,
+                      double top) {
+  int64_t dropped = 0, kept = 0, in_bars = 0;
+  for (const int64_t v : load.dropped) dropped += v;
+  for (const int64_t v : load.expert_tokens) kept += v;
+  for (const int64_t e : shown) in_bars += load.expert_tokens[static_cast<size_t>(e)];
+  doc.text(kLeft, top - 12,
+           "dropped by the capacity: " + count_text(dropped) + " of " + count_text(dropped + kept) +
+               " choices (" + percent_of(dropped, dropped + kept) + ")",
+           attr("class", "dropped") + attr("font-size", 12));
+  const auto experts = static_cast<int64_t>(load.expert_tokens.size());
+  if (static_cast<int64_t>(shown.size()) == experts) return;
+  doc.text(kWidth - 20, top - 12,
+           "the " + count_text(kMaxBars) + " busiest of " + count_text(experts) +
+               " experts, busiest first; the other " +
+               count_text(experts - static_cast<int64_t>(shown.size())) + " took " +
+               count_text(kept - in_bars) + " choices (" + percent_of(kept - in_bars, kept) + ")",
+           attr("class", "others") + attr("text-anchor", "end") + attr("font-size", 12));
+}
+
+// A bar per expert shown, coloured by the rank that owns it.
 void write_expert_bars(svg::Document& doc, const CaseResult& c, double top) {
   const MoeLoad& load = c.moe_load;
-  const auto experts = static_cast<int64_t>(load.expert_tokens.size());
-  int64_t dropped = 0, kept = 0, most = 1;
-  for (const int64_t v : load.dropped) dropped += v;
-  for (const int64_t v : load.expert_tokens) most = std::max(most, v), kept += v;
-  char text[160];
-  std::snprintf(text, sizeof text, "dropped by the capacity: %lld of %lld choices (%.1f%%)",
-                static_cast<long long>(dropped), static_cast<long long>(dropped + kept),
-                dropped + kept > 0
-                    ? 100.0 * static_cast<double>(dropped) / static_cast<double>(dropped + kept)
-                    : 0.0);
-  doc.text(kLeft, top - 12, text, attr("class", "dropped") + attr("font-size", 12));
+  const std::vector<int64_t> shown = experts_shown(load);
+  write_bars_notes(doc, load, shown, top);
+  int64_t most = 1;
+  for (const int64_t v : load.expert_tokens) most = std::max(most, v);
   const double right = kWidth - 20;
-  const double slot = (right - kLeft - 20) / static_cast<double>(experts);
+  const double slot = (right - kLeft - 20) / static_cast<double>(std::max<size_t>(shown.size(), 1));
   charts::Scale y{0, static_cast<double>(most) * 1.1, top + kBarsHeight, top};
   const std::vector<double> ticks = svg::nice_ticks(0, y.hi, 5);
   if (!ticks.empty()) y.hi = std::max(y.hi, ticks.back());
   charts::write_y_axis(doc, y, kLeft, right, "token choices");
-  for (int64_t e = 0; e < experts; ++e) {
+  for (size_t i = 0; i < shown.size(); ++i) {
+    const int64_t e = shown[i];
     const auto owner = static_cast<size_t>(e % load.world());
     const int64_t value = load.expert_tokens[static_cast<size_t>(e)];
-    const double x = kLeft + 10 + slot * static_cast<double>(e);
+    const double x = kLeft + 10 + slot * static_cast<double>(i);
     const double h = y.from - y(static_cast<double>(value));
     doc.rect(x + slot * 0.1, y.from - h, slot * 0.8, h,
-             attr("class", "expert") + attr("fill", charts::series_colour(owner)),
+             attr("class", "expert") + attr("data-expert", std::to_string(e)) +
+                 attr("fill", charts::series_colour(owner)),
              "expert " + std::to_string(e) + " (rank " + std::to_string(owner) +
                  "): " + count_text(value) + " token choices");
     if (slot >= 22) {
       doc.text(x + slot / 2, y.from - h - 3, count_text(value),
                attr("text-anchor", "middle") + attr("font-size", 10));
     }
-    if (slot >= 14 || e % 8 == 0) {
+    if (slot >= 14 || i % 8 == 0) {
       doc.text(x + slot / 2, y.from + 13, std::to_string(e),
                attr("text-anchor", "middle") + attr("font-size", 10));
     }
   }
   doc.line(kLeft, y.from, right, y.from, attr("stroke", "black"));
-  doc.text((kLeft + right) / 2, y.from + 30, "expert (coloured by the rank that owns it)",
+  const bool all = shown.size() == load.expert_tokens.size();
+  doc.text((kLeft + right) / 2, y.from + 30,
+           all ? "expert (coloured by the rank that owns it)"
+               : "expert, busiest first (coloured by the rank that owns it)",
            attr("text-anchor", "middle") + attr("font-size", 12));
 }
 

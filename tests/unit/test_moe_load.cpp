@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <hdf5.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <fstream>
@@ -315,6 +316,40 @@ TEST(MoeLoad, ThePictureHasACellPerRankPairWithItsTokens) {
   for (const int64_t v : m.dropped) dropped += v;
   EXPECT_TRUE(
       contains(svg, "dropped by the capacity: " + std::to_string(dropped) + " of 48 choices"))
+      << svg;
+}
+
+// Past 128 experts a bar each would be under 7 px wide (a million experts, a million
+// rectangles): the picture draws the 128 busiest, busiest first, and says what the rest took.
+TEST(MoeLoad, ThePictureOfManyExpertsBarsTheBusiestFirst) {
+  ResultFile file;
+  file.system = small_system("cpu", "mpi", 2, "host steady_clock");
+  file.cases = {moe_run_case("0000")};
+  std::vector<int64_t>& tokens = file.cases[0].moe_load.expert_tokens;
+  tokens.resize(1000);
+  for (size_t e = 0; e < tokens.size(); ++e) tokens[e] = static_cast<int64_t>((e * 37) % 101);
+  tokens[999] = 500;
+  std::ostringstream out;
+  write_tokens_svg(out, file, "");
+  const std::string svg = out.str();
+  const std::regex bar("class=\"expert\" data-expert=\"([0-9]+)\"");
+  std::vector<int64_t> drawn;
+  for (auto it = std::sregex_iterator(svg.begin(), svg.end(), bar); it != std::sregex_iterator();
+       ++it) {
+    drawn.push_back(std::stoll((*it)[1]));
+  }
+  std::vector<int64_t> busiest(tokens.size());
+  for (size_t e = 0; e < busiest.size(); ++e) busiest[e] = static_cast<int64_t>(e);
+  std::stable_sort(busiest.begin(), busiest.end(), [&](int64_t a, int64_t b) {
+    return tokens[static_cast<size_t>(a)] > tokens[static_cast<size_t>(b)];
+  });
+  busiest.resize(128);
+  EXPECT_EQ(drawn, busiest);
+  int64_t others = 0;
+  for (size_t e = 0; e < tokens.size(); ++e) others += tokens[e];
+  for (const int64_t e : busiest) others -= tokens[static_cast<size_t>(e)];
+  EXPECT_TRUE(contains(svg, "the 128 busiest of 1000 experts, busiest first; the other 872 took " +
+                                std::to_string(others) + " choices"))
       << svg;
 }
 
