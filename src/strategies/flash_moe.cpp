@@ -1,11 +1,13 @@
 // Flash-Overlap's rank-adaptive order on the mixture-of-experts layer: point-to-point exchanges
 // instead of the two all-to-alls, so that each expert computes a source rank's tokens as soon as
 // they have arrived and sends the results back as soon as they exist. The rank's own tokens need
-// no transfer: its experts start on them while the first exchange runs, reading the dispatch
-// buffer and writing straight into the combine's, so the first GEMM waits for nothing. Step s
-// sends to r+s and receives from r-s; rank r-s's tokens are computed after step s's exchange and
-// returned at once, so the last transfer carries only the last source's results. flash:m cuts
-// every source's rows into m pieces, each its own exchange and GEMMs.
+// no transfer: its experts start on half of them while the first exchange runs, reading the
+// dispatch buffer and writing straight into the combine's, so the first GEMM waits for nothing.
+// Step s sends to r+s and receives from r-s; rank r-s's tokens are computed after step s's
+// exchange and returned at once, and the other half of the own tokens is computed last, beside
+// the last transfer, which carries only the last source's last results (CommFuse's order: the
+// last computation's results need no transfer). flash:m cuts every source's rows into m pieces,
+// each its own exchange and GEMMs.
 #include <algorithm>
 #include <string>
 #include <utility>
@@ -104,15 +106,19 @@ void flash_moe_layer(PlanBuilder& b, const MoeProblem& p, int m) {
     }
   }
   // The own tokens: read where they were gathered, results straight into the combine buffer.
+  // Their first half runs while the first exchange travels, their second half while the last
+  // combine does: neither the first GEMM nor the last transfer has nothing beside it.
   const std::vector<int64_t> own = send_experts(r);
-  for (int q = 0; q < m; ++q) {
-    const auto [begin, end] = piece(own.back(), q);
+  const int64_t split = n > 1 ? (own.back() + 1) / 2 : own.back();  // alone: nothing to hide
+  auto own_half = [&](int half) {
+    const int64_t begin = half == 0 ? 0 : split, end = half == 0 ? split : own.back();
     expert_runs(experts, begin, end, own, [&](int64_t l, int64_t row, int64_t rows) {
       const int64_t at = send_block(r) + row;
       expert_mlp(b, p, buf, l, {buf.xs, at, src.row(r, 0) + row, buf.yc, at, rows},
-                 "expert " + std::to_string(l) + " own " + piece_name(r, q, m));
+                 "expert " + std::to_string(l) + " own " + piece_name(r, half, 2));
     });
-  }
+  };
+  own_half(0);
   for (int s = 1; s < n; ++s) {
     const int from = b.peer(-s), to = b.peer(s);
     const std::vector<int64_t> theirs = source_experts(from);
@@ -131,6 +137,7 @@ void flash_moe_layer(PlanBuilder& b, const MoeProblem& p, int m) {
                "combine to " + piece_name(from, q, m));
     }
   }
+  own_half(1);
   combine_sum(b, p, layout, buf, 0, layout.tokens_per_rank, "combine sum");
 }
 

@@ -135,6 +135,35 @@ TEST_P(MoePlans, FlashStartsFreeAndNeverWaitsForTheCombine) {
   });
 }
 
+// Flash: the own tokens' second half is computed last, beside the last combine, whose results
+// are the only ones that still travel (CommFuse's order). A rank with a single own-token GEMM
+// spends it first.
+TEST_P(MoePlans, FlashEndsOnOwnTokensBesideTheLastTransfer) {
+  for_each_world([&] {
+    if ((!is_("flash") && !is_("flash_direct")) || world_ < 2) return;
+    for (const Plan& p : plans_) {
+      const auto closure = waits_for(p);
+      int free_gemms = 0, last_transfer = -1;
+      for (const Task& t : p.tasks) {
+        if (t.is_transfer()) last_transfer = t.id;
+        free_gemms += t.kind == TaskKind::gemm && !waits_for_transfer(p, closure, t.id);
+      }
+      int beside = 0;
+      for (const Task& t : p.tasks) {
+        if (t.kind != TaskKind::gemm || t.id < last_transfer || last_transfer < 0) continue;
+        ++beside;
+        EXPECT_FALSE(closure[t.id][last_transfer])
+            << describe(p, t.id) << " waits for the last transfer " << describe(p, last_transfer);
+      }
+      // Each own half is an up and a down GEMM per expert it reaches: with four own GEMMs or
+      // more, both halves have some.
+      if (free_gemms >= 4) {
+        EXPECT_GT(beside, 0) << "rank " << p.rank << ": no GEMM beside the last transfer";
+      }
+    }
+  });
+}
+
 // The odd settings of moe's check shape (5 experts, which no world of 2 to 4 divides; a
 // capacity that drops choices; a skew that leaves an expert without tokens), at top-1 and
 // top-2: every message a rank sends meets a receive of its size in posting order.
