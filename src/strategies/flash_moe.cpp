@@ -53,92 +53,131 @@ void expert_runs(int64_t experts, int64_t begin, int64_t end, const std::vector<
   }
 }
 
-}  // namespace
+// One rank's flash plan of the layer: the layout's rows by destination and by source, and the
+// steps that build it in order.
+class FlashMoe {
+ public:
+  FlashMoe(PlanBuilder& b, const MoeProblem& p, int m)
+      : b_(b),
+        p_(p),
+        m_(m),
+        layout_(moe_layout(*p.routing, b.rank(), 1)),
+        buf_(moe_buffers(b, p, layout_)),
+        src_(by_source(layout_)),
+        n_(b.world()),
+        r_(b.rank()) {}
 
-void flash_moe_layer(PlanBuilder& b, const MoeProblem& p, int m) {
-  const MoeLayout layout = moe_layout(*p.routing, b.rank(), 1);
-  const MoeBuffers buf = moe_buffers(b, p, layout);
-  const BySource src = by_source(layout);
-  const int n = b.world(), r = b.rank();
-  const int64_t experts = layout.local_experts;
-  auto send_block = [&](int j) { return layout.send_offset(0, j, 0); };
-  auto send_end = [&](int j) { return j + 1 < n ? send_block(j + 1) : layout.send_total(); };
-  // Dispatch buffer rows of this rank's block for rank j, expert by expert (j's experts).
-  auto send_experts = [&](int j) {
-    std::vector<int64_t> rows;
-    for (int64_t l = 0; l < moe_local_experts(layout.experts, n, j); ++l) {
-      rows.push_back(layout.send_offset(0, j, l) - send_block(j));
-    }
-    rows.push_back(send_end(j) - send_block(j));
-    return rows;
-  };
-  auto source_experts = [&](int i) {
-    std::vector<int64_t> rows;
-    for (int64_t l = 0; l <= experts; ++l) rows.push_back(src.row(i, l) - src.row(i, 0));
-    return rows;
-  };
-  // Piece q of a block of `rows` rows: [begin, end) within it.
-  auto piece = [m](int64_t rows, int q) {
-    return std::pair<int64_t, int64_t>{piece_begin(rows, m, q), piece_begin(rows, m, q + 1)};
-  };
   // Tokens to the peers first, in the order the exchanges send them, then the own ones.
-  for (int s = 1; s <= n; ++s) {
-    const int j = b.peer(s);
-    gather_tokens(b, p, layout, buf, send_block(j), send_end(j) - send_block(j),
-                  "gather tokens for " + std::to_string(j));
-  }
-  // Point-to-point halves: `out` rows to rank `to`, `in` rows from rank `from`; a side with
-  // nothing is left out, and an exchange with nothing either way is no task.
-  auto exchange = [&](View out, int to, View in, int from, int tag, const std::string& label) {
-    if (out.rows == 0) to = -1;
-    if (in.rows == 0) from = -1;
-    if (to >= 0 || from >= 0) b.exchange(out, to, in, from, tag, label);
-  };
-  for (int s = 1; s < n; ++s) {
-    const int to = b.peer(s), from = b.peer(-s);
-    const int64_t out_rows = send_end(to) - send_block(to);
-    const int64_t in_rows = src.row(from, experts) - src.row(from, 0);
-    for (int q = 0; q < m; ++q) {
-      const auto [ob, oe] = piece(out_rows, q);
-      const auto [ib, ie] = piece(in_rows, q);
-      exchange({buf.xs, send_block(to) + ob, oe - ob}, to, {buf.xe, src.row(from, 0) + ib, ie - ib},
-               from, s * m + q, "dispatch to " + piece_name(to, q, m));
+  void gather() {
+    for (int s = 1; s <= n_; ++s) {
+      const int j = b_.peer(s);
+      gather_tokens(b_, p_, layout_, buf_, send_block(j), send_end(j) - send_block(j),
+                    "gather tokens for " + std::to_string(j));
     }
   }
+
+  void dispatch() {
+    for (int s = 1; s < n_; ++s) {
+      const int to = b_.peer(s), from = b_.peer(-s);
+      const int64_t out_rows = send_end(to) - send_block(to);
+      const int64_t in_rows = src_.row(from, experts()) - src_.row(from, 0);
+      for (int q = 0; q < m_; ++q) {
+        const auto [ob, oe] = piece(out_rows, q);
+        const auto [ib, ie] = piece(in_rows, q);
+        exchange({buf_.xs, send_block(to) + ob, oe - ob}, to,
+                 {buf_.xe, src_.row(from, 0) + ib, ie - ib}, from, s * m_ + q,
+                 "dispatch to " + piece_name(to, q, m_));
+      }
+    }
+  }
+
   // The own tokens: read where they were gathered, results straight into the combine buffer.
   // Their first half runs while the first exchange travels, their second half while the last
   // combine does: neither the first GEMM nor the last transfer has nothing beside it.
-  const std::vector<int64_t> own = send_experts(r);
-  const int64_t split = n > 1 ? (own.back() + 1) / 2 : own.back();  // alone: nothing to hide
-  auto own_half = [&](int half) {
+  void own_half(int half) {
+    const std::vector<int64_t> own = send_experts(r_);
+    const int64_t split = n_ > 1 ? (own.back() + 1) / 2 : own.back();  // alone: nothing to hide
     const int64_t begin = half == 0 ? 0 : split, end = half == 0 ? split : own.back();
-    expert_runs(experts, begin, end, own, [&](int64_t l, int64_t row, int64_t rows) {
-      const int64_t at = send_block(r) + row;
-      expert_mlp(b, p, buf, l, {buf.xs, at, src.row(r, 0) + row, buf.yc, at, rows},
-                 "expert " + std::to_string(l) + " own " + piece_name(r, half, 2));
+    expert_runs(experts(), begin, end, own, [&](int64_t l, int64_t row, int64_t rows) {
+      const int64_t at = send_block(r_) + row;
+      expert_mlp(b_, p_, buf_, l, {buf_.xs, at, src_.row(r_, 0) + row, buf_.yc, at, rows},
+                 "expert " + std::to_string(l) + " own " + piece_name(r_, half, 2));
     });
-  };
-  own_half(0);
-  for (int s = 1; s < n; ++s) {
-    const int from = b.peer(-s), to = b.peer(s);
-    const std::vector<int64_t> theirs = source_experts(from);
-    const int64_t back_rows = send_end(to) - send_block(to);
-    for (int q = 0; q < m; ++q) {
-      const auto [begin, end] = piece(theirs.back(), q);
-      expert_runs(experts, begin, end, theirs, [&](int64_t l, int64_t row, int64_t rows) {
-        const int64_t at = src.row(from, 0) + row;
-        expert_mlp(b, p, buf, l, {buf.xe, at, at, buf.ye, at, rows},
-                   "expert " + std::to_string(l) + " from " + piece_name(from, q, m));
-      });
-      // Back to the source: its results out to r-s, this rank's from r+s.
-      const auto [rb, re] = piece(back_rows, q);
-      exchange({buf.ye, src.row(from, 0) + begin, end - begin}, from,
-               {buf.yc, send_block(to) + rb, re - rb}, to, kSecondAllToAllTag + s * m + q,
-               "combine to " + piece_name(from, q, m));
+  }
+
+  // Each source's tokens as they land, their results back to it at once.
+  void peers() {
+    for (int s = 1; s < n_; ++s) {
+      const int from = b_.peer(-s), to = b_.peer(s);
+      const std::vector<int64_t> theirs = source_experts(from);
+      const int64_t back_rows = send_end(to) - send_block(to);
+      for (int q = 0; q < m_; ++q) {
+        const auto [begin, end] = piece(theirs.back(), q);
+        expert_runs(experts(), begin, end, theirs, [&](int64_t l, int64_t row, int64_t rows) {
+          const int64_t at = src_.row(from, 0) + row;
+          expert_mlp(b_, p_, buf_, l, {buf_.xe, at, at, buf_.ye, at, rows},
+                     "expert " + std::to_string(l) + " from " + piece_name(from, q, m_));
+        });
+        // Back to the source: its results out to r-s, this rank's from r+s.
+        const auto [rb, re] = piece(back_rows, q);
+        exchange({buf_.ye, src_.row(from, 0) + begin, end - begin}, from,
+                 {buf_.yc, send_block(to) + rb, re - rb}, to, kSecondAllToAllTag + s * m_ + q,
+                 "combine to " + piece_name(from, q, m_));
+      }
     }
   }
-  own_half(1);
-  combine_sum(b, p, layout, buf, 0, layout.tokens_per_rank, "combine sum");
+
+  void sum() { combine_sum(b_, p_, layout_, buf_, 0, layout_.tokens_per_rank, "combine sum"); }
+
+ private:
+  int64_t experts() const { return layout_.local_experts; }
+  int64_t send_block(int j) const { return layout_.send_offset(0, j, 0); }
+  int64_t send_end(int j) const { return j + 1 < n_ ? send_block(j + 1) : layout_.send_total(); }
+  // Dispatch buffer rows of this rank's block for rank j, expert by expert (j's experts).
+  std::vector<int64_t> send_experts(int j) const {
+    std::vector<int64_t> rows;
+    for (int64_t l = 0; l < moe_local_experts(layout_.experts, n_, j); ++l) {
+      rows.push_back(layout_.send_offset(0, j, l) - send_block(j));
+    }
+    rows.push_back(send_end(j) - send_block(j));
+    return rows;
+  }
+  std::vector<int64_t> source_experts(int i) const {
+    std::vector<int64_t> rows;
+    for (int64_t l = 0; l <= experts(); ++l) rows.push_back(src_.row(i, l) - src_.row(i, 0));
+    return rows;
+  }
+  // Piece q of a block of `rows` rows: [begin, end) within it.
+  std::pair<int64_t, int64_t> piece(int64_t rows, int q) const {
+    return {piece_begin(rows, m_, q), piece_begin(rows, m_, q + 1)};
+  }
+  // Point-to-point halves: `out` rows to rank `to`, `in` rows from rank `from`; a side with
+  // nothing is left out, and an exchange with nothing either way is no task.
+  void exchange(View out, int to, View in, int from, int tag, const std::string& label) {
+    if (out.rows == 0) to = -1;
+    if (in.rows == 0) from = -1;
+    if (to >= 0 || from >= 0) b_.exchange(out, to, in, from, tag, label);
+  }
+
+  PlanBuilder& b_;
+  const MoeProblem& p_;
+  const int m_;
+  const MoeLayout layout_;
+  const MoeBuffers buf_;
+  const BySource src_;
+  const int n_, r_;
+};
+
+}  // namespace
+
+void flash_moe_layer(PlanBuilder& b, const MoeProblem& p, int m) {
+  FlashMoe plan(b, p, m);
+  plan.gather();
+  plan.dispatch();
+  plan.own_half(0);
+  plan.peers();
+  plan.own_half(1);
+  plan.sum();
 }
 
 }  // namespace fob
