@@ -90,6 +90,19 @@ std::string host_speed_note(const Comparison& c) {
   return note + ", so a change measures the machine as well as the link";
 }
 
+namespace {
+
+// Whether other work could have made NEW slower than BASE: NEW ran while it kept half a CPU or
+// more busy, and no less than while BASE ran. Where BASE ran the busier, the load slowed BASE:
+// it hides a regression, never makes one, and what got worse past the threshold got worse.
+bool load_could_explain_regression(const Comparison& c) {
+  const double base = std::isfinite(c.base_load) ? c.base_load : 0;
+  const double next = std::isfinite(c.new_load) ? c.new_load : 0;
+  return next >= kBusyHostCpus && next >= base;
+}
+
+}  // namespace
+
 GateResult gate_result(const Comparison& c, InconclusiveAs inconclusive_as) {
   return gate_result(std::vector<Comparison>{c}, inconclusive_as);
 }
@@ -114,17 +127,12 @@ GateResult gate_result(const std::vector<Comparison>& parts, InconclusiveAs inco
     }
   }
   // Two files measured while other work loaded the machine cannot tell a slower link from a
-  // slower machine: a regression then is not a FAIL.
+  // slower machine: a regression then is not a FAIL, unless the load was BASE's. Cases NEW lacks
+  // are certain, so MISSING outranks such a doubt.
   const std::string machine = parts.empty() ? "" : host_speed_note(parts.front());
-  if (!regressed.empty() && !machine.empty()) {
-    GateResult g;
-    g.verdict = GateVerdict::inconclusive;
-    g.reason = std::to_string(regressed.size()) + " case(s) got worse, but " + machine +
-               ": rerun both on an idle machine; " + first_names(regressed);
-    g.exit_code = inconclusive_exit(inconclusive_as);
-    return g;
-  }
-  if (!regressed.empty()) {
+  const bool load_explains =
+      !regressed.empty() && !machine.empty() && load_could_explain_regression(parts.front());
+  if (!regressed.empty() && !load_explains) {
     return {GateVerdict::fail,
             std::to_string(regressed.size()) + " case(s) regressed past " + t +
                 "% (their whole interval): " + first_names(regressed),
@@ -135,6 +143,14 @@ GateResult gate_result(const std::vector<Comparison>& parts, InconclusiveAs inco
             "NEW lacks " + std::to_string(missing.size()) +
                 " case(s) that BASE has: " + first_names(missing),
             kExitMissingCases};
+  }
+  if (load_explains) {
+    GateResult g;
+    g.verdict = GateVerdict::inconclusive;
+    g.reason = std::to_string(regressed.size()) + " case(s) got worse, but " + machine +
+               ": rerun both on an idle machine; " + first_names(regressed);
+    g.exit_code = inconclusive_exit(inconclusive_as);
+    return g;
   }
   if (!few.empty() || !wide.empty()) {
     GateResult g;

@@ -200,10 +200,12 @@ std::string compare_result_line(const std::vector<Comparison>& parts) {
             std::string(c.inconclusive_as == InconclusiveAs::pass ? "PASS" : "FAIL") +
             " by --inconclusive-as (exit " + std::to_string(g.exit_code) + ")";
   }
-  // Every case the verdict rests on, one a line: the regressed ones, or else the unsure ones
-  // with what would narrow them.
-  const Verdict listed =
-      g.verdict == GateVerdict::fail ? Verdict::regressed : Verdict::inconclusive;
+  // Every case the verdict rests on, one a line: the regressed ones (a FAIL, or an INCONCLUSIVE
+  // that other work could explain), or else the unsure ones with what would narrow them.
+  const bool rests_on_regressed =
+      g.verdict == GateVerdict::fail ||
+      (g.verdict == GateVerdict::inconclusive && decided(Verdict::regressed) != "0");
+  const Verdict listed = rests_on_regressed ? Verdict::regressed : Verdict::inconclusive;
   for (const Comparison& part : parts) {
     if (part.role != GateRole::decides) continue;
     const std::string of = parts.size() > 1 ? std::string(to_string(part.metric)) + " of " : "";

@@ -477,7 +477,9 @@ TEST(Compare, TheInterconnectGateJudgesWhatTheLinkDecides) {
 
 // A file measured while other work kept the host busy (host_others_cpus in its facts; a speed
 // probe cannot see such work) cannot tell a slower link from a slower machine: what got worse
-// is INCONCLUSIVE, naming the load, not a FAIL. The probes' medians are reported, not judged.
+// is INCONCLUSIVE, naming the load, not a FAIL, unless the load was BASE's alone (it slowed
+// BASE, hiding a regression rather than making one). The probes' medians are reported, not
+// judged.
 TEST(Compare, ALoadedHostMakesARegressionInconclusive) {
   const auto file = [](double comm, double probe, uint64_t seed) {
     CaseResult c = make_case("0001", "comm_only", noisy(comm, 0.01, 8, seed));
@@ -508,6 +510,19 @@ TEST(Compare, ALoadedHostMakesARegressionInconclusive) {
             std::string::npos)
       << load.reason;
   EXPECT_DOUBLE_EQ(median_host_load(loaded), 1.95);
+  // The load on BASE's side only: it slowed BASE, so NEW's drop is no artefact of it: FAIL.
+  const GateResult base_loaded = gate_result(
+      gate_parts(loaded, file(9e-3, 1e-4, 6), GateMode::interconnect, CompareMetric::t, 5),
+      InconclusiveAs::inconclusive);
+  EXPECT_EQ(base_loaded.verdict, GateVerdict::fail) << base_loaded.reason;
+  EXPECT_EQ(base_loaded.exit_code, kExitVerifyFailed);
+  // Both loaded, NEW the more: INCONCLUSIVE again.
+  ResultFile busier = file(14e-3, 1e-4, 7);
+  busier.cases[0].facts = {"rank 0: host_others_cpus=1.990"};
+  EXPECT_EQ(gate_result(gate_parts(loaded, busier, GateMode::interconnect, CompareMetric::t, 5),
+                        InconclusiveAs::inconclusive)
+                .verdict,
+            GateVerdict::inconclusive);
   // An interval the load made too wide to judge says so too: what to change is the machine.
   CaseResult wide = make_case("0001", "comm_only", noisy(4.15e-3, 0.08, 8, 5));
   wide.facts = {"rank 0: host_others_cpus=1.950"};
