@@ -92,13 +92,14 @@ std::string host_speed_note(const Comparison& c) {
 
 namespace {
 
-// Whether other work could have made NEW slower than BASE: NEW ran while it kept half a CPU or
-// more busy, and no less than while BASE ran. Where BASE ran the busier, the load slowed BASE:
-// it hides a regression, never makes one, and what got worse past the threshold got worse.
+// Whether other work could have made NEW slower than BASE: it kept half a CPU or more busy while
+// NEW ran, and NEW's host was not clearly (by that half CPU) the less busy. Where BASE ran the
+// busier, the load slowed BASE: it hides a regression, never makes one, and what got worse past
+// the threshold got worse. Two loads about alike slow both sides, but not by the same amount.
 bool load_could_explain_regression(const Comparison& c) {
   const double base = std::isfinite(c.base_load) ? c.base_load : 0;
   const double next = std::isfinite(c.new_load) ? c.new_load : 0;
-  return next >= kBusyHostCpus && next >= base;
+  return next >= kBusyHostCpus && next + kBusyHostCpus > base;
 }
 
 }  // namespace
